@@ -1,0 +1,161 @@
+package cache
+
+import (
+	"context"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// ListOption narrows a List (controller-runtime style).
+type ListOption func(*listOptions)
+
+type listOptions struct {
+	namespace     string
+	label         labels.Selector
+	field         fields.Selector
+	limit         int
+	afterNS       string
+	afterName     string
+	after         bool
+	resourceCheck uint64
+}
+
+// InNamespace lists only objects in namespace ns ("" means every namespace).
+func InNamespace(ns string) ListOption { return func(o *listOptions) { o.namespace = ns } }
+
+// MatchingLabels lists only objects whose labels match sel (nil means everything).
+func MatchingLabels(sel labels.Selector) ListOption { return func(o *listOptions) { o.label = sel } }
+
+// MatchingFields lists only objects whose selectable fields match sel (nil means everything).
+func MatchingFields(sel fields.Selector) ListOption { return func(o *listOptions) { o.field = sel } }
+
+// Limit returns at most n objects (n <= 0 means no limit); ListResult.Remaining says how many
+// more match.
+func Limit(n int) ListOption { return func(o *listOptions) { o.limit = n } }
+
+// After lists only objects whose key sorts after (namespace, name): the continuation of a
+// paged list.
+func After(namespace, name string) ListOption {
+	return func(o *listOptions) { o.afterNS, o.afterName, o.after = namespace, name, true }
+}
+
+// ListResult is one page of a List.
+type ListResult struct {
+	Items           []*Object // sorted by namespace, then name; shared, immutable
+	ResourceVersion uint64    // the counter at the moment of the list
+	Remaining       int       // matching objects after this page (0 when it is the last)
+}
+
+// List returns the objects of gr matching opts, in key order.
+func (s *Store) List(_ context.Context, gr GroupResource, opts ...ListOption) (ListResult, error) {
+	var o listOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	s.mu.RLock()
+	rv := s.rv
+	var items []*Object
+	if st := s.resources[gr]; st != nil {
+		collect := func(ns string, m map[string]*Object) {
+			for _, obj := range m {
+				if o.after && (ns < o.afterNS || ns == o.afterNS && obj.key.Name <= o.afterName) {
+					continue
+				}
+				if matches(obj, o.label, o.field) {
+					items = append(items, obj)
+				}
+			}
+		}
+		if o.namespace != "" {
+			collect(o.namespace, st.byNS[o.namespace])
+		} else {
+			for ns, m := range st.byNS {
+				collect(ns, m)
+			}
+		}
+	}
+	s.mu.RUnlock()
+	sort.Slice(items, func(i, j int) bool {
+		a, b := items[i].key, items[j].key
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+	res := ListResult{Items: items, ResourceVersion: rv}
+	if o.limit > 0 && len(items) > o.limit {
+		res.Items, res.Remaining = items[:o.limit], len(items)-o.limit
+	}
+	return res, nil
+}
+
+func matches(o *Object, label labels.Selector, field fields.Selector) bool {
+	if label != nil && !label.Empty() && !label.Matches(o.labels) {
+		return false
+	}
+	if field != nil && !field.Empty() && !field.Matches(o.fields) {
+		return false
+	}
+	return true
+}
+
+// CheckResourceVersion reports whether every change after rv to the given resources (every
+// resource when none are named) is still in history: nil if so, an error wrapping ErrGone if rv
+// is older than the history or was never issued by this store.
+func (s *Store) CheckResourceVersion(rv uint64, grs ...GroupResource) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.checkRVLocked(rv, grs)
+}
+
+func (s *Store) checkRVLocked(rv uint64, grs []GroupResource) error {
+	if rv > s.rv || rv < s.startRV {
+		return goneError(rv, s.oldestLocked(grs))
+	}
+	if oldest := s.oldestLocked(grs); rv < oldest {
+		return goneError(rv, oldest)
+	}
+	return nil
+}
+
+// oldestLocked is the oldest version a watch on grs can resume from.
+func (s *Store) oldestLocked(grs []GroupResource) uint64 {
+	oldest := s.startRV
+	check := func(st *resourceState) {
+		if st != nil && st.history.since > oldest {
+			oldest = st.history.since
+		}
+	}
+	if len(grs) == 0 {
+		for _, st := range s.resources {
+			check(st)
+		}
+	}
+	for _, gr := range grs {
+		check(s.resources[gr])
+	}
+	return oldest
+}
+
+// ResourceCount is the number of objects of one resource in one namespace.
+type ResourceCount struct {
+	GroupResource
+	Namespace string
+	Count     int
+}
+
+// Counts returns the current object counts per resource and namespace. The store keeps them
+// as it writes; this only reads them.
+func (s *Store) Counts() []ResourceCount {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []ResourceCount
+	for gr, st := range s.resources {
+		for ns, m := range st.byNS {
+			out = append(out, ResourceCount{GroupResource: gr, Namespace: ns, Count: len(m)})
+		}
+	}
+	return out
+}

@@ -1,0 +1,176 @@
+package cache
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// GroupResource names a kind of stored object: its API group ("" for core) and plural resource.
+// Watch history is kept per GroupResource, so churn in one resource never expires another's
+// watchers.
+type GroupResource struct {
+	Group    string
+	Resource string
+}
+
+func (gr GroupResource) String() string {
+	if gr.Group == "" {
+		return gr.Resource
+	}
+	return gr.Resource + "." + gr.Group
+}
+
+// NamespacesResource is where the store keeps the Namespace objects it creates implicitly.
+var NamespacesResource = GroupResource{Resource: "namespaces"}
+
+// Key identifies one object. Namespace is empty for cluster-scoped objects.
+type Key struct {
+	Group     string
+	Resource  string
+	Namespace string
+	Name      string
+}
+
+// GroupResource returns the resource part of the key.
+func (k Key) GroupResource() GroupResource { return GroupResource{k.Group, k.Resource} }
+
+func (k Key) String() string {
+	s := k.GroupResource().String() + " "
+	if k.Namespace != "" {
+		s += k.Namespace + "/"
+	}
+	return s + k.Name
+}
+
+// Object is one stored object: its encoded JSON, immutable and shared by every reader and
+// watcher, plus the few decoded fields the store indexes. Never modify the bytes Raw returns;
+// decode them (Decode) to get a private, mutable copy.
+type Object struct {
+	key        Key
+	raw        []byte
+	uid        string
+	rv         uint64
+	generation int64
+	labels     labels.Set
+	fields     fields.Set
+	finalizers []string
+	deleting   bool
+	specHash   uint64
+}
+
+// Key returns the object's key.
+func (o *Object) Key() Key { return o.key }
+
+// Raw returns the encoded JSON. The slice is shared: callers must not modify it.
+func (o *Object) Raw() []byte { return o.raw }
+
+// UID returns metadata.uid.
+func (o *Object) UID() string { return o.uid }
+
+// ResourceVersion returns metadata.resourceVersion as a number; 0 for a dry-run result.
+func (o *Object) ResourceVersion() uint64 { return o.rv }
+
+// Generation returns metadata.generation.
+func (o *Object) Generation() int64 { return o.generation }
+
+// Labels returns metadata.labels. The map is shared: callers must not modify it.
+func (o *Object) Labels() labels.Set { return o.labels }
+
+// Fields returns the selectable fields (metadata.name, metadata.namespace and any the store's
+// Config.SelectableFields adds). The map is shared: callers must not modify it.
+func (o *Object) Fields() fields.Set { return o.fields }
+
+// Finalizers returns metadata.finalizers. The slice is shared: callers must not modify it.
+func (o *Object) Finalizers() []string { return o.finalizers }
+
+// Deleting reports whether metadata.deletionTimestamp is set.
+func (o *Object) Deleting() bool { return o.deleting }
+
+// Decode returns a fresh decoded copy of the object that the caller owns. Numbers decode as
+// json.Number so integers survive exactly.
+func (o *Object) Decode() (map[string]any, error) {
+	return DecodeJSON(o.raw)
+}
+
+// DecodeJSON decodes a JSON object the way the store does (numbers as json.Number).
+func DecodeJSON(data []byte) (map[string]any, error) {
+	var m map[string]any
+	dec := json.NewDecoder(bytesReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// metadataOf returns obj["metadata"] as a map, creating it when missing or of the wrong type.
+func metadataOf(obj map[string]any) map[string]any {
+	md, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		md = map[string]any{}
+		obj["metadata"] = md
+	}
+	return md
+}
+
+func stringField(m map[string]any, k string) string {
+	s, _ := m[k].(string)
+	return s
+}
+
+func stringMap(v any) map[string]string {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if s, ok := v.(string); ok {
+			out[k] = s
+		}
+	}
+	return out
+}
+
+func stringSlice(v any) []string {
+	l, ok := v.([]any)
+	if !ok || len(l) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(l))
+	for _, v := range l {
+		if s, ok := v.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// int64Field reads an integer that may be a json.Number, float64 or int64.
+func int64Field(m map[string]any, k string) int64 {
+	switch v := m[k].(type) {
+	case json.Number:
+		n, _ := v.Int64()
+		return n
+	case float64:
+		return int64(v)
+	case int64:
+		return v
+	case int:
+		return int64(v)
+	}
+	return 0
+}
+
+func formatRV(rv uint64) string { return strconv.FormatUint(rv, 10) }
+
+// ParseResourceVersion parses a decimal resourceVersion. "" parses as 0.
+func ParseResourceVersion(s string) (uint64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	return strconv.ParseUint(s, 10, 64)
+}

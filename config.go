@@ -1,0 +1,269 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// config is every setting of SPEC §1. Each has an environment variable and an equivalent flag
+// (the flag wins); parseConfig fills defaults and rejects invalid values.
+type config struct {
+	Addr                 string
+	PodName              string
+	EnableLeaderElection bool
+	LeaseBackend         string
+	LeaseName            string
+	LeaseNamespace       string
+	LeaseFile            string
+	LeaseDuration        time.Duration
+	RenewDeadline        time.Duration
+	RetryPeriod          time.Duration
+	EnableController     bool
+	WorkerCount          int
+	ReconcileInterval    time.Duration
+	MaxRetries           int
+	BackoffBase          time.Duration
+	BackoffMax           time.Duration
+	QueueQPS             float64
+	QueueBurst           int
+	RolloutStep          time.Duration
+	WatchHistory         int
+	EventLimit           int
+	EventTTL             time.Duration
+	AllowedRegistries    []string
+	BlockedImages        []string
+	MaxBody              int64
+	MaxInflight          int
+	LogLevel             string
+	LogFormat            string
+	PProf                bool
+}
+
+// setting is one configurable value: its variable, its flag, its default and how to parse it.
+type setting struct {
+	env, flag, def, usage string
+	parse                 func(c *config, v string) error
+}
+
+func settings() []setting {
+	return []setting{
+		{"PORT", "port", "3000", "HTTP port on 127.0.0.1 (ignored when ADDR is set)", nil},
+		{"ADDR", "addr", "", `whole listen address, e.g. ":3000" or "127.0.0.1:0" (default 127.0.0.1:PORT)`, nil},
+		{"POD_NAME", "pod-name", "", "identity in leader election and Event sources (default hostname + random suffix)", func(c *config, v string) error { c.PodName = v; return nil }},
+		{"ENABLE_LEADER_ELECTION", "enable-leader-election", "true", "false: this process always leads", boolInto(func(c *config) *bool { return &c.EnableLeaderElection })},
+		{"LEASE_BACKEND", "lease-backend", "", "file or memory (default file when POD_NAME is set, else memory)", func(c *config, v string) error {
+			if v != "" && v != "file" && v != "memory" {
+				return fmt.Errorf("must be file or memory, not %q", v)
+			}
+			c.LeaseBackend = v
+			return nil
+		}},
+		{"LEASE_NAME", "lease-name", "elide-operator-leader", "the lease's name", func(c *config, v string) error { c.LeaseName = v; return nil }},
+		{"LEASE_NAMESPACE", "lease-namespace", "default", "the lease's namespace", func(c *config, v string) error { c.LeaseNamespace = v; return nil }},
+		{"LEASE_FILE", "lease-file", "", "record of the file backend (default <tmp>/opemu-<namespace>-<name>.lease)", func(c *config, v string) error { c.LeaseFile = v; return nil }},
+		{"LEASE_DURATION", "lease-duration", "15s", "lease duration", durationInto(func(c *config) *time.Duration { return &c.LeaseDuration }, false)},
+		{"RENEW_DEADLINE", "renew-deadline", "10s", "renew deadline", durationInto(func(c *config) *time.Duration { return &c.RenewDeadline }, false)},
+		{"RETRY_PERIOD", "retry-period", "2s", "retry period", durationInto(func(c *config) *time.Duration { return &c.RetryPeriod }, false)},
+		{"ENABLE_CONTROLLER", "enable-controller", "true", "false: serve the API only, reconcile nothing", boolInto(func(c *config) *bool { return &c.EnableController })},
+		{"WORKER_COUNT", "worker-count", "2", "reconcile workers", intInto(func(c *config) *int { return &c.WorkerCount }, 1)},
+		{"RECONCILE_INTERVAL", "reconcile-interval", "30s", "periodic resync of every object; 0 disables", durationInto(func(c *config) *time.Duration { return &c.ReconcileInterval }, true)},
+		{"MAX_RETRIES", "max-retries", "5", "retries after a failed reconcile before the key is dropped", intInto(func(c *config) *int { return &c.MaxRetries }, 0)},
+		{"BACKOFF_BASE", "backoff-base", "1s", "per-key exponential backoff: first wait", durationInto(func(c *config) *time.Duration { return &c.BackoffBase }, false)},
+		{"BACKOFF_MAX", "backoff-max", "16s", "per-key exponential backoff: longest wait", durationInto(func(c *config) *time.Duration { return &c.BackoffMax }, false)},
+		{"QUEUE_QPS", "queue-qps", "10", "token bucket rate for rate-limited requeues", func(c *config, v string) error {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f <= 0 {
+				return fmt.Errorf("must be a positive number, not %q", v)
+			}
+			c.QueueQPS = f
+			return nil
+		}},
+		{"QUEUE_BURST", "queue-burst", "100", "token bucket burst", intInto(func(c *config) *int { return &c.QueueBurst }, 1)},
+		{"ROLLOUT_STEP", "rollout-step", "1s", "simulated rollout: time between readiness steps; 0 = instant", durationInto(func(c *config) *time.Duration { return &c.RolloutStep }, true)},
+		{"WATCH_HISTORY", "watch-history", "10000", "watch events kept per resource for resuming", intInto(func(c *config) *int { return &c.WatchHistory }, 1)},
+		{"EVENT_LIMIT", "event-limit", "10000", "stored Events beyond which the oldest go", intInto(func(c *config) *int { return &c.EventLimit }, 1)},
+		{"EVENT_TTL", "event-ttl", "1h", "an Event not updated for this long goes", durationInto(func(c *config) *time.Duration { return &c.EventTTL }, false)},
+		{"ALLOWED_REGISTRIES", "allowed-registries", "docker.io,gcr.io", "comma-separated registries images may come from; empty = any", func(c *config, v string) error { c.AllowedRegistries = splitList(v); return nil }},
+		{"BLOCKED_IMAGES", "blocked-images", "ubuntu,debian,alpine", "comma-separated images denied at any tag; empty = none", func(c *config, v string) error { c.BlockedImages = splitList(v); return nil }},
+		{"MAX_BODY", "max-body", "3MiB", "request body limit (413 beyond), e.g. 3MiB or 1048576", func(c *config, v string) error {
+			q, err := resource.ParseQuantity(sizeQuantity(v))
+			if err != nil || q.Value() <= 0 {
+				return fmt.Errorf("must be a positive size like 3MiB, not %q", v)
+			}
+			c.MaxBody = q.Value()
+			return nil
+		}},
+		{"MAX_INFLIGHT", "max-inflight", "400", "concurrent non-watch requests (429 beyond)", intInto(func(c *config) *int { return &c.MaxInflight }, 1)},
+		{"LOG_LEVEL", "log-level", "info", "debug, info, warn or error", func(c *config, v string) error {
+			switch v {
+			case "debug", "info", "warn", "error":
+				c.LogLevel = v
+				return nil
+			}
+			return fmt.Errorf("must be debug, info, warn or error, not %q", v)
+		}},
+		{"LOG_FORMAT", "log-format", "text", "text or json", func(c *config, v string) error {
+			if v != "text" && v != "json" {
+				return fmt.Errorf("must be text or json, not %q", v)
+			}
+			c.LogFormat = v
+			return nil
+		}},
+		{"PPROF", "pprof", "false", "serve /debug/pprof/", boolInto(func(c *config) *bool { return &c.PProf })},
+	}
+}
+
+// parseConfig reads args (without the program name) and the environment through lookupEnv
+// (os.LookupEnv in main; a variable set to "" counts as set, so ALLOWED_REGISTRIES= means any). It
+// returns flag.ErrHelp after printing usage to out when --help is asked for.
+func parseConfig(args []string, lookupEnv func(string) (string, bool), out io.Writer) (config, error) {
+	var c config
+	all := settings()
+	fs := flag.NewFlagSet("opemu", flag.ContinueOnError)
+	fs.SetOutput(out)
+	values := make(map[string]*string, len(all))
+	for _, s := range all {
+		values[s.flag] = fs.String(s.flag, s.def, s.usage+" [$"+s.env+"]")
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(out, "opemu: an in-memory Kubernetes-style API server with the operator pattern inside.\n\n"+
+			"Usage:\n  opemu [flags]\n  opemu kubeconfig [--server URL]\n\nEvery flag has an environment variable (in brackets); the flag wins.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	setByFlag := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { setByFlag[f.Name] = true })
+	value := func(s setting) string {
+		if setByFlag[s.flag] {
+			return *values[s.flag]
+		}
+		if v, ok := lookupEnv(s.env); ok {
+			return v
+		}
+		return s.def
+	}
+	var port string
+	for _, s := range all {
+		v := value(s)
+		switch s.env {
+		case "PORT":
+			port = v
+			continue
+		case "ADDR":
+			c.Addr = v
+			continue
+		}
+		if err := s.parse(&c, v); err != nil {
+			return c, fmt.Errorf("invalid %s: %w", s.env, err)
+		}
+	}
+	if c.Addr == "" {
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 0 || n > 65535 {
+			return c, fmt.Errorf("invalid PORT: must be 0..65535, not %q", port)
+		}
+		c.Addr = net.JoinHostPort("127.0.0.1", port)
+	} else if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return c, fmt.Errorf("invalid ADDR: %v", err)
+	}
+	if c.PodName == "" {
+		c.PodName = defaultPodName()
+	} else if c.LeaseBackend == "" {
+		c.LeaseBackend = "file"
+	}
+	if c.LeaseBackend == "" {
+		c.LeaseBackend = "memory"
+	}
+	if c.LeaseFile == "" {
+		c.LeaseFile = filepath.Join(os.TempDir(), "opemu-"+c.LeaseNamespace+"-"+c.LeaseName+".lease")
+	}
+	if c.RenewDeadline >= c.LeaseDuration {
+		return c, errors.New("invalid RENEW_DEADLINE: must be shorter than LEASE_DURATION")
+	}
+	if c.BackoffMax < c.BackoffBase {
+		return c, errors.New("invalid BACKOFF_MAX: must not be shorter than BACKOFF_BASE")
+	}
+	return c, nil
+}
+
+func defaultPodName() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		h = "opemu"
+	}
+	return fmt.Sprintf("%s-%s", h, strconv.FormatInt(time.Now().UnixNano()%0xfffff, 36))
+}
+
+// sizeQuantity accepts byte suffixes people write (3MiB, 512KB) as Kubernetes quantities (3Mi, 512k).
+func sizeQuantity(v string) string {
+	v = strings.TrimSpace(v)
+	for _, suf := range []string{"KiB", "MiB", "GiB"} {
+		if strings.HasSuffix(v, suf) {
+			return strings.TrimSuffix(v, "B")
+		}
+	}
+	for from, to := range map[string]string{"KB": "k", "kB": "k", "MB": "M", "GB": "G"} {
+		if strings.HasSuffix(v, from) {
+			return strings.TrimSuffix(v, from) + to
+		}
+	}
+	return strings.TrimSuffix(v, "B")
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func boolInto(field func(*config) *bool) func(*config, string) error {
+	return func(c *config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("must be true or false, not %q", v)
+		}
+		*field(c) = b
+		return nil
+	}
+}
+
+func intInto(field func(*config) *int, min int) func(*config, string) error {
+	return func(c *config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < min {
+			return fmt.Errorf("must be an integer >= %d, not %q", min, v)
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+func durationInto(field func(*config) *time.Duration, zeroOK bool) func(*config, string) error {
+	return func(c *config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d == 0 && !zeroOK {
+			return fmt.Errorf("must be a positive Go duration like 500ms or 15s, not %q", v)
+		}
+		*field(c) = d
+		return nil
+	}
+}

@@ -1,0 +1,144 @@
+package crd
+
+import (
+	"encoding/json"
+	"sort"
+	"strconv"
+	"strings"
+
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
+
+// rootKeep are the root fields pruning never touches.
+var rootKeep = map[string]bool{"apiVersion": true, "kind": true, "metadata": true}
+
+// Prune removes, in place, every field the structural schema does not know (as Kubernetes
+// does for CRDs) and returns their dotted paths, sorted: "spec.foo", "spec.items[0].x".
+// x-kubernetes-preserve-unknown-fields keeps unknown fields below it; additionalProperties
+// schemas are maps whose values are pruned by that schema.
+func (k *Kind) Prune(obj map[string]any) []string {
+	var unknown []string
+	pruneObject(obj, k.Schema, "", true, &unknown)
+	sort.Strings(unknown)
+	return unknown
+}
+
+func pruneValue(v any, s *apiextv1.JSONSchemaProps, path string, unknown *[]string) {
+	if s == nil {
+		return
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		pruneObject(v, s, path, false, unknown)
+	case []any:
+		if s.Items == nil || s.Items.Schema == nil {
+			return
+		}
+		for i, e := range v {
+			pruneValue(e, s.Items.Schema, path+"["+strconv.Itoa(i)+"]", unknown)
+		}
+	}
+}
+
+func pruneObject(m map[string]any, s *apiextv1.JSONSchemaProps, path string, root bool, unknown *[]string) {
+	if s == nil {
+		return
+	}
+	preserve := s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields
+	var additional *apiextv1.JSONSchemaProps
+	additionalAllowed := false
+	if ap := s.AdditionalProperties; ap != nil {
+		additional, additionalAllowed = ap.Schema, ap.Allows
+	}
+	for key, v := range m {
+		if root && rootKeep[key] {
+			continue
+		}
+		if s.XEmbeddedResource && rootKeep[key] {
+			continue
+		}
+		child := joinPath(path, key)
+		if prop, ok := s.Properties[key]; ok {
+			pruneValue(v, &prop, child, unknown)
+			continue
+		}
+		if additional != nil {
+			pruneValue(v, additional, child, unknown)
+			continue
+		}
+		if additionalAllowed || preserve {
+			continue
+		}
+		delete(m, key)
+		*unknown = append(*unknown, child)
+	}
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	if strings.ContainsAny(key, ".[]") {
+		return path + "[" + strconv.Quote(key) + "]"
+	}
+	return path + "." + key
+}
+
+// Default applies the schema's `default`s in place: a missing property that has a default gets
+// a copy of it; objects, maps and arrays are walked. Nothing under metadata is defaulted.
+func (k *Kind) Default(obj map[string]any) {
+	defaultObject(obj, k.Schema, true)
+}
+
+func defaultValue(v any, s *apiextv1.JSONSchemaProps) {
+	if s == nil {
+		return
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		defaultObject(v, s, false)
+	case []any:
+		if s.Items != nil && s.Items.Schema != nil {
+			for _, e := range v {
+				defaultValue(e, s.Items.Schema)
+			}
+		}
+	}
+}
+
+func defaultObject(m map[string]any, s *apiextv1.JSONSchemaProps, root bool) {
+	if s == nil {
+		return
+	}
+	for key, prop := range s.Properties {
+		if root && key == "metadata" {
+			continue
+		}
+		v, ok := m[key]
+		if !ok && prop.Default != nil {
+			if d, err := decodeDefault(prop.Default.Raw); err == nil {
+				m[key] = d
+				v, ok = d, true
+			}
+		}
+		if ok {
+			defaultValue(v, &prop)
+		}
+	}
+	if ap := s.AdditionalProperties; ap != nil && ap.Schema != nil {
+		for key, v := range m {
+			if _, known := s.Properties[key]; !known {
+				defaultValue(v, ap.Schema)
+			}
+		}
+	}
+}
+
+// decodeDefault decodes a schema default freshly each time, so objects never share it.
+func decodeDefault(raw []byte) (any, error) {
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber()
+	var v any
+	err := dec.Decode(&v)
+	return v, err
+}

@@ -1,0 +1,128 @@
+// Command opemu emulates a Kubernetes-style API server in memory, with the operator pattern
+// running inside it. See README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/crd"
+	"github.com/opemu/opemu/metrics"
+	"github.com/opemu/opemu/server"
+	"github.com/opemu/opemu/webhooks"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr))
+}
+
+// run is main without os.Exit: it returns the process exit code (2 for invalid configuration).
+func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) int {
+	cfg, err := parseConfig(args, lookupEnv, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "opemu: %v\n", err)
+		return 2
+	}
+	log := newLogger(cfg, stderr)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		// A second signal exits at once.
+		<-ctx.Done()
+		stop()
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		<-sig
+		log.Warn("second signal: exiting now")
+		os.Exit(1)
+	}()
+
+	if err := serve(ctx, cfg, log); err != nil {
+		log.Error("opemu stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// serve wires the packages together and blocks until ctx is done and everything has stopped.
+// The first log line is "listening addr=<host:port>".
+func serve(ctx context.Context, cfg config, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	log.Info("listening", "addr", ln.Addr().String())
+
+	reg := metrics.New()
+	store := cache.New(cache.Config{WatchHistory: cfg.WatchHistory})
+	defer store.Close()
+	reg.SetResourceCounts(resourceCounts(store))
+	crds, err := crd.New()
+	if err != nil {
+		return err
+	}
+	admission, err := webhooks.NewApplicationChain(webhooks.Config{
+		AllowedRegistries: cfg.AllowedRegistries,
+		BlockedImages:     cfg.BlockedImages,
+		Recorder:          reg,
+	})
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(server.Config{
+		Store:       store,
+		CRDs:        crds,
+		Admission:   admission,
+		Metrics:     reg,
+		Logger:      log,
+		Identity:    cfg.PodName,
+		Version:     version,
+		MaxBody:     cfg.MaxBody,
+		MaxInflight: cfg.MaxInflight,
+		PProf:       cfg.PProf,
+	})
+	if err != nil {
+		return err
+	}
+	err = srv.Run(ctx, ln)
+	log.Info("stopped")
+	return err
+}
+
+// resourceCounts feeds resource_count{kind,namespace} from the store's own counts.
+func resourceCounts(store *cache.Store) func() []metrics.Count {
+	return func() []metrics.Count {
+		counts := store.Counts()
+		out := make([]metrics.Count, 0, len(counts))
+		for _, c := range counts {
+			out = append(out, metrics.Count{Labels: [2]string{c.GroupResource.String(), c.Namespace}, Value: float64(c.Count)})
+		}
+		return out
+	}
+}
+
+func newLogger(cfg config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bufio"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BenchmarkStartup measures exec of the built binary to its first 200 on /healthz (SPEC §1:
+// under 100 ms), and reports the idle RSS right after.
+func BenchmarkStartup(b *testing.B) {
+	client := &http.Client{Timeout: time.Second}
+	var rssKiB float64
+	for b.Loop() {
+		start := time.Now()
+		cmd := exec.Command(binary)
+		cmd.Env = append(os.Environ(), "ADDR=127.0.0.1:0", "ENABLE_LEADER_ELECTION=false")
+		pipe, err := cmd.StderrPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		sc := bufio.NewScanner(pipe)
+		if !sc.Scan() {
+			b.Fatal("no log line")
+		}
+		m := listeningRE.FindStringSubmatch(sc.Text())
+		if m == nil {
+			b.Fatalf("first line %q", sc.Text())
+		}
+		for {
+			resp, err := client.Get("http://" + m[1] + "/healthz")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			if time.Since(start) > 10*time.Second {
+				b.Fatal("no 200 within 10s")
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+		b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "ms/start")
+		rssKiB = readRSS(cmd.Process.Pid)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}
+	b.ReportMetric(rssKiB/1024, "MiB-rss")
+}
+
+// readRSS returns VmRSS of pid in KiB (0 when unknown).
+func readRSS(pid int) float64 {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				n, _ := strconv.ParseFloat(f[1], 64)
+				return n
+			}
+		}
+	}
+	return 0
+}

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// binary is the opemu binary built once by TestMain for the process tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "opemu-bin-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "opemu")
+	out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building opemu: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func envFrom(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := m[k]
+		return v, ok
+	}
+}
+
+func TestParseConfig(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		args  []string
+		env   map[string]string
+		check func(t *testing.T, c config)
+		err   string
+	}{
+		{name: "defaults", check: func(t *testing.T, c config) {
+			assert.Equal(t, "127.0.0.1:3000", c.Addr)
+			assert.Equal(t, "memory", c.LeaseBackend)
+			assert.True(t, c.EnableLeaderElection)
+			assert.True(t, c.EnableController)
+			assert.Equal(t, 15*time.Second, c.LeaseDuration)
+			assert.Equal(t, 10000, c.WatchHistory)
+			assert.Equal(t, int64(3<<20), c.MaxBody)
+			assert.Equal(t, 400, c.MaxInflight)
+			assert.Equal(t, []string{"docker.io", "gcr.io"}, c.AllowedRegistries)
+			assert.Equal(t, []string{"ubuntu", "debian", "alpine"}, c.BlockedImages)
+			assert.NotEmpty(t, c.PodName)
+			assert.Equal(t, filepath.Join(os.TempDir(), "opemu-default-elide-operator-leader.lease"), c.LeaseFile)
+		}},
+		{name: "env sets PORT", env: map[string]string{"PORT": "8080"}, check: func(t *testing.T, c config) {
+			assert.Equal(t, "127.0.0.1:8080", c.Addr)
+		}},
+		{name: "flag wins over env", args: []string{"--port", "9090"}, env: map[string]string{"PORT": "8080"}, check: func(t *testing.T, c config) {
+			assert.Equal(t, "127.0.0.1:9090", c.Addr)
+		}},
+		{name: "ADDR overrides PORT", env: map[string]string{"PORT": "8080", "ADDR": ":0"}, check: func(t *testing.T, c config) {
+			assert.Equal(t, ":0", c.Addr)
+		}},
+		{name: "POD_NAME selects the file backend", env: map[string]string{"POD_NAME": "operator-1"}, check: func(t *testing.T, c config) {
+			assert.Equal(t, "operator-1", c.PodName)
+			assert.Equal(t, "file", c.LeaseBackend)
+		}},
+		{name: "empty registries mean any", env: map[string]string{"ALLOWED_REGISTRIES": "", "BLOCKED_IMAGES": ""}, check: func(t *testing.T, c config) {
+			assert.Empty(t, c.AllowedRegistries)
+			assert.Empty(t, c.BlockedImages)
+		}},
+		{name: "body size in MiB", env: map[string]string{"MAX_BODY": "512KiB"}, check: func(t *testing.T, c config) {
+			assert.Equal(t, int64(512<<10), c.MaxBody)
+		}},
+		{name: "sizes and durations", env: map[string]string{"MAX_BODY": "1Mi", "ROLLOUT_STEP": "0", "RETRY_PERIOD": "500ms"}, check: func(t *testing.T, c config) {
+			assert.Equal(t, int64(1<<20), c.MaxBody)
+			assert.Zero(t, c.RolloutStep)
+			assert.Equal(t, 500*time.Millisecond, c.RetryPeriod)
+		}},
+		{name: "bad port", env: map[string]string{"PORT": "http"}, err: "invalid PORT"},
+		{name: "bad duration", env: map[string]string{"LEASE_DURATION": "15"}, err: "invalid LEASE_DURATION"},
+		{name: "zero lease duration", env: map[string]string{"LEASE_DURATION": "0s"}, err: "invalid LEASE_DURATION"},
+		{name: "bad bool", args: []string{"--enable-controller=maybe"}, err: "invalid ENABLE_CONTROLLER"},
+		{name: "bad workers", env: map[string]string{"WORKER_COUNT": "0"}, err: "invalid WORKER_COUNT"},
+		{name: "bad backend", env: map[string]string{"LEASE_BACKEND": "etcd"}, err: "invalid LEASE_BACKEND"},
+		{name: "bad body size", env: map[string]string{"MAX_BODY": "lots"}, err: "invalid MAX_BODY"},
+		{name: "bad log level", env: map[string]string{"LOG_LEVEL": "loud"}, err: "invalid LOG_LEVEL"},
+		{name: "renew deadline not below lease", env: map[string]string{"RENEW_DEADLINE": "20s"}, err: "invalid RENEW_DEADLINE"},
+		{name: "unknown flag", args: []string{"--nope"}, err: "flag provided but not defined"},
+		{name: "stray argument", args: []string{"serve"}, err: "unexpected argument"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c, err := parseConfig(tt.args, envFrom(tt.env), io.Discard)
+			if tt.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.err)
+				return
+			}
+			require.NoError(t, err)
+			tt.check(t, c)
+		})
+	}
+}
+
+func TestHelpListsEverySetting(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	_, err := parseConfig([]string{"--help"}, envFrom(nil), &out)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	for _, s := range settings() {
+		assert.Contains(t, out.String(), "$"+s.env, "help should list %s", s.env)
+		assert.Contains(t, out.String(), "-"+s.flag)
+	}
+}
+
+// proc is a started opemu binary.
+type proc struct {
+	cmd    *exec.Cmd
+	addr   string
+	stderr *bytes.Buffer
+	done   chan error
+}
+
+var listeningRE = regexp.MustCompile(`listening addr=(\S+)`)
+
+// start runs the binary with env on a free port and waits for its first log line.
+func start(t *testing.T, env ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(binary)
+	cmd.Env = append(os.Environ(), append([]string{"ADDR=127.0.0.1:0", "LOG_LEVEL=info"}, env...)...)
+	pipe, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	p := &proc{cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	first := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			line := sc.Text()
+			select {
+			case first <- line:
+			default:
+			}
+			p.stderr.WriteString(line + "\n")
+		}
+		p.done <- cmd.Wait()
+	}()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	select {
+	case line := <-first:
+		m := listeningRE.FindStringSubmatch(line)
+		require.NotNil(t, m, "the first log line must be `listening addr=...`, got %q", line)
+		p.addr = m[1]
+	case <-time.After(10 * time.Second):
+		t.Fatal("opemu printed nothing within 10s")
+	}
+	return p
+}
+
+func (p *proc) wait(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.cmd.ProcessState.ExitCode()
+	case <-time.After(timeout):
+		t.Fatalf("opemu did not exit within %v", timeout)
+		return -1
+	}
+}
+
+func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
+	t.Parallel()
+	p := start(t)
+	resp, err := http.Get("http://" + p.addr + "/healthz")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.JSONEq(t, `{"status":"healthy"}`, string(body))
+
+	// An open watch must not hold shutdown up.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.addr+"/watch", nil)
+	watch, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer watch.Body.Close()
+
+	start := time.Now()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	assert.Equal(t, 0, p.wait(t, 5*time.Second), "exit code after SIGTERM; stderr:\n%s", p.stderr)
+	assert.Less(t, time.Since(start), 5*time.Second)
+	_, err = io.ReadAll(watch.Body)
+	assert.NoError(t, err, "the watch should end cleanly, not be cut")
+}
+
+func TestBinaryRejectsInvalidConfig(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, env, want string }{
+		{"duration", "LEASE_DURATION=soon", "invalid LEASE_DURATION"},
+		{"port", "PORT=-1", "invalid PORT"},
+		{"log format", "LOG_FORMAT=xml", "invalid LOG_FORMAT"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command(binary)
+			cmd.Env = append(os.Environ(), tt.env)
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			require.True(t, errors.As(err, &exit), "want a non-zero exit, got %v", err)
+			assert.Equal(t, 2, exit.ExitCode())
+			assert.Contains(t, string(out), tt.want)
+			assert.True(t, strings.HasPrefix(string(out), "opemu: "))
+		})
+	}
+}

@@ -1,0 +1,114 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/labstack/echo/v5"
+	"github.com/opemu/opemu/cache"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// toStatus maps any error a handler returns to the Kubernetes Status the client gets. It is
+// the only place errors become HTTP answers.
+func toStatus(err error) *metav1.Status {
+	var st metav1.Status
+	var apiStatus apierrors.APIStatus
+	var cerr *cache.Error
+	switch {
+	case errors.As(err, &apiStatus):
+		st = apiStatus.Status()
+	case errors.As(err, &cerr):
+		st = cacheStatus(cerr)
+	case errors.Is(err, echo.ErrNotFound):
+		st = apierrors.NewNotFound(schema.GroupResource{}, "").ErrStatus
+		st.Message = "the server could not find the requested resource"
+		st.Details = nil
+	case errors.Is(err, echo.ErrMethodNotAllowed):
+		st = apierrors.NewMethodNotSupported(schema.GroupResource{}, "").ErrStatus
+		st.Message = "the server does not allow this method on the requested resource"
+		st.Details = nil
+	default:
+		var maxErr *http.MaxBytesError
+		if errors.As(err, &maxErr) {
+			st = apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxErr.Limit)).ErrStatus
+			break
+		}
+		code := echo.StatusCode(err)
+		if code == 0 {
+			code = http.StatusInternalServerError
+		}
+		st = apierrors.NewGenericServerResponse(code, "", schema.GroupResource{}, "", err.Error(), 0, false).ErrStatus
+		if code == http.StatusInternalServerError {
+			st.Message = "Internal error occurred: " + err.Error()
+		}
+	}
+	st.Kind, st.APIVersion = "Status", "v1"
+	st.Status = metav1.StatusFailure
+	return &st
+}
+
+// cacheStatus words a store error as the kube-apiserver would for the same failure.
+func cacheStatus(e *cache.Error) metav1.Status {
+	gr := schema.GroupResource{Group: e.Key.Group, Resource: e.Key.Resource}
+	name := e.Key.Name
+	switch {
+	case errors.Is(e, cache.ErrNotFound):
+		return apierrors.NewNotFound(gr, name).ErrStatus
+	case errors.Is(e, cache.ErrAlreadyExists):
+		return apierrors.NewAlreadyExists(gr, name).ErrStatus
+	case errors.Is(e, cache.ErrConflict):
+		return apierrors.NewConflict(gr, name, errors.New(e.Message)).ErrStatus
+	case errors.Is(e, cache.ErrGone):
+		return apierrors.NewResourceExpired(e.Message).ErrStatus
+	case errors.Is(e, cache.ErrForbidden):
+		return apierrors.NewForbidden(gr, name, errors.New(e.Message)).ErrStatus
+	case errors.Is(e, cache.ErrInvalid):
+		path := field.NewPath("metadata")
+		if e.Field != "" {
+			path = field.NewPath(e.Field)
+		}
+		return apierrors.NewInvalid(schema.GroupKind{Group: e.Key.Group, Kind: e.Key.Resource}, name,
+			field.ErrorList{field.Forbidden(path, e.Message)}).ErrStatus
+	case errors.Is(e, cache.ErrClosed):
+		return apierrors.NewServiceUnavailable("the server is shutting down").ErrStatus
+	}
+	return apierrors.NewInternalError(e).ErrStatus
+}
+
+// errorHandler is the one echo.HTTPErrorHandler: every failure leaves as a Status.
+func (s *Server) errorHandler(c *echo.Context, err error) {
+	if resp, _ := echo.UnwrapResponse(c.Response()); resp != nil && resp.Committed {
+		return
+	}
+	st := toStatus(err)
+	if st.Code == http.StatusTooManyRequests {
+		c.Response().Header().Set("Retry-After", "1")
+	}
+	if werr := c.JSON(int(st.Code), st); werr != nil {
+		s.log.Debug("writing error response", "err", werr)
+	}
+}
+
+// badRequest is a 400 Status error with msg.
+func badRequest(format string, args ...any) error {
+	return apierrors.NewBadRequest(fmt.Sprintf(format, args...))
+}
+
+// unsupportedMediaType is the 415 kube-apiserver answers for a body format a resource does not take.
+func unsupportedMediaType(accepted string) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusUnsupportedMediaType,
+		Reason:  metav1.StatusReasonUnsupportedMediaType,
+		Message: "the body of the request was in an unknown format - accepted media types include: " + accepted,
+	}}
+}
+
+func tooManyRequests() error {
+	return apierrors.NewTooManyRequests("too many requests in flight, please try again later", 1)
+}

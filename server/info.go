@@ -1,0 +1,113 @@
+package server
+
+import (
+	"net/http"
+	"sort"
+
+	"github.com/labstack/echo/v5"
+	"github.com/opemu/opemu/crd"
+	"github.com/opemu/opemu/webhooks"
+)
+
+// root describes the server: what it is, what it does, who leads, where to go next.
+func (s *Server) root(c *echo.Context) error {
+	var resources []string
+	for _, k := range s.cfg.CRDs.Kinds() {
+		resources = append(resources, k.GroupVersion()+"/"+k.Plural)
+	}
+	sort.Strings(resources)
+	return c.JSON(http.StatusOK, map[string]any{
+		"name":    "opemu",
+		"version": s.cfg.Version,
+		"features": []string{
+			"custom-resources", "schema-validation", "admission-webhooks", "server-sent-events",
+			"finalizers", "optimistic-concurrency", "prometheus-metrics",
+		},
+		"resources": resources,
+		"isLeader":  s.isLeader(),
+		"endpoints": map[string]string{
+			"health":       "/healthz",
+			"readiness":    "/readyz",
+			"leader":       "/leader",
+			"crd":          "/crd",
+			"crds":         "/crds",
+			"validate":     "POST /validate",
+			"mutate":       "POST /mutate",
+			"metrics":      "/metrics",
+			"watch":        "/watch",
+			"applications": "/apis/cloudnative.elide.dev/v1/namespaces/{namespace}/applications",
+		},
+	})
+}
+
+func (s *Server) healthz(c *echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "healthy"})
+}
+
+func (s *Server) isLeader() bool { return s.cfg.Leader == nil || s.cfg.Leader.IsLeader() }
+
+func (s *Server) leaderName() string {
+	if s.cfg.Leader == nil {
+		return s.cfg.Identity
+	}
+	return s.cfg.Leader.Leader()
+}
+
+// readyz is 200 while this process leads (or election is off) and 503 otherwise and once
+// shutdown has begun.
+func (s *Server) readyz(c *echo.Context) error {
+	leading := s.isLeader()
+	if leading && !s.shutting.Load() {
+		return c.JSON(http.StatusOK, map[string]any{"status": "ready", "isLeader": true, "leader": s.leaderName()})
+	}
+	return c.JSON(http.StatusServiceUnavailable, map[string]any{"status": "not ready", "isLeader": leading, "leader": s.leaderName()})
+}
+
+func (s *Server) leader(c *echo.Context) error {
+	var lease any
+	if s.cfg.Leader != nil {
+		lease = s.cfg.Leader.Lease()
+	}
+	return c.JSON(http.StatusOK, map[string]any{
+		"isLeader":        s.isLeader(),
+		"identity":        s.cfg.Identity,
+		"leader":          s.leaderName(),
+		"electionEnabled": s.cfg.Leader != nil,
+		"lease":           lease,
+	})
+}
+
+func (s *Server) applicationCRD(c *echo.Context) error {
+	def, ok := s.cfg.CRDs.CRD(crd.ApplicationCRDName)
+	if !ok {
+		return echo.ErrNotFound
+	}
+	return c.JSON(http.StatusOK, def)
+}
+
+func (s *Server) listCRDs(c *echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]any{"items": s.cfg.CRDs.CRDs()})
+}
+
+// review serves /validate (mutating=false) and /mutate with the same chain the API uses.
+func (s *Server) review(mutating bool) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		body, err := readBody(c)
+		if err != nil {
+			return err
+		}
+		out, err := webhooks.Review(c.Request().Context(), s.cfg.Admission, body, mutating)
+		if err != nil {
+			return err
+		}
+		return writeRaw(c, http.StatusOK, out)
+	}
+}
+
+func (s *Server) metrics(c *echo.Context) error {
+	if s.cfg.Metrics == nil {
+		return echo.ErrNotFound
+	}
+	s.cfg.Metrics.Handler().ServeHTTP(c.Response(), c.Request())
+	return nil
+}

@@ -1,0 +1,199 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/labstack/echo/v5"
+	"github.com/opemu/opemu/cache"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Handlers for custom resources. Each parses, makes one HTTP-free call and answers.
+
+func (s *Server) getObject(c *echo.Context) error {
+	t, err := s.parseTarget(c)
+	if err != nil {
+		return err
+	}
+	body, err := s.get(c.Request().Context(), t)
+	if err != nil {
+		return err
+	}
+	return writeRaw(c, http.StatusOK, body)
+}
+
+func (s *Server) listObjects(c *echo.Context) error {
+	t, err := s.parseTarget(c)
+	if err != nil {
+		return err
+	}
+	q, err := parseListQuery(c.Request().URL.Query())
+	if err != nil {
+		return err
+	}
+	body, err := s.list(c.Request().Context(), t, q)
+	if err != nil {
+		return err
+	}
+	return writeRaw(c, http.StatusOK, body)
+}
+
+func (s *Server) createObject(c *echo.Context) error {
+	t, err := s.parseTarget(c)
+	if err != nil {
+		return err
+	}
+	o, err := parseWriteOptions(c)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	obj, err := decodeObject(mediaType(c.Request()), body)
+	if err != nil {
+		return err
+	}
+	res, err := s.create(c.Request().Context(), t, obj, o)
+	if err != nil {
+		return err
+	}
+	setWarnings(c, res.warnings)
+	return writeRaw(c, http.StatusCreated, res.obj.Raw())
+}
+
+func (s *Server) updateObject(c *echo.Context) error {
+	t, err := s.parseTarget(c)
+	if err != nil {
+		return err
+	}
+	o, err := parseWriteOptions(c)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	obj, err := decodeObject(mediaType(c.Request()), body)
+	if err != nil {
+		return err
+	}
+	res, err := s.update(c.Request().Context(), t, o, putMutation(t, obj))
+	if err != nil {
+		return err
+	}
+	return s.answerWrite(c, t, res, http.StatusOK)
+}
+
+// putMutation replaces the current object with the PUT body; the body's resourceVersion, when
+// present, is the client's precondition.
+func putMutation(t target, body map[string]any) mutateFunc {
+	return func(cur map[string]any) (map[string]any, bool, error) {
+		if t.sub == "scale" {
+			return fromScale(t, cur, body)
+		}
+		md, err := metadata(body)
+		if err != nil {
+			return nil, false, err
+		}
+		return deepCopy(body), stringOf(md["resourceVersion"]) != "", nil
+	}
+}
+
+func (s *Server) patchObject(c *echo.Context) error {
+	t, err := s.parseTarget(c)
+	if err != nil {
+		return err
+	}
+	o, err := parseWriteOptions(c)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	res, created, err := s.patch(c.Request().Context(), t, mediaType(c.Request()), body, o)
+	if err != nil {
+		return err
+	}
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	return s.answerWrite(c, t, res, code)
+}
+
+// answerWrite sends the stored object (or its Scale view) with the write's warnings.
+func (s *Server) answerWrite(c *echo.Context, t target, res writeResult, code int) error {
+	setWarnings(c, res.warnings)
+	if t.sub == "scale" {
+		obj, err := res.obj.Decode()
+		if err != nil {
+			return err
+		}
+		return c.JSON(code, scaleOf(t, obj))
+	}
+	return writeRaw(c, code, res.obj.Raw())
+}
+
+// deleteOptions is the part of metav1.DeleteOptions opemu honours.
+type deleteOptions struct {
+	Preconditions *struct {
+		UID             *string `json:"uid"`
+		ResourceVersion *string `json:"resourceVersion"`
+	} `json:"preconditions"`
+	DryRun            []string `json:"dryRun"`
+	PropagationPolicy *string  `json:"propagationPolicy"`
+}
+
+func (s *Server) deleteObject(c *echo.Context) error {
+	t, err := s.parseTarget(c)
+	if err != nil {
+		return err
+	}
+	o, err := parseWriteOptions(c)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	var pre cache.Preconditions
+	if len(body) > 0 {
+		var opts deleteOptions
+		if err := json.Unmarshal(body, &opts); err != nil {
+			return badRequest("the body of the request is not valid DeleteOptions: %v", err)
+		}
+		if p := opts.Preconditions; p != nil {
+			if p.UID != nil {
+				pre.UID = *p.UID
+			}
+			if p.ResourceVersion != nil {
+				pre.ResourceVersion = *p.ResourceVersion
+			}
+		}
+		for _, d := range opts.DryRun {
+			if d != "All" {
+				return badRequest("Invalid dryRun value %q: only \"All\" is supported", d)
+			}
+			o.dryRun = true
+		}
+	}
+	obj, removed, err := s.delete(c.Request().Context(), t, pre, o)
+	if err != nil {
+		return err
+	}
+	if !removed {
+		return writeRaw(c, http.StatusOK, obj.Raw())
+	}
+	return c.JSON(http.StatusOK, &metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusSuccess,
+		Details:  &metav1.StatusDetails{Name: t.key.Name, Group: t.kind.Group, Kind: t.kind.Plural, UID: apiUID(obj.UID())},
+	})
+}

@@ -1,0 +1,198 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/opemu/opemu/cache"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// listQuery is a parsed list request (SPEC §4.2).
+type listQuery struct {
+	label   labels.Selector
+	field   fields.Selector
+	limit   int
+	cont    *continueToken
+	rv      string
+	rvMatch string
+}
+
+// continueToken is the opaque `continue` value: the first page's list version and the last key
+// returned.
+type continueToken struct {
+	RV        uint64 `json:"rv"`
+	Namespace string `json:"ns,omitempty"`
+	Name      string `json:"name"`
+}
+
+func (c continueToken) encode() string {
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeContinue(s string) (*continueToken, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, badRequest("continue key is not valid: %v", err)
+	}
+	var c continueToken
+	if err := json.Unmarshal(b, &c); err != nil || c.RV == 0 || c.Name == "" {
+		return nil, badRequest("continue key is not valid")
+	}
+	return &c, nil
+}
+
+func parseListQuery(q map[string][]string) (listQuery, error) {
+	get := func(k string) string {
+		if v := q[k]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	var lq listQuery
+	var err error
+	if lq.label, err = labels.Parse(get("labelSelector")); err != nil {
+		return lq, badRequest("unable to parse requirement: %v", err)
+	}
+	if lq.field, err = fields.ParseSelector(get("fieldSelector")); err != nil {
+		return lq, badRequest("invalid field selector: %v", err)
+	}
+	if l := get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 0 {
+			return lq, badRequest("limit must be a non-negative integer, not %q", l)
+		}
+		lq.limit = n
+	}
+	if c := get("continue"); c != "" {
+		if lq.cont, err = decodeContinue(c); err != nil {
+			return lq, err
+		}
+	}
+	lq.rv, lq.rvMatch = get("resourceVersion"), get("resourceVersionMatch")
+	if lq.rv != "" {
+		if _, err := cache.ParseResourceVersion(lq.rv); err != nil {
+			return lq, badRequest("resourceVersion %q is not a valid resource version", lq.rv)
+		}
+	}
+	switch lq.rvMatch {
+	case "", "NotOlderThan", "Exact":
+	default:
+		return lq, badRequest("resourceVersionMatch must be NotOlderThan or Exact, not %q", lq.rvMatch)
+	}
+	if lq.rvMatch != "" && (lq.rv == "" || lq.cont != nil) {
+		return lq, apierrors.NewBadRequest("resourceVersionMatch is forbidden unless resourceVersion is provided and continue is not")
+	}
+	return lq, nil
+}
+
+// list returns the encoded <Kind>List for t (every namespace when t.key.Namespace is empty).
+func (s *Server) list(ctx context.Context, t target, q listQuery) ([]byte, error) {
+	st := s.cfg.Store
+	current := st.ResourceVersion()
+	if q.rv != "" && q.rv != "0" && q.cont == nil {
+		rv, _ := cache.ParseResourceVersion(q.rv)
+		switch {
+		case rv > current:
+			return nil, tooLargeResourceVersion(rv, current)
+		case q.rvMatch == "Exact" && rv != current:
+			return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, current))
+		}
+	}
+	opts := []cache.ListOption{cache.InNamespace(t.key.Namespace), cache.MatchingLabels(q.label), cache.MatchingFields(q.field), cache.Limit(q.limit)}
+	listRV := uint64(0)
+	if q.cont != nil {
+		if err := st.CheckResourceVersion(q.cont.RV, t.key.GroupResource()); err != nil {
+			return nil, apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
+		}
+		listRV = q.cont.RV
+		opts = append(opts, cache.After(q.cont.Namespace, q.cont.Name))
+	}
+	res, err := st.List(ctx, t.key.GroupResource(), opts...)
+	if err != nil {
+		return nil, err
+	}
+	if listRV == 0 {
+		listRV = res.ResourceVersion
+	}
+	meta := metav1.ListMeta{ResourceVersion: formatRV(listRV)}
+	if res.Remaining > 0 && len(res.Items) > 0 {
+		last := res.Items[len(res.Items)-1].Key()
+		meta.Continue = continueToken{RV: listRV, Namespace: last.Namespace, Name: last.Name}.encode()
+		n := int64(res.Remaining)
+		meta.RemainingItemCount = &n
+	}
+	return encodeList(t.kind.GroupVersion(), t.kind.ListKind, meta, res.Items), nil
+}
+
+// encodeList writes a <Kind>List around the stored objects' shared bytes, without re-encoding
+// them.
+func encodeList(apiVersion, kind string, meta metav1.ListMeta, items []*cache.Object) []byte {
+	size := 128
+	for _, o := range items {
+		size += len(o.Raw()) + 1
+	}
+	var b bytes.Buffer
+	b.Grow(size)
+	b.WriteString(`{"apiVersion":`)
+	writeJSONString(&b, apiVersion)
+	b.WriteString(`,"items":[`)
+	for i, o := range items {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(o.Raw())
+	}
+	b.WriteString(`],"kind":`)
+	writeJSONString(&b, kind)
+	b.WriteString(`,"metadata":`)
+	m, _ := json.Marshal(meta)
+	b.Write(m)
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+func writeJSONString(b *bytes.Buffer, s string) {
+	q, _ := json.Marshal(s)
+	b.Write(q)
+}
+
+// tooLargeResourceVersion is the 504 the kube-apiserver answers for a version it has not
+// reached yet.
+func tooLargeResourceVersion(rv, current uint64) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusGatewayTimeout,
+		Reason:  metav1.StatusReasonTimeout,
+		Message: fmt.Sprintf("Too large resource version: %d, current: %d", rv, current),
+		Details: &metav1.StatusDetails{
+			Causes:            []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}},
+			RetryAfterSeconds: 1,
+		},
+	}}
+}
+
+// get returns the encoded object at t (or its Scale view).
+func (s *Server) get(ctx context.Context, t target) ([]byte, error) {
+	o, err := s.cfg.Store.Get(ctx, t.key)
+	if err != nil {
+		return nil, err
+	}
+	if t.sub != "scale" {
+		return o.Raw(), nil
+	}
+	obj, err := o.Decode()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(scaleOf(t, obj))
+}

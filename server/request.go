@@ -1,0 +1,215 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v5"
+	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/crd"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+)
+
+// target is a parsed resource URL: which kind, which object, which subresource.
+type target struct {
+	kind *crd.Kind
+	key  cache.Key
+	sub  string // "", "status" or "scale"
+}
+
+// gr is the target's resource for Status messages.
+func (t target) gr() schema.GroupResource {
+	return schema.GroupResource{Group: t.kind.Group, Resource: t.kind.Plural}
+}
+
+// parseTarget resolves the URL's group, version, resource, namespace, name and subresource.
+// Parsing only: an unknown resource or a path that does not fit the kind's scope is a 404.
+func (s *Server) parseTarget(c *echo.Context) (target, error) {
+	group, version, resource := c.Param("group"), c.Param("version"), c.Param("resource")
+	k, ok := s.cfg.CRDs.Lookup(group, version, resource)
+	if !ok {
+		return target{}, apierrors.NewNotFound(schema.GroupResource{Group: group, Resource: resource}, "")
+	}
+	t := target{kind: k, sub: c.Param("sub")}
+	t.key = cache.Key{Group: k.Group, Resource: k.Plural, Namespace: c.Param("namespace"), Name: c.Param("name")}
+	if !k.Namespaced && t.key.Namespace != "" {
+		return target{}, echo.ErrNotFound
+	}
+	if k.Namespaced && t.key.Name != "" && t.key.Namespace == "" {
+		return target{}, echo.ErrNotFound
+	}
+	switch t.sub {
+	case "":
+	case "status":
+		if !k.StatusSubresource {
+			return target{}, echo.ErrNotFound
+		}
+	case "scale":
+		if k.Scale == nil {
+			return target{}, echo.ErrNotFound
+		}
+	default:
+		return target{}, echo.ErrNotFound
+	}
+	return t, nil
+}
+
+// readBody reads the whole request body within the request deadline and the body limit.
+func readBody(c *echo.Context) ([]byte, error) {
+	r := c.Request()
+	if r.Body == nil {
+		return nil, nil
+	}
+	if dl, ok := r.Context().Deadline(); ok {
+		_ = http.NewResponseController(c.Response()).SetReadDeadline(dl)
+	}
+	var buf bytes.Buffer
+	if _, err := io.Copy(&buf, r.Body); err != nil {
+		var maxErr *http.MaxBytesError
+		if errors.As(err, &maxErr) {
+			return nil, err
+		}
+		return nil, badRequest("reading the request body: %v", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// mediaType returns the request's Content-Type without parameters ("" when absent).
+func mediaType(r *http.Request) string {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return ""
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return strings.ToLower(strings.TrimSpace(strings.Split(ct, ";")[0]))
+	}
+	return mt
+}
+
+const objectMediaTypes = "application/json, application/yaml"
+
+// decodeObject decodes a create or update body (JSON or YAML) into a JSON object.
+func decodeObject(contentType string, body []byte) (map[string]any, error) {
+	switch contentType {
+	case "", "application/json", "*/*":
+	case "application/yaml", "application/x-yaml", "text/yaml":
+		j, err := yaml.YAMLToJSON(body)
+		if err != nil {
+			return nil, badRequest("the body of the request is not valid YAML: %v", err)
+		}
+		body = j
+	default:
+		return nil, unsupportedMediaType(objectMediaTypes)
+	}
+	return decodeJSONObject(body)
+}
+
+// decodeJSONObject decodes body, which must be one JSON object.
+func decodeJSONObject(body []byte) (map[string]any, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, badRequest("the request body is empty; expected a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, badRequest("the body of the request is not valid JSON: %v", err)
+	}
+	if dec.More() {
+		return nil, badRequest("the body of the request holds more than one JSON value")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, badRequest("the body of the request holds trailing data after the JSON object")
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, badRequest("the body of the request must be a JSON object, not %s", jsonKind(v))
+	}
+	return obj, nil
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case json.Number:
+		return "a number"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// writeOptions are the query parameters every write takes.
+type writeOptions struct {
+	dryRun          bool
+	fieldValidation string // "Ignore", "Warn" or "Strict"
+	fieldManager    string
+	force           bool
+}
+
+func parseWriteOptions(c *echo.Context) (writeOptions, error) {
+	q := c.Request().URL.Query()
+	o := writeOptions{fieldValidation: "Warn", fieldManager: q.Get("fieldManager")}
+	for _, d := range q["dryRun"] {
+		if d != "All" {
+			return o, badRequest("Invalid dryRun value %q: only \"All\" is supported", d)
+		}
+		o.dryRun = true
+	}
+	switch v := q.Get("fieldValidation"); v {
+	case "":
+	case "Ignore", "Warn", "Strict":
+		o.fieldValidation = v
+	default:
+		return o, badRequest("fieldValidation must be one of Ignore, Warn or Strict, not %q", v)
+	}
+	switch q.Get("force") {
+	case "", "false":
+	case "true":
+		o.force = true
+	default:
+		return o, badRequest("force must be true or false")
+	}
+	return o, nil
+}
+
+// setWarnings adds one Warning header per message, in Kubernetes' format.
+func setWarnings(c *echo.Context, warnings []string) {
+	for _, w := range warnings {
+		c.Response().Header().Add("Warning", formatWarning(w))
+	}
+}
+
+func formatWarning(msg string) string {
+	msg = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, msg)
+	msg = strings.ReplaceAll(msg, `\`, `\\`)
+	msg = strings.ReplaceAll(msg, `"`, `\"`)
+	return `299 - "` + msg + `"`
+}
+
+// writeRaw sends pre-encoded JSON.
+func writeRaw(c *echo.Context, code int, body []byte) error {
+	return c.Blob(code, "application/json", body)
+}
+
+func nowRFC3339() string { return time.Now().UTC().Format(time.RFC3339) }

@@ -1,0 +1,45 @@
+package server
+
+import (
+	"net/http"
+	"net/http/pprof"
+
+	"github.com/labstack/echo/v5"
+)
+
+// routes registers every route on one screen (SPEC §4.1 and §4.2).
+func (s *Server) routes() {
+	e := s.echo
+	// The product's own routes.
+	e.GET("/", s.root)
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	e.GET("/leader", s.leader)
+	e.GET("/crd", s.applicationCRD)
+	e.GET("/crds", s.listCRDs)
+	e.POST("/validate", s.review(false))
+	e.POST("/mutate", s.review(true))
+	e.GET("/metrics", s.metrics)
+	e.GET("/watch", s.sseWatch)
+
+	// Custom resources: namespaced paths, then all-namespaces and cluster-scoped paths.
+	for _, prefix := range []string{"/apis/:group/:version/namespaces/:namespace", "/apis/:group/:version"} {
+		e.GET(prefix+"/:resource", s.listObjects)
+		e.POST(prefix+"/:resource", s.createObject)
+		e.GET(prefix+"/:resource/:name", s.getObject)
+		e.PUT(prefix+"/:resource/:name", s.updateObject)
+		e.PATCH(prefix+"/:resource/:name", s.patchObject)
+		e.DELETE(prefix+"/:resource/:name", s.deleteObject)
+		e.GET(prefix+"/:resource/:name/:sub", s.getObject)
+		e.PUT(prefix+"/:resource/:name/:sub", s.updateObject)
+		e.PATCH(prefix+"/:resource/:name/:sub", s.patchObject)
+	}
+
+	if s.cfg.PProf {
+		e.GET("/debug/pprof/cmdline", echo.WrapHandler(http.HandlerFunc(pprof.Cmdline)))
+		e.GET("/debug/pprof/profile", echo.WrapHandler(http.HandlerFunc(pprof.Profile)))
+		e.GET("/debug/pprof/symbol", echo.WrapHandler(http.HandlerFunc(pprof.Symbol)))
+		e.GET("/debug/pprof/trace", echo.WrapHandler(http.HandlerFunc(pprof.Trace)))
+		e.GET("/debug/pprof/*", echo.WrapHandler(http.HandlerFunc(pprof.Index)))
+	}
+}

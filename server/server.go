@@ -1,0 +1,245 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v5"
+	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/crd"
+	"github.com/opemu/opemu/metrics"
+	"github.com/opemu/opemu/webhooks"
+)
+
+// Config configures a Server. Store, CRDs and Admission are required; every other zero value
+// is documented as a default.
+type Config struct {
+	Store     *cache.Store
+	CRDs      *crd.Registry
+	Admission *webhooks.Chain
+	// Metrics records request, watch and webhook metrics and serves /metrics. Nil records nothing
+	// and /metrics answers 404.
+	Metrics *metrics.Registry
+	// Logger receives request errors. Nil means slog.Default().
+	Logger *slog.Logger
+	// Identity names this process (POD_NAME) in /leader and /readyz. Empty means "opemu".
+	Identity string
+	// Leader reports leader election; nil means election is off (this process leads).
+	Leader LeaderStatus
+	// Version is reported by GET /. Empty means "dev".
+	Version string
+	// MaxBody limits request bodies (413 beyond). Zero means 3 MiB.
+	MaxBody int64
+	// MaxInflight limits concurrent non-watch requests (429 beyond). Zero means 400.
+	MaxInflight int
+	// RequestTimeout bounds every non-watch request. Zero means 5 s.
+	RequestTimeout time.Duration
+	// Heartbeat is the interval of SSE ": ping" comments. Zero means 15 s.
+	Heartbeat time.Duration
+	// WriteTimeout is the deadline for writing one SSE frame; a client that cannot take a
+	// frame in time is disconnected. Zero means 10 s.
+	WriteTimeout time.Duration
+	// ShutdownTimeout bounds graceful shutdown in Run. Zero means 4 s.
+	ShutdownTimeout time.Duration
+	// PProf serves net/http/pprof under /debug/pprof/.
+	PProf bool
+}
+
+// LeaderStatus is what the server needs to know about leader election. The leader package
+// implements it; main passes it in.
+type LeaderStatus interface {
+	// IsLeader reports whether this process holds the lease now.
+	IsLeader() bool
+	// Leader returns the current holder's identity ("" when none is known).
+	Leader() string
+	// Lease returns the lease record as the /leader route shows it, or nil when none.
+	Lease() any
+}
+
+// Server serves the HTTP API. Create it with New; serve it with Run or Handler.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	echo     *echo.Echo
+	inflight chan struct{}
+	// shutting is set once shutdown begins: readiness turns 503 and open watches end.
+	shutting atomic.Bool
+	// stopWatches is closed when shutdown begins; watch handlers return when it is.
+	stopWatches chan struct{}
+	started     time.Time
+}
+
+// New validates cfg and builds the routes.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil || cfg.CRDs == nil || cfg.Admission == nil {
+		return nil, errors.New("server: Store, CRDs and Admission are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Identity == "" {
+		cfg.Identity = "opemu"
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 3 << 20
+	}
+	if cfg.MaxInflight <= 0 {
+		cfg.MaxInflight = 400
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 5 * time.Second
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = 15 * time.Second
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 10 * time.Second
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 4 * time.Second
+	}
+	s := &Server{
+		cfg:         cfg,
+		log:         cfg.Logger,
+		inflight:    make(chan struct{}, cfg.MaxInflight),
+		stopWatches: make(chan struct{}),
+		started:     time.Now(),
+	}
+	s.echo = echo.New()
+	s.echo.HTTPErrorHandler = s.errorHandler
+	s.echo.Use(s.observe, s.limit)
+	s.routes()
+	return s, nil
+}
+
+// Handler returns the server's http.Handler (for httptest).
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// Run serves on ln until ctx is done, then shuts down gracefully: readiness turns 503, the
+// listener closes, open watches end, and in-flight requests finish (bounded by
+// Config.ShutdownTimeout). It returns once every request has returned.
+func (s *Server) Run(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.echo,
+		ReadHeaderTimeout: s.cfg.RequestTimeout,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.BeginShutdown()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if err != nil {
+		_ = srv.Close()
+	}
+	<-errc
+	return err
+}
+
+// BeginShutdown turns readiness off and ends open watches. Run calls it; it is idempotent.
+func (s *Server) BeginShutdown() {
+	if s.shutting.CompareAndSwap(false, true) {
+		close(s.stopWatches)
+	}
+}
+
+// isWatch reports whether r is long-lived (a watch or a profile), exempt from MAX_INFLIGHT
+// and the request timeout.
+func isWatch(r *http.Request) bool {
+	switch r.URL.Path {
+	case "/watch", "/debug/pprof/profile", "/debug/pprof/trace":
+		return true
+	}
+	w := r.URL.Query().Get("watch")
+	return w == "true" || w == "1"
+}
+
+// limit enforces MAX_INFLIGHT, the body limit and the per-request deadline.
+func (s *Server) limit(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		r := c.Request()
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(c.Response(), r.Body, s.cfg.MaxBody)
+		}
+		if isWatch(r) {
+			return next(c)
+		}
+		select {
+		case s.inflight <- struct{}{}:
+			defer func() { <-s.inflight }()
+		default:
+			return tooManyRequests()
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+		defer cancel()
+		c.SetRequest(r.WithContext(ctx))
+		return next(c)
+	}
+}
+
+// observe records apiserver_request_* for every request and turns a returned error into its
+// Status here, so the recorded code is the one sent.
+func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err != nil {
+			s.errorHandler(c, err)
+		}
+		if s.cfg.Metrics != nil {
+			_, code := echo.ResolveResponseStatus(c.Response(), nil)
+			s.cfg.Metrics.ObserveRequest(verbOf(c.Request()), resourceOf(c), code, time.Since(start))
+		}
+		return nil
+	}
+}
+
+// verbOf names the request the way apiserver_request_total does.
+func verbOf(r *http.Request) string {
+	switch r.Method {
+	case http.MethodGet:
+		if isWatch(r) {
+			return "WATCH"
+		}
+		return "GET"
+	case http.MethodPost:
+		return "POST"
+	case http.MethodPut:
+		return "PUT"
+	case http.MethodPatch:
+		return "PATCH"
+	case http.MethodDelete:
+		return "DELETE"
+	}
+	return strings.ToUpper(r.Method)
+}
+
+// resourceOf is the resource label: the plural for resource routes, the route for the rest.
+func resourceOf(c *echo.Context) string {
+	if res := c.Param("resource"); res != "" {
+		if sub := c.Param("sub"); sub != "" {
+			return res + "/" + sub
+		}
+		return res
+	}
+	if p := c.Path(); p != "" {
+		return p
+	}
+	return "unknown"
+}

@@ -1,0 +1,150 @@
+package server_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/crd"
+	"github.com/opemu/opemu/metrics"
+	"github.com/opemu/opemu/server"
+	"github.com/opemu/opemu/webhooks"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// env is one server under test, reached over real HTTP.
+type env struct {
+	t       *testing.T
+	store   *cache.Store
+	metrics *metrics.Registry
+	srv     *server.Server
+	http    *httptest.Server
+}
+
+const appsPath = "/apis/cloudnative.elide.dev/v1/namespaces/default/applications"
+
+func newEnv(t *testing.T, tweak ...func(*server.Config, *cache.Config)) *env {
+	t.Helper()
+	cfg := server.Config{}
+	scfg := cache.Config{}
+	for _, f := range tweak {
+		f(&cfg, &scfg)
+	}
+	store := cache.New(scfg)
+	crds, err := crd.New()
+	require.NoError(t, err)
+	reg := metrics.New()
+	chain, err := webhooks.NewApplicationChain(webhooks.Config{
+		AllowedRegistries: []string{"docker.io", "gcr.io"},
+		BlockedImages:     []string{"ubuntu", "debian", "alpine"},
+		Recorder:          reg,
+	})
+	require.NoError(t, err)
+	cfg.Store, cfg.CRDs, cfg.Admission, cfg.Metrics = store, crds, chain, reg
+	srv, err := server.New(cfg)
+	require.NoError(t, err)
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		srv.BeginShutdown()
+		hs.Close()
+		store.Close()
+	})
+	return &env{t: t, store: store, metrics: reg, srv: srv, http: hs}
+}
+
+// response is a finished HTTP exchange.
+type response struct {
+	code   int
+	header http.Header
+	body   []byte
+}
+
+func (r response) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(r.body, &m), "body: %s", r.body)
+	return m
+}
+
+func (e *env) do(method, path, contentType, body string) response {
+	e.t.Helper()
+	req, err := http.NewRequest(method, e.http.URL+path, strings.NewReader(body))
+	require.NoError(e.t, err)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := e.http.Client().Do(req)
+	require.NoError(e.t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(e.t, err)
+	return response{code: resp.StatusCode, header: resp.Header, body: b}
+}
+
+func app(name string, replicas any, image string) string {
+	spec := map[string]any{"replicas": replicas}
+	if image != "" {
+		spec["image"] = image
+	}
+	b, _ := json.Marshal(map[string]any{
+		"apiVersion": "cloudnative.elide.dev/v1",
+		"kind":       "Application",
+		"metadata":   map[string]any{"name": name},
+		"spec":       spec,
+	})
+	return string(b)
+}
+
+// status asserts r is a Kubernetes Status failure with code and reason.
+func status(t *testing.T, r response, code int, reason string) map[string]any {
+	t.Helper()
+	require.Equal(t, code, r.code, "body: %s", r.body)
+	m := r.json(t)
+	assert.Equal(t, "Status", m["kind"])
+	assert.Equal(t, "v1", m["apiVersion"])
+	assert.Equal(t, "Failure", m["status"])
+	assert.Equal(t, reason, m["reason"])
+	assert.EqualValues(t, code, m["code"])
+	assert.NotEmpty(t, m["message"])
+	return m
+}
+
+func causes(m map[string]any) []string {
+	d, _ := m["details"].(map[string]any)
+	cs, _ := d["causes"].([]any)
+	var fields []string
+	for _, c := range cs {
+		fields = append(fields, c.(map[string]any)["field"].(string))
+	}
+	return fields
+}
+
+func field(m map[string]any, path ...string) any {
+	var cur any = m
+	for _, p := range path {
+		mm, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = mm[p]
+	}
+	return cur
+}
+
+var jsonMarshal = json.Marshal
+
+func compact(t *testing.T, b []byte) string {
+	t.Helper()
+	var buf bytes.Buffer
+	require.NoError(t, json.Compact(&buf, b))
+	return buf.String()
+}
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }

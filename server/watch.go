@@ -1,0 +1,245 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v5"
+	"github.com/opemu/opemu/cache"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// SSE (SPEC §5.1): frames are written directly, each under a write deadline, and flushed when
+// the watcher's channel is drained. Fan-out, ordering and resume belong to the store.
+
+// sseRetry is the reconnection delay browsers are told to use.
+const sseRetry = "retry: 2000\n\n"
+
+// sseWatch streams changes as Server-Sent Events.
+func (s *Server) sseWatch(c *echo.Context) error {
+	r := c.Request()
+	opts, err := s.parseSSE(r)
+	if err != nil {
+		return err
+	}
+	w, err := s.cfg.Store.Watch(r.Context(), opts)
+	var gone bool
+	switch {
+	case errors.Is(err, cache.ErrGone):
+		gone = true
+	case err != nil:
+		return err
+	default:
+		defer w.Stop()
+	}
+	s.cfg.Metrics.WatchStarted("sse")
+	defer s.cfg.Metrics.WatchEnded("sse")
+
+	rc := http.NewResponseController(c.Response())
+	h := c.Response().Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	c.Response().WriteHeader(http.StatusOK)
+	sw := &sseWriter{w: c.Response(), rc: rc, timeout: s.cfg.WriteTimeout}
+	if err := sw.write([]byte(sseRetry)); err != nil {
+		return nil
+	}
+	if gone {
+		_ = sw.errorFrame(toStatus(err))
+		return nil
+	}
+	if err := sw.flush(); err != nil {
+		return nil
+	}
+	s.streamSSE(r, w, sw)
+	return nil
+}
+
+// streamSSE copies events to the client until it leaves, the server shuts down, or the
+// watcher closes; a watcher closed for falling behind gets a 410 ERROR frame first.
+func (s *Server) streamSSE(r *http.Request, w *cache.Watcher, sw *sseWriter) {
+	ping := time.NewTicker(s.cfg.Heartbeat)
+	defer ping.Stop()
+	events := w.Events()
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				if errors.Is(w.Err(), cache.ErrTooSlow) {
+					_ = sw.errorFrame(toStatus(apierrors.NewResourceExpired("watch fell behind; relist")))
+				}
+				return
+			}
+			if ev.Type != cache.Bookmark {
+				if err := sw.event(ev); err != nil {
+					return
+				}
+			}
+			if len(events) == 0 {
+				if err := sw.flush(); err != nil {
+					return
+				}
+			}
+		case <-ping.C:
+			if sw.write([]byte(": ping\n\n")) != nil || sw.flush() != nil {
+				return
+			}
+		case <-s.stopWatches:
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// sseWriter writes SSE frames, each under its own write deadline.
+type sseWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	buf     bytes.Buffer
+}
+
+func (sw *sseWriter) write(b []byte) error {
+	_ = sw.rc.SetWriteDeadline(time.Now().Add(sw.timeout))
+	_, err := sw.w.Write(b)
+	return err
+}
+
+func (sw *sseWriter) flush() error {
+	_ = sw.rc.SetWriteDeadline(time.Now().Add(sw.timeout))
+	return sw.rc.Flush()
+}
+
+// event writes `id: <rv>` and `data: {"type":...,"object":...}` around the object's shared bytes.
+func (sw *sseWriter) event(ev cache.Event) error {
+	b := &sw.buf
+	b.Reset()
+	b.WriteString("id: ")
+	b.WriteString(strconv.FormatUint(ev.ResourceVersion, 10))
+	b.WriteString("\ndata: {\"type\":\"")
+	b.WriteString(string(ev.Type))
+	b.WriteString("\",\"object\":")
+	b.Write(ev.Object.Raw())
+	b.WriteString("}\n\n")
+	return sw.write(b.Bytes())
+}
+
+// errorFrame writes an ERROR frame holding st with an empty id, so a browser reconnects from
+// now rather than from a version that cannot be served, and flushes it.
+func (sw *sseWriter) errorFrame(st any) error {
+	obj, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	b := &sw.buf
+	b.Reset()
+	b.WriteString("id:\ndata: {\"type\":\"ERROR\",\"object\":")
+	b.Write(obj)
+	b.WriteString("}\n\n")
+	if err := sw.write(b.Bytes()); err != nil {
+		return err
+	}
+	return sw.flush()
+}
+
+// Resources SSE watches by kind name besides custom resources.
+var builtinWatchKinds = map[string]cache.GroupResource{
+	"event":     {Resource: "events"},
+	"lease":     {Group: "coordination.k8s.io", Resource: "leases"},
+	"namespace": cache.NamespacesResource,
+}
+
+// parseSSE turns the query and Last-Event-ID into watch options. Parsing only.
+func (s *Server) parseSSE(r *http.Request) (cache.WatchOptions, error) {
+	q := r.URL.Query()
+	var opts cache.WatchOptions
+	var err error
+	if opts.Resources, err = s.sseResources(q.Get("kind")); err != nil {
+		return opts, err
+	}
+	opts.Namespace = q.Get("namespace")
+	if sel := q.Get("labelSelector"); sel != "" {
+		if opts.Label, err = labels.Parse(sel); err != nil {
+			return opts, badRequest("unable to parse labelSelector: %v", err)
+		}
+	}
+	switch q.Get("initial") {
+	case "", "false":
+	case "true":
+		opts.SendInitialEvents = true
+	default:
+		return opts, badRequest("initial must be true or false")
+	}
+	if v := q.Get("resourceVersion"); v != "" && v != "0" {
+		if opts.ResourceVersion, err = cache.ParseResourceVersion(v); err != nil {
+			return opts, badRequest("resourceVersion %q is not a valid resource version", v)
+		}
+	}
+	if id := strings.TrimSpace(r.Header.Get("Last-Event-ID")); id != "" {
+		if opts.ResourceVersion, err = cache.ParseResourceVersion(id); err != nil || opts.ResourceVersion == 0 {
+			return opts, badRequest("Last-Event-ID %q is not a valid resource version", id)
+		}
+	}
+	return opts, nil
+}
+
+// sseResources resolves the `kind` parameter: "" means every custom resource kind, "all" means
+// everything, otherwise a comma-separated list of kinds (by kind, plural, singular or short
+// name, any case).
+func (s *Server) sseResources(kinds string) ([]cache.GroupResource, error) {
+	if kinds == "" {
+		var out []cache.GroupResource
+		for _, k := range s.cfg.CRDs.Kinds() {
+			out = appendUnique(out, cache.GroupResource{Group: k.Group, Resource: k.Plural})
+		}
+		return out, nil
+	}
+	var out []cache.GroupResource
+	for _, name := range strings.Split(kinds, ",") {
+		name = strings.ToLower(strings.TrimSpace(name))
+		if name == "all" {
+			return nil, nil
+		}
+		if gr, ok := builtinWatchKinds[strings.TrimSuffix(name, "s")]; ok {
+			out = appendUnique(out, gr)
+			continue
+		}
+		found := false
+		for _, k := range s.cfg.CRDs.Kinds() {
+			if name == strings.ToLower(k.Kind) || name == k.Plural || name == k.Singular || containsFold(k.ShortNames, name) {
+				out, found = appendUnique(out, cache.GroupResource{Group: k.Group, Resource: k.Plural}), true
+			}
+		}
+		if !found {
+			return nil, badRequest("unknown kind %q: use a custom resource kind, Event, Lease, Namespace or all", name)
+		}
+	}
+	return out, nil
+}
+
+func appendUnique(l []cache.GroupResource, gr cache.GroupResource) []cache.GroupResource {
+	for _, x := range l {
+		if x == gr {
+			return l
+		}
+	}
+	return append(l, gr)
+}
+
+func containsFold(l []string, s string) bool {
+	for _, x := range l {
+		if strings.EqualFold(x, s) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,74 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/distribution/reference"
+)
+
+// ImagePolicy is the security policy: images come from allowed registries and are not blocked
+// base images. References are parsed and normalised as Docker does (nginx means
+// docker.io/library/nginx:latest).
+type ImagePolicy struct {
+	allowed    map[string]bool // normalised registries; empty = any
+	allowedRaw []string
+	blocked    map[string]string // normalised repository → the entry as configured
+}
+
+var _ Handler = (*ImagePolicy)(nil)
+
+// NewImagePolicy normalises the allowed registries and the blocked images.
+func NewImagePolicy(allowedRegistries, blockedImages []string) (*ImagePolicy, error) {
+	p := &ImagePolicy{allowed: map[string]bool{}, blocked: map[string]string{}}
+	for _, r := range allowedRegistries {
+		r = strings.TrimSpace(r)
+		if r == "" {
+			continue
+		}
+		named, err := reference.ParseNormalizedNamed(r + "/x")
+		if err != nil {
+			return nil, fmt.Errorf("webhooks: allowed registry %q: %w", r, err)
+		}
+		p.allowed[reference.Domain(named)] = true
+		p.allowedRaw = append(p.allowedRaw, r)
+	}
+	for _, b := range blockedImages {
+		b = strings.TrimSpace(b)
+		if b == "" {
+			continue
+		}
+		named, err := reference.ParseNormalizedNamed(b)
+		if err != nil {
+			return nil, fmt.Errorf("webhooks: blocked image %q: %w", b, err)
+		}
+		p.blocked[named.Name()] = b
+	}
+	return p, nil
+}
+
+// Handle judges spec.image.
+func (p *ImagePolicy) Handle(_ context.Context, req *Request) Response {
+	spec, _ := req.Object["spec"].(map[string]any)
+	image, _ := spec["image"].(string)
+	if image == "" {
+		return Allowed() // the validator requires an image
+	}
+	return p.Check(image)
+}
+
+// Check judges one image reference.
+func (p *ImagePolicy) Check(image string) Response {
+	named, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		return Denied(fmt.Sprintf("invalid image reference %q: %v", image, err))
+	}
+	if domain := reference.Domain(named); len(p.allowed) > 0 && !p.allowed[domain] {
+		return Denied(fmt.Sprintf("Registry '%s' is not allowed. Allowed registries: %s", domain, strings.Join(p.allowedRaw, ", ")))
+	}
+	if entry, ok := p.blocked[named.Name()]; ok {
+		return Denied(fmt.Sprintf("Base image '%s' is not allowed. Use distroless or specific application images.", entry))
+	}
+	return Allowed()
+}

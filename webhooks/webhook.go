@@ -1,0 +1,82 @@
+package webhooks
+
+import (
+	"context"
+	"net/http"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Operation is what the request does to the object.
+type Operation string
+
+// Operations, as AdmissionReview names them.
+const (
+	Create  Operation = "CREATE"
+	Update  Operation = "UPDATE"
+	Delete  Operation = "DELETE"
+	Connect Operation = "CONNECT"
+)
+
+// Request is one object to judge.
+type Request struct {
+	UID         string
+	Kind        metav1.GroupVersionKind
+	Resource    metav1.GroupVersionResource
+	SubResource string
+	Name        string
+	Namespace   string
+	Operation   Operation
+	// Object is the decoded object (numbers may be json.Number, float64 or int64). Mutating
+	// handlers must not modify it: they return patches, which Chain.Mutate applies.
+	Object map[string]any
+	// OldObject is the stored object on UPDATE; nil on CREATE.
+	OldObject map[string]any
+	DryRun    bool
+}
+
+// PatchOperation is one RFC 6902 JSON Patch operation.
+type PatchOperation struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value,omitempty"`
+}
+
+// Response is a handler's verdict.
+type Response struct {
+	Allowed bool
+	// Result explains a denial: code 403, reason Forbidden, the policy's message.
+	Result   *metav1.Status
+	Warnings []string
+	// Patch mutates the object (mutating handlers only).
+	Patch []PatchOperation
+}
+
+// Handler judges one request.
+type Handler interface {
+	Handle(ctx context.Context, req *Request) Response
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, req *Request) Response
+
+// Handle calls f.
+func (f HandlerFunc) Handle(ctx context.Context, req *Request) Response { return f(ctx, req) }
+
+var _ Handler = HandlerFunc(nil)
+
+// Allowed admits the request, with optional warnings.
+func Allowed(warnings ...string) Response { return Response{Allowed: true, Warnings: warnings} }
+
+// Denied refuses the request with a 403 and message.
+func Denied(message string) Response {
+	return Response{Result: &metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusForbidden,
+		Reason:  metav1.StatusReasonForbidden,
+		Message: message,
+	}}
+}
+
+// Patched admits the request with patches to apply.
+func Patched(ops ...PatchOperation) Response { return Response{Allowed: true, Patch: ops} }

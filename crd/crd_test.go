@@ -1,0 +1,311 @@
+package crd_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/opemu/opemu/crd"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
+)
+
+func decode(t testing.TB, s string) map[string]any {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var m map[string]any
+	require.NoError(t, dec.Decode(&m))
+	return m
+}
+
+func application(t *testing.T) *crd.Kind {
+	t.Helper()
+	r, err := crd.New()
+	require.NoError(t, err)
+	k, ok := r.Lookup("cloudnative.elide.dev", "v1", "applications")
+	require.True(t, ok)
+	return k
+}
+
+func TestBuiltInApplication(t *testing.T) {
+	t.Parallel()
+	r, err := crd.New()
+	require.NoError(t, err)
+	k, ok := r.Lookup("cloudnative.elide.dev", "v1", "applications")
+	require.True(t, ok)
+	assert.Equal(t, "Application", k.Kind)
+	assert.Equal(t, "ApplicationList", k.ListKind)
+	assert.Equal(t, "application", k.Singular)
+	assert.Equal(t, []string{"app", "apps"}, k.ShortNames)
+	assert.Equal(t, []string{"all"}, k.Categories)
+	assert.True(t, k.Namespaced)
+	assert.True(t, k.StatusSubresource)
+	require.NotNil(t, k.Scale)
+	assert.Equal(t, ".spec.replicas", k.Scale.SpecReplicasPath)
+	var cols []string
+	for _, c := range k.PrinterColumns {
+		cols = append(cols, c.Name)
+	}
+	assert.Equal(t, []string{"Replicas", "Ready", "Phase", "Age"}, cols)
+	assert.Equal(t, "cloudnative.elide.dev/v1", k.GroupVersion())
+
+	c, ok := r.CRD(crd.ApplicationCRDName)
+	require.True(t, ok)
+	assert.Equal(t, "CustomResourceDefinition", c.Kind)
+	assert.Equal(t, "apiextensions.k8s.io/v1", c.APIVersion)
+	conds := map[apiextv1.CustomResourceDefinitionConditionType]apiextv1.ConditionStatus{}
+	for _, cond := range c.Status.Conditions {
+		conds[cond.Type] = cond.Status
+	}
+	assert.Equal(t, apiextv1.ConditionTrue, conds[apiextv1.Established])
+	assert.Equal(t, apiextv1.ConditionTrue, conds[apiextv1.NamesAccepted])
+
+	require.ErrorIs(t, r.Unregister(crd.ApplicationCRDName), crd.ErrBuiltIn)
+	_, _, err = r.Register(crd.ApplicationCRD())
+	require.ErrorIs(t, err, crd.ErrBuiltIn)
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	k := application(t)
+	tests := []struct {
+		name string
+		obj  string
+		want []string // "field|reason"
+	}{
+		{"valid", `{"spec":{"replicas":3,"image":"nginx"}}`, nil},
+		{"replicas over the maximum", `{"spec":{"replicas":150,"image":"nginx"}}`, []string{"spec.replicas|FieldValueInvalid"}},
+		{"negative replicas", `{"spec":{"replicas":-1,"image":"nginx"}}`, []string{"spec.replicas|FieldValueInvalid"}},
+		{"fractional replicas", `{"spec":{"replicas":2.5,"image":"nginx"}}`, []string{"spec.replicas|FieldValueTypeInvalid"}},
+		{"string replicas", `{"spec":{"replicas":"3","image":"nginx"}}`, []string{"spec.replicas|FieldValueTypeInvalid"}},
+		{"missing image", `{"spec":{"replicas":3}}`, []string{"spec.image|FieldValueRequired"}},
+		{"empty image", `{"spec":{"replicas":3,"image":""}}`, []string{"spec.image|FieldValueInvalid"}},
+		{"bad strategy", `{"spec":{"replicas":3,"image":"x","strategy":"Foo"}}`, []string{"spec.strategy|FieldValueNotSupported"}},
+		{"config values are strings", `{"spec":{"replicas":3,"image":"x","config":{"a":1}}}`, []string{"spec.config.a|FieldValueTypeInvalid"}},
+		{"spec null", `{"spec":null}`, []string{"spec|FieldValueTypeInvalid"}},
+		{"spec missing", `{}`, []string{"spec|FieldValueRequired"}},
+		{"spec an array", `{"spec":[1]}`, []string{"spec|FieldValueTypeInvalid"}},
+		{"bad phase", `{"spec":{"replicas":1,"image":"x"},"status":{"phase":"Sleeping"}}`, []string{"status.phase|FieldValueNotSupported"}},
+		{"condition without status", `{"spec":{"replicas":1,"image":"x"},"status":{"conditions":[{"type":"Ready"}]}}`, []string{"status.conditions[0].status|FieldValueRequired"}},
+		{"two errors", `{"spec":{"replicas":101,"image":""}}`, []string{"spec.image|FieldValueInvalid", "spec.replicas|FieldValueInvalid"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			errs := k.Validate(decode(t, tt.obj))
+			var got []string
+			for _, e := range errs {
+				got = append(got, e.Field+"|"+reason(e))
+			}
+			assert.Equal(t, tt.want, got, "errors: %v", errs)
+		})
+	}
+}
+
+// reason is the Status cause reason Kubernetes gives a field error type.
+func reason(e *field.Error) string {
+	switch e.Type {
+	case field.ErrorTypeRequired:
+		return "FieldValueRequired"
+	case field.ErrorTypeInvalid:
+		return "FieldValueInvalid"
+	case field.ErrorTypeTypeInvalid:
+		return "FieldValueTypeInvalid"
+	case field.ErrorTypeNotSupported:
+		return "FieldValueNotSupported"
+	}
+	return string(e.Type)
+}
+
+func TestValidateMessages(t *testing.T) {
+	t.Parallel()
+	k := application(t)
+	errs := k.Validate(decode(t, `{"spec":{"replicas":150,"image":"nginx"}}`))
+	require.Len(t, errs, 1)
+	assert.Equal(t, "spec.replicas: Invalid value: 150: must be less than or equal to 100", errs[0].Error())
+}
+
+func TestPrune(t *testing.T) {
+	t.Parallel()
+	k := application(t)
+	obj := decode(t, `{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","metadata":{"name":"x","whatever":1},
+		"top":1,"spec":{"replicas":1,"image":"x","foo":true,"config":{"any":"kept"},"resources":{"limits":{"cpu":"1","gpu":"2"}}},
+		"status":{"conditions":[{"type":"Ready","status":"True","extra":1}]}}`)
+	unknown := k.Prune(obj)
+	assert.Equal(t, []string{"spec.foo", "spec.resources.limits.gpu", "status.conditions[0].extra", "top"}, unknown)
+	assert.Equal(t, map[string]any{"any": "kept"}, obj["spec"].(map[string]any)["config"], "maps keep their keys")
+	assert.Contains(t, obj["metadata"], "whatever", "metadata is not pruned by the schema")
+	assert.NotContains(t, obj, "top")
+}
+
+func TestDefault(t *testing.T) {
+	t.Parallel()
+	k := application(t)
+	obj := decode(t, `{"spec":{"replicas":1,"image":"x"}}`)
+	k.Default(obj)
+	assert.Equal(t, "RollingUpdate", obj["spec"].(map[string]any)["strategy"])
+	obj = decode(t, `{"spec":{"replicas":1,"image":"x","strategy":"Recreate"}}`)
+	k.Default(obj)
+	assert.Equal(t, "Recreate", obj["spec"].(map[string]any)["strategy"], "a value is never overwritten")
+}
+
+const widgetsYAML = `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Cluster
+  names: {kind: Widget, plural: widgets}
+  versions:
+  - name: v1beta1
+    served: true
+    storage: false
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer, default: 1}
+              free: {type: object, x-kubernetes-preserve-unknown-fields: true}
+              port: {x-kubernetes-int-or-string: true, anyOf: [{type: integer}, {type: string}]}
+              note: {type: string, nullable: true}
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer, minimum: 1, default: 3}
+`
+
+func widgets(t *testing.T) *apiextv1.CustomResourceDefinition {
+	t.Helper()
+	var c apiextv1.CustomResourceDefinition
+	require.NoError(t, yaml.Unmarshal([]byte(widgetsYAML), &c))
+	return &c
+}
+
+func TestRegisterAndUnregister(t *testing.T) {
+	t.Parallel()
+	r, err := crd.New()
+	require.NoError(t, err)
+	gen := r.Generation()
+	stored, errs, err := r.Register(widgets(t))
+	require.NoError(t, err)
+	require.Empty(t, errs)
+	assert.Equal(t, "widget", stored.Spec.Names.Singular)
+	assert.Equal(t, "WidgetList", stored.Spec.Names.ListKind)
+	assert.Greater(t, r.Generation(), gen)
+
+	beta, ok := r.Lookup("example.com", "v1beta1", "widgets")
+	require.True(t, ok)
+	v1, ok := r.Lookup("example.com", "v1", "widgets")
+	require.True(t, ok)
+	assert.False(t, v1.Namespaced)
+	assert.Equal(t, "v1", beta.StorageVersion)
+	storage, ok := r.LookupResource("example.com", "widgets")
+	require.True(t, ok)
+	assert.Equal(t, "v1", storage.Version)
+	assert.Equal(t, "Age", v1.PrinterColumns[0].Name, "a CRD without columns gets Age")
+	assert.Len(t, r.Kinds(), 3)
+	assert.Len(t, r.CRDs(), 2)
+
+	// Each version has its own schema and defaults.
+	obj := decode(t, `{"spec":{"free":{"x":{"y":1}},"port":"http","note":null,"gone":1}}`)
+	assert.Equal(t, []string{"spec.gone"}, beta.Prune(obj))
+	beta.Default(obj)
+	assert.Equal(t, json.Number("1"), obj["spec"].(map[string]any)["size"])
+	assert.Empty(t, beta.Validate(obj), "int-or-string, nullable and preserved fields validate")
+	obj = decode(t, `{"spec":{}}`)
+	v1.Default(obj)
+	assert.Equal(t, json.Number("3"), obj["spec"].(map[string]any)["size"])
+	assert.NotEmpty(t, v1.Validate(decode(t, `{"spec":{"size":0}}`)))
+
+	require.NoError(t, r.Unregister("widgets.example.com"))
+	_, ok = r.Lookup("example.com", "v1", "widgets")
+	assert.False(t, ok)
+	require.ErrorIs(t, r.Unregister("widgets.example.com"), crd.ErrNotFound)
+}
+
+func TestRegisterRejectsInvalid(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		mutate func(*apiextv1.CustomResourceDefinition)
+		field  string
+	}{
+		{"wrong name", func(c *apiextv1.CustomResourceDefinition) { c.Name = "gadgets.example.com" }, "metadata.name"},
+		{"no plural", func(c *apiextv1.CustomResourceDefinition) { c.Spec.Names.Plural = "" }, "spec.names.plural"},
+		{"no kind", func(c *apiextv1.CustomResourceDefinition) { c.Spec.Names.Kind = "" }, "spec.names.kind"},
+		{"group without a dot", func(c *apiextv1.CustomResourceDefinition) { c.Spec.Group = "example"; c.Name = "widgets.example" }, "spec.group"},
+		{"two storage versions", func(c *apiextv1.CustomResourceDefinition) { c.Spec.Versions[0].Storage = true }, "spec.versions"},
+		{"no schema", func(c *apiextv1.CustomResourceDefinition) { c.Spec.Versions[1].Schema = nil }, "spec.versions[1].schema.openAPIV3Schema"},
+		{"bad scope", func(c *apiextv1.CustomResourceDefinition) { c.Spec.Scope = "Galaxy" }, "spec.scope"},
+		{"kind of the built-in", func(c *apiextv1.CustomResourceDefinition) {
+			c.Spec.Group, c.Name, c.Spec.Names.Kind = "cloudnative.elide.dev", "widgets.cloudnative.elide.dev", "Application"
+		}, "spec.names.kind"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r, err := crd.New()
+			require.NoError(t, err)
+			c := widgets(t)
+			tt.mutate(c)
+			_, errs, err := r.Register(c)
+			require.NoError(t, err)
+			require.NotEmpty(t, errs)
+			var fields []string
+			for _, e := range errs {
+				fields = append(fields, e.Field)
+			}
+			assert.Contains(t, fields, tt.field)
+			assert.Len(t, r.CRDs(), 1, "nothing registered")
+		})
+	}
+}
+
+// FuzzValidate feeds arbitrary JSON through Prune, Default and Validate: none may panic, and
+// after pruning nothing unknown is left.
+func FuzzValidate(f *testing.F) {
+	for _, s := range []string{
+		`{"spec":{"replicas":3,"image":"nginx"}}`, `{"spec":null}`, `{"spec":{"replicas":1e400}}`,
+		`{"spec":{"config":{"a":{"b":[1,{"c":null}]}}},"status":{"conditions":[{},null,[]]}}`, `{}`,
+	} {
+		f.Add(s)
+	}
+	r, err := crd.New()
+	if err != nil {
+		f.Fatal(err)
+	}
+	k, _ := r.Lookup("cloudnative.elide.dev", "v1", "applications")
+	f.Fuzz(func(t *testing.T, s string) {
+		dec := json.NewDecoder(strings.NewReader(s))
+		dec.UseNumber()
+		var obj map[string]any
+		if dec.Decode(&obj) != nil || obj == nil {
+			return
+		}
+		k.Prune(obj)
+		if again := k.Prune(obj); len(again) != 0 {
+			t.Fatalf("pruning twice removed %v", again)
+		}
+		k.Default(obj)
+		for _, e := range k.Validate(obj) {
+			if e.Field == "" {
+				t.Fatalf("field error without a path: %v", e)
+			}
+		}
+	})
+}

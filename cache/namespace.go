@@ -73,7 +73,8 @@ func (s *Store) deleteNamespaceLocked(cur *Object, opts WriteOptions) (*Object, 
 			}
 		}
 	}
-	// The last removal above already removed the namespace if it emptied it.
+	// The last removal above already removed the namespace if it emptied it; an empty one goes now.
+	s.finishNamespaceLocked(name)
 	if now := s.getLocked(cur.key); now != nil {
 		return now, false, nil
 	}

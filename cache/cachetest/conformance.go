@@ -1,0 +1,683 @@
+package cachetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/opemu/opemu/cache"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// NewStore makes a fresh store for one conformance case; cfg carries what the case needs
+// (history size, watch buffer, start version); the factory may add its own settings.
+type NewStore func(t *testing.T, cfg cache.Config) *cache.Store
+
+const wait = 5 * time.Second
+
+// RunConformance checks the store contract of SPEC §2 and §5.2: versions, preconditions,
+// generation, finalizers, namespaces, selectors, paging, watch and its history.
+func RunConformance(t *testing.T, newStore NewStore) {
+	cases := []struct {
+		name string
+		fn   func(t *testing.T, newStore NewStore)
+	}{
+		{"ResourceVersionsIncrease", testResourceVersions},
+		{"CreateStampsMetadata", testCreateStamps},
+		{"CreateConflicts", testCreateConflicts},
+		{"GenerateName", testGenerateName},
+		{"UpdatePreconditions", testUpdatePreconditions},
+		{"Generation", testGeneration},
+		{"NoOpUpdate", testNoOpUpdate},
+		{"Delete", testDelete},
+		{"Finalizers", testFinalizers},
+		{"DeletePreconditions", testDeletePreconditions},
+		{"DryRun", testDryRun},
+		{"ImplicitNamespaces", testImplicitNamespaces},
+		{"NamespaceDeletion", testNamespaceDeletion},
+		{"ListSelectors", testListSelectors},
+		{"ListPaging", testListPaging},
+		{"WatchFromNow", testWatchFromNow},
+		{"WatchResume", testWatchResume},
+		{"WatchInitialEvents", testWatchInitialEvents},
+		{"WatchExpired", testWatchExpired},
+		{"HistoryPerResource", testHistoryPerResource},
+		{"WatchSelectorTransitions", testWatchSelectorTransitions},
+		{"WatchNamespaceFilter", testWatchNamespaceFilter},
+		{"SlowWatcher", testSlowWatcher},
+		{"WatchStop", testWatchStop},
+		{"StoreClose", testStoreClose},
+		{"Progress", testProgress},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.fn(t, newStore)
+		})
+	}
+}
+
+var ctx = context.Background()
+
+func create(t *testing.T, s *cache.Store, ns, name string, replicas int) *cache.Object {
+	t.Helper()
+	o, err := s.Create(ctx, Key(ns, name), App(name, replicas), cache.WriteOptions{})
+	require.NoError(t, err)
+	return o
+}
+
+// modify decodes the stored object, applies fn and updates it unconditionally.
+func modify(t *testing.T, s *cache.Store, key cache.Key, fn func(obj map[string]any)) (*cache.Object, error) {
+	t.Helper()
+	cur, err := s.Get(ctx, key)
+	require.NoError(t, err)
+	obj := Decode(t, cur)
+	delete(obj["metadata"].(map[string]any), "resourceVersion")
+	fn(obj)
+	return s.Update(ctx, key, obj, cache.WriteOptions{})
+}
+
+func md(obj map[string]any) map[string]any { return obj["metadata"].(map[string]any) }
+
+func testResourceVersions(t *testing.T, newStore NewStore) {
+	s := newStore(t, cache.Config{StartResourceVersion: 1000})
+	assert.Equal(t, uint64(1000), s.StartResourceVersion())
+	prev := s.ResourceVersion()
+	// default exists at start, so the counter has moved past the start already.
+	assert.GreaterOrEqual(t, prev, uint64(1000))
+	for i := range 5 {
+		o := create(t, s, "default", fmt.Sprint("a", i), 1)
+		assert.Equal(t, prev+1, o.ResourceVersion(), "one version per write")
+		prev = o.ResourceVersion()
+	}
+	res, err := s.List(ctx, Applications)
+	require.NoError(t, err)
+	assert.Equal(t, s.ResourceVersion(), res.ResourceVersion, "a list carries the counter")
+
+	now := uint64(time.Now().UnixMicro())
+	d := newStore(t, cache.Config{})
+	assert.InDelta(t, float64(now), float64(d.StartResourceVersion()), float64(time.Minute.Microseconds()), "the default start is the time in microseconds")
+	assert.Less(t, d.StartResourceVersion(), uint64(1)<<53, "safe in JavaScript")
+}
+
+func testCreateStamps(t *testing.T, newStore NewStore) {
+	s := newStore(t, cache.Config{})
+	obj := App("web", 1)
+	md(obj)["uid"] = "client-uid"
+	md(obj)["resourceVersion"] = "42"
+	md(obj)["generation"] = json.Number("9")
+	md(obj)["deletionTimestamp"] = "2020-01-01T00:00:00Z"
+	md(obj)["creationTimestamp"] = "2020-01-01T00:00:00Z"
+	o, err := s.Create(ctx, Key("default", "web"), obj, cache.WriteOptions{})
+	require.NoError(t, err)
+	m := md(Decode(t, o))
+	assert.NotEqual(t, "client-uid", m["uid"])
+	assert.Len(t, m["uid"], 36, "a UUID")
+	assert.Equal(t, fmt.Sprint(o.ResourceVersion()), m["resourceVersion"])
+	assert.Equal(t, json.Number("1"), m["generation"])
+	assert.Nil(t, m["deletionTimestamp"])
+	ts, err := time.Parse(time.RFC3339, m["creationTimestamp"].(string))
+	require.NoError(t, err)
+	assert.WithinDuration(t, time.Now(), ts, time.Minute)
+	assert.Equal(t, "web", m["name"])
+	assert.Equal(t, "default", m["namespace"])
+	assert.False(t, o.Deleting())
+	assert.Equal(t, int64(1), o.Generation())
+}
+
+func testCreateConflicts(t *testing.T, newStore NewStore) {
+	s := newStore(t, cache.Config{})
+	create(t, s, "default", "web", 1)
+	_, err := s.Create(ctx, Key("default", "web"), App("web", 2), cache.WriteOptions{})
+	require.ErrorIs(t, err, cache.ErrAlreadyExists)
+	_, err = s.Create(ctx, Key("other", "web"), App("web", 2), cache.WriteOptions{})
+	require.NoError(t, err, "names are per namespace")
+	_, err = s.Get(ctx, Key("default", "missing"))
+	require.ErrorIs(t, err, cache.ErrNotFound)
+}
+
+func testGenerateName(t *testing.T, newStore NewStore) {
+	s := newStore(t, cache.Config{})
+	seen := map[string]bool{}
+	for range 20 {
+		obj := App("", 1)
+		delete(md(obj), "name")
+		md(obj)["generateName"] = "web-"
+		o, err := s.Create(ctx, Key("default", ""), obj, cache.WriteOptions{})
+		require.NoError(t, err)
+		name := o.Key().Name
+		assert.Regexp(t, `^web-[bcdfghjklmnpqrstvwxz2456789]{5}$`, name)
+		assert.Equal(t, name, Meta(t, o, "name"))
+		assert.False(t, seen[name])
+		seen[name] = true
+	}
+	obj := App("", 1)
+	delete(md(obj), "name")
+	_, err := s.Create(ctx, Key("default", ""), obj, cache.WriteOptions{})
+	require.ErrorIs(t, err, cache.ErrInvalid)
+}
+
+func testUpdatePreconditions(t *testing.T, newStore NewStore) {
+	s := newStore(t, cache.Config{})
+	o := create(t, s, "default", "web", 1)
+	obj := App("web", 2)
+	md(obj)["resourceVersion"] = fmt.Sprint(o.ResourceVersion() - 1)
+	_, err := s.Update(ctx, Key("default", "web"), obj, cache.WriteOptions{})
+	require.ErrorIs(t, err, cache.ErrConflict)
+
+	md(obj)["resourceVersion"] = fmt.Sprint(o.ResourceVersion())
+	u, err := s.Update(ctx, Key("default", "web"), obj, cache.WriteOptions{})
+	require.NoError(t, err)
+	assert.Greater(t, u.ResourceVersion(), o.ResourceVersion())
+	assert.Equal(t, o.UID(), u.UID(), "uid is kept")
+	assert.Equal(t, Meta(t, o, "creationTimestamp"), Meta(t, u, "creationTimestamp"))
+
+	u2, err := s.Update(ctx, Key("default", "web"), App("web", 3), cache.WriteOptions{})
+	require.NoError(t, err, "without a resourceVersion the update is unconditional")
+	assert.Greater(t, u2.ResourceVersion(), u.ResourceVersion())
+
+	_, err = s.Update(ctx, Key("default", "missing"), App("missing", 1), cache.WriteOptions{})
+	require.ErrorIs(t, err, cache.ErrNotFound)
+	bad := App("web", 1)
+	md(bad)["resourceVersion"] = "abc"
+	_, err = s.Update(ctx, Key("default", "web"), bad, cache.WriteOptions{})
+	require.ErrorIs(t, err, cache.ErrInvalid)
+}
+
+func testGeneration(t *testing.T, newStore NewStore) {
+	s := newStore(t, cache.Config{})
+	key := Key("default", "web")
+	create(t, s, "default", "web", 1)
+	steps := []struct {
+		name string
+		fn   func(map[string]any)
+		want int64
+	}{
+		{"label", func(o map[string]any) { md(o)["labels"] = map[string]any{"a": "b"} }, 1},
+		{"annotation", func(o map[string]any) { md(o)["annotations"] = map[string]any{"a": "b"} }, 1},
+		{"status", func(o map[string]any) { o["status"] = map[string]any{"phase": "Running"} }, 1},
+		{"spec", func(o map[string]any) { o["spec"].(map[string]any)["replicas"] = json.Number("5") }, 2},
+		{"another top-level field", func(o map[string]any) { o["data"] = map[string]any{"x": "y"} }, 3},
+		{"client generation ignored", func(o map[string]any) { md(o)["generation"] = json.Number("99") }, 3},
+	}
+	for _, st := range steps {
+		o, err := modify(t, s, key, st.fn)
+		require.NoError(t, err, st.name)
+		assert.Equal(t, st.want, o.Generation(), st.name)
+	}
+}
+
+func testNoOpUpdate(t *testing.T, newStore NewStore) {
+	s := newStore(t, cache.Config{})
+	o := create(t, s, "default", "web", 1)
+	w, err := s.Watch(ctx, cache.WatchOptions{})
+	require.NoError(t, err)
+	defer w.Stop()
+	u, err := modify(t, s, Key("default", "web"), func(map[string]any) {})
+	require.NoError(t, err)
+	assert.Same(t, o, u, "the stored object is returned unchanged")
+	assert.Equal(t, o.ResourceVersion(), s.ResourceVersion(), "no new version")
+	ExpectNone(t, w, 50*time.Millisecond)
+}
+
+func testDelete(t *testing.T, newStore NewStore) {
+	s := newStore(t, cache.Config{})
+	o := create(t, s, "default", "web", 1)
+	w, err := s.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{Applications}})
+	require.NoError(t, err)
+	defer w.Stop()
+	d, removed, err := s.Delete(ctx, Key("default", "web"), cache.Preconditions{}, cache.WriteOptions{})
+	require.NoError(t, err)
+	assert.True(t, removed)
+	assert.Greater(t, d.ResourceVersion(), o.ResourceVersion(), "a deletion has its own version")
+	ev := Collect(t, w, 1, wait)[0]
+	assert.Equal(t, cache.Deleted, ev.Type)
+	assert.Equal(t, d.ResourceVersion(), ev.ResourceVersion)
+	_, err = s.Get(ctx, Key("default", "web"))
+	require.ErrorIs(t, err, cache.ErrNotFound)
+	_, _, err = s.Delete(ctx, Key("default", "web"), cache.Preconditions{}, cache.WriteOptions{})
+	require.ErrorIs(t, err, cache.ErrNotFound)
+}
+
+func testFinalizers(t *testing.T, newStore NewStore) {
+	s := newStore(t, cache.Config{})
+	key := Key("default", "web")
+	obj := App("web", 1)
+	md(obj)["finalizers"] = []any{"example.com/a"}
+	o, err := s.Create(ctx, key, obj, cache.WriteOptions{})
+	require.NoError(t, err)
+	w, err := s.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{Applications}})
+	require.NoError(t, err)
+	defer w.Stop()
+
+	d, removed, err := s.Delete(ctx, key, cache.Preconditions{}, cache.WriteOptions{})
+	require.NoError(t, err)
+	assert.False(t, removed)
+	assert.True(t, d.Deleting())
+	assert.NotEmpty(t, Meta(t, d, "deletionTimestamp"))
+	assert.Equal(t, o.Generation()+1, d.Generation(), "marking for deletion bumps generation")
+	assert.Equal(t, cache.Modified, Collect(t, w, 1, wait)[0].Type)
+
+	again, removed, err := s.Delete(ctx, key, cache.Preconditions{}, cache.WriteOptions{})
+	require.NoError(t, err)
+	assert.False(t, removed)
+	assert.Same(t, d, again, "a second delete changes nothing")
+
+	_, err = modify(t, s, key, func(o map[string]any) { md(o)["finalizers"] = []any{"example.com/a", "example.com/b"} })
+	require.ErrorIs(t, err, cache.ErrInvalid, "no new finalizers while deleting")
+
+	_, err = modify(t, s, key, func(o map[string]any) { md(o)["deletionTimestamp"] = nil })
+	require.NoError(t, err)
+	got, err := s.Get(ctx, key)
+	require.NoError(t, err)
+	assert.True(t, got.Deleting(), "clients cannot clear deletionTimestamp")
+
+	gone, err := modify(t, s, key, func(o map[string]any) { md(o)["finalizers"] = []any{} })
+	require.NoError(t, err)
+	ev := Collect(t, w, 1, wait)[0]
+	assert.Equal(t, cache.Deleted, ev.Type, "emptying finalizers removes it (clearing deletionTimestamp was no write)")
+	assert.Equal(t, gone.ResourceVersion(), ev.ResourceVersion)
+	_, err = s.Get(ctx, key)
+	require.ErrorIs(t, err, cache.ErrNotFound)
+}
+
+func testDeletePreconditions(t *testing.T, newStore NewStore) {
+	s := newStore(t, cache.Config{})
+	o := create(t, s, "default", "web", 1)
+	key := Key("default", "web")
+	_, _, err := s.Delete(ctx, key, cache.Preconditions{UID: "other"}, cache.WriteOptions{})
+	require.ErrorIs(t, err, cache.ErrConflict)
+	_, _, err = s.Delete(ctx, key, cache.Preconditions{ResourceVersion: "1"}, cache.WriteOptions{})
+	require.ErrorIs(t, err, cache.ErrConflict)
+	_, removed, err := s.Delete(ctx, key, cache.Preconditions{UID: o.UID(), ResourceVersion: fmt.Sprint(o.ResourceVersion())}, cache.WriteOptions{})
+	require.NoError(t, err)
+	assert.True(t, removed)
+}
+
+func testDryRun(t *testing.T, newStore NewStore) {
+	s := newStore(t, cache.Config{})
+	existing := create(t, s, "default", "web", 1)
+	w, err := s.Watch(ctx, cache.WatchOptions{})
+	require.NoError(t, err)
+	defer w.Stop()
+	rv := s.ResourceVersion()
+	dry := cache.WriteOptions{DryRun: true}
+
+	o, err := s.Create(ctx, Key("dry-ns", "new"), App("new", 1), dry)
+	require.NoError(t, err)
+	assert.Zero(t, o.ResourceVersion(), "a dry-run create has no resourceVersion")
+	assert.Nil(t, Meta(t, o, "resourceVersion"))
+	_, err = s.Create(ctx, Key("default", "web"), App("web", 1), dry)
+	require.ErrorIs(t, err, cache.ErrAlreadyExists)
+	u, err := s.Update(ctx, Key("default", "web"), App("web", 9), dry)
+	require.NoError(t, err)
+	assert.Equal(t, json.Number("9"), Decode(t, u)["spec"].(map[string]any)["replicas"])
+	_, removed, err := s.Delete(ctx, Key("default", "web"), cache.Preconditions{}, dry)
+	require.NoError(t, err)
+	assert.True(t, removed)
+
+	assert.Equal(t, rv, s.ResourceVersion(), "nothing was written")
+	got, err := s.Get(ctx, Key("default", "web"))
+	require.NoError(t, err)
+	assert.Same(t, existing, got)
+	_, err = s.Get(ctx, cache.Key{Resource: "namespaces", Name: "dry-ns"})
+	require.ErrorIs(t, err, cache.ErrNotFound, "no namespace created")
+	ExpectNone(t, w, 50*time.Millisecond)
+}
+
+func nsKey(name string) cache.Key { return cache.Key{Resource: cache.NamespacesResource.Resource, Name: name} }
+
+func testImplicitNamespaces(t *testing.T, newStore NewStore) {
+	s := newStore(t, cache.Config{})
+	def, err := s.Get(ctx, nsKey("default"))
+	require.NoError(t, err, "default exists at start")
+	assert.Equal(t, "Namespace", Decode(t, def)["kind"])
+	w, err := s.Watch(ctx, cache.WatchOptions{})
+	require.NoError(t, err)
+	defer w.Stop()
+	create(t, s, "team-a", "web", 1)
+	evs := Collect(t, w, 2, wait)
+	assert.Equal(t, cache.Added, evs[0].Type)
+	assert.Equal(t, nsKey("team-a"), evs[0].Object.Key(), "the namespace comes first")
+	assert.Equal(t, Key("team-a", "web"), evs[1].Object.Key())
+	ns := Decode(t, evs[0].Object)
+	assert.Equal(t, "Active", ns["status"].(map[string]any)["phase"])
+	create(t, s, "team-a", "db", 1)
+	assert.Equal(t, Key("team-a", "db"), Collect(t, w, 1, wait)[0].Object.Key(), "an existing namespace is not created again")
+}
+
+func testNamespaceDeletion(t *testing.T, newStore NewStore) {
+	s := newStore(t, cache.Config{})
+	create(t, s, "team", "plain", 1)
+	held := App("held", 1)
+	md(held)["finalizers"] = []any{"example.com/hold"}
+	_, err := s.Create(ctx, Key("team", "held"), held, cache.WriteOptions{})
+	require.NoError(t, err)
+
+	ns, removed, err := s.Delete(ctx, nsKey("team"), cache.Preconditions{}, cache.WriteOptions{})
+	require.NoError(t, err)
+	assert.False(t, removed, "a held object keeps the namespace")
+	assert.Equal(t, "Terminating", Decode(t, ns)["status"].(map[string]any)["phase"])
+	_, err = s.Get(ctx, Key("team", "plain"))
+	require.ErrorIs(t, err, cache.ErrNotFound)
+	h, err := s.Get(ctx, Key("team", "held"))
+	require.NoError(t, err)
+	assert.True(t, h.Deleting())
+
+	_, err = s.Create(ctx, Key("team", "new"), App("new", 1), cache.WriteOptions{})
+	require.ErrorIs(t, err, cache.ErrForbidden, "no new content in a Terminating namespace")
+
+	_, err = modify(t, s, Key("team", "held"), func(o map[string]any) { delete(md(o), "finalizers") })
+	require.NoError(t, err)
+	_, err = s.Get(ctx, nsKey("team"))
+	require.ErrorIs(t, err, cache.ErrNotFound, "the namespace goes with its last object")
+
+	_, _, err = s.Delete(ctx, nsKey("default"), cache.Preconditions{}, cache.WriteOptions{})
+	require.ErrorIs(t, err, cache.ErrForbidden)
+
+	// An empty namespace goes at once.
+	create(t, s, "empty", "x", 1)
+	_, _, err = s.Delete(ctx, Key("empty", "x"), cache.Preconditions{}, cache.WriteOptions{})
+	require.NoError(t, err)
+	_, removed, err = s.Delete(ctx, nsKey("empty"), cache.Preconditions{}, cache.WriteOptions{})
+	require.NoError(t, err)
+	assert.True(t, removed)
+}
+
+func labelled(t *testing.T, s *cache.Store, ns, name string, l map[string]any) {
+	t.Helper()
+	obj := App(name, 1)
+	md(obj)["labels"] = l
+	_, err := s.Create(ctx, Key(ns, name), obj, cache.WriteOptions{})
+	require.NoError(t, err)
+}
+
+func names(res cache.ListResult) []string {
+	var out []string
+	for _, o := range res.Items {
+		out = append(out, o.Key().Namespace+"/"+o.Key().Name)
+	}
+	return out
+}
+
+func testListSelectors(t *testing.T, newStore NewStore) {
+	s := newStore(t, cache.Config{})
+	labelled(t, s, "a", "web", map[string]any{"tier": "web", "env": "prod"})
+	labelled(t, s, "a", "db", map[string]any{"tier": "db", "env": "prod"})
+	labelled(t, s, "b", "web", map[string]any{"tier": "web"})
+	sel := func(s string) labels.Selector {
+		l, err := labels.Parse(s)
+		require.NoError(t, err)
+		return l
+	}
+	fsel := func(s string) fields.Selector {
+		f, err := fields.ParseSelector(s)
+		require.NoError(t, err)
+		return f
+	}
+	tests := []struct {
+		name string
+		opts []cache.ListOption
+		want []string
+	}{
+		{"all", nil, []string{"a/db", "a/web", "b/web"}},
+		{"namespace", []cache.ListOption{cache.InNamespace("a")}, []string{"a/db", "a/web"}},
+		{"equality", []cache.ListOption{cache.MatchingLabels(sel("tier=web"))}, []string{"a/web", "b/web"}},
+		{"set", []cache.ListOption{cache.MatchingLabels(sel("tier in (db),env"))}, []string{"a/db"}},
+		{"not exists", []cache.ListOption{cache.MatchingLabels(sel("!env"))}, []string{"b/web"}},
+		{"field name", []cache.ListOption{cache.MatchingFields(fsel("metadata.name=web"))}, []string{"a/web", "b/web"}},
+		{"field namespace", []cache.ListOption{cache.MatchingFields(fsel("metadata.namespace!=a"))}, []string{"b/web"}},
+		{"both", []cache.ListOption{cache.InNamespace("a"), cache.MatchingLabels(sel("env=prod")), cache.MatchingFields(fsel("metadata.name=db"))}, []string{"a/db"}},
+	}
+	for _, tt := range tests {
+		res, err := s.List(ctx, Applications, tt.opts...)
+		require.NoError(t, err)
+		assert.Equal(t, tt.want, names(res), tt.name)
+	}
+	res, err := s.List(ctx, cache.GroupResource{Group: "x", Resource: "none"})
+	require.NoError(t, err)
+	assert.Empty(t, res.Items)
+}
+
+func testListPaging(t *testing.T, newStore NewStore) {
+	s := newStore(t, cache.Config{})
+	for i := range 5 {
+		create(t, s, "default", fmt.Sprint("app-", i), 1)
+	}
+	page, err := s.List(ctx, Applications, cache.Limit(2))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"default/app-0", "default/app-1"}, names(page))
+	assert.Equal(t, 3, page.Remaining)
+	page, err = s.List(ctx, Applications, cache.Limit(2), cache.After("default", "app-1"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"default/app-2", "default/app-3"}, names(page))
+	assert.Equal(t, 1, page.Remaining)
+	page, err = s.List(ctx, Applications, cache.Limit(2), cache.After("default", "app-3"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"default/app-4"}, names(page))
+	assert.Zero(t, page.Remaining)
+}
+
+func types(evs []cache.Event) []string {
+	var out []string
+	for _, e := range evs {
+		name := ""
+		if e.Object != nil {
+			name = e.Object.Key().Name
+		}
+		out = append(out, string(e.Type)+" "+name)
+	}
+	return out
+}
+
+func testWatchFromNow(t *testing.T, newStore NewStore) {
+	s := newStore(t, cache.Config{})
+	create(t, s, "default", "before", 1)
+	w, err := s.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{Applications}})
+	require.NoError(t, err)
+	defer w.Stop()
+	create(t, s, "default", "after", 1)
+	_, err = modify(t, s, Key("default", "after"), func(o map[string]any) { o["spec"].(map[string]any)["replicas"] = json.Number("2") })
+	require.NoError(t, err)
+	_, _, err = s.Delete(ctx, Key("default", "after"), cache.Preconditions{}, cache.WriteOptions{})
+	require.NoError(t, err)
+	evs := Collect(t, w, 3, wait)
+	assert.Equal(t, []string{"ADDED after", "MODIFIED after", "DELETED after"}, types(evs))
+	for i := 1; i < len(evs); i++ {
+		assert.Greater(t, evs[i].ResourceVersion, evs[i-1].ResourceVersion)
+		assert.Equal(t, evs[i].ResourceVersion, evs[i].Object.ResourceVersion())
+	}
+}
+
+func testWatchResume(t *testing.T, newStore NewStore) {
+	s := newStore(t, cache.Config{})
+	var rvs []uint64
+	for i := range 6 {
+		rvs = append(rvs, create(t, s, "default", fmt.Sprint("app-", i), 1).ResourceVersion())
+	}
+	for i, from := range rvs {
+		w, err := s.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{Applications}, ResourceVersion: from})
+		require.NoError(t, err)
+		evs := Collect(t, w, len(rvs)-1-i, wait)
+		for j, ev := range evs {
+			assert.Equal(t, rvs[i+1+j], ev.ResourceVersion, "exactly the events after %d, in order", from)
+		}
+		ExpectNone(t, w, 10*time.Millisecond)
+		w.Stop()
+	}
+	// After the replay, live events follow with nothing in between.
+	w, err := s.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{Applications}, ResourceVersion: rvs[3]})
+	require.NoError(t, err)
+	defer w.Stop()
+	create(t, s, "other", "live", 1)
+	assert.Equal(t, []string{"ADDED app-4", "ADDED app-5", "ADDED live"}, types(Collect(t, w, 3, wait)))
+}
+
+func testWatchInitialEvents(t *testing.T, newStore NewStore) {
+	s := newStore(t, cache.Config{})
+	create(t, s, "b", "x", 1)
+	create(t, s, "a", "y", 1)
+	create(t, s, "a", "x", 1)
+	rv := s.ResourceVersion()
+	w, err := s.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{Applications}, SendInitialEvents: true})
+	require.NoError(t, err)
+	defer w.Stop()
+	evs := Collect(t, w, 4, wait)
+	assert.Equal(t, []string{"ADDED x", "ADDED y", "ADDED x", "BOOKMARK "}, types(evs))
+	assert.Equal(t, "a", evs[0].Object.Key().Namespace, "key order")
+	for _, ev := range evs {
+		assert.Equal(t, rv, ev.ResourceVersion, "initial events carry the snapshot's version")
+	}
+	create(t, s, "a", "z", 1)
+	assert.Equal(t, "ADDED z", types(Collect(t, w, 1, wait))[0])
+}
+
+func testWatchExpired(t *testing.T, newStore NewStore) {
+	s := newStore(t, cache.Config{WatchHistory: 3})
+	first := create(t, s, "default", "app-0", 1).ResourceVersion()
+	for i := 1; i < 6; i++ {
+		create(t, s, "default", fmt.Sprint("app-", i), 1)
+	}
+	gr := []cache.GroupResource{Applications}
+	_, err := s.Watch(ctx, cache.WatchOptions{Resources: gr, ResourceVersion: first})
+	require.ErrorIs(t, err, cache.ErrGone, "older than the history")
+	_, err = s.Watch(ctx, cache.WatchOptions{Resources: gr, ResourceVersion: s.ResourceVersion() + 1})
+	require.ErrorIs(t, err, cache.ErrGone, "never issued: in the future")
+	_, err = s.Watch(ctx, cache.WatchOptions{Resources: gr, ResourceVersion: s.StartResourceVersion() - 1})
+	require.ErrorIs(t, err, cache.ErrGone, "never issued: an earlier run")
+	require.ErrorIs(t, s.CheckResourceVersion(first, Applications), cache.ErrGone)
+	w, err := s.Watch(ctx, cache.WatchOptions{Resources: gr, ResourceVersion: s.ResourceVersion() - 3})
+	require.NoError(t, err, "the last 3 are still there")
+	assert.Len(t, Collect(t, w, 3, wait), 3)
+	w.Stop()
+}
+
+func testHistoryPerResource(t *testing.T, newStore NewStore) {
+	s := newStore(t, cache.Config{WatchHistory: 5})
+	from := create(t, s, "default", "app", 1).ResourceVersion()
+	events := cache.GroupResource{Resource: "events"}
+	for i := range 50 {
+		_, err := s.Create(ctx, cache.Key{Resource: "events", Namespace: "default", Name: fmt.Sprint("e", i)},
+			map[string]any{"apiVersion": "v1", "kind": "Event"}, cache.WriteOptions{})
+		require.NoError(t, err)
+	}
+	create(t, s, "default", "app2", 1)
+	w, err := s.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{Applications}, ResourceVersion: from})
+	require.NoError(t, err, "Event churn does not expire an Application watcher")
+	assert.Equal(t, []string{"ADDED app2"}, types(Collect(t, w, 1, wait)))
+	w.Stop()
+	_, err = s.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{events}, ResourceVersion: from})
+	require.ErrorIs(t, err, cache.ErrGone)
+	_, err = s.Watch(ctx, cache.WatchOptions{ResourceVersion: from})
+	require.ErrorIs(t, err, cache.ErrGone, "a watch on everything needs every history")
+}
+
+func testWatchSelectorTransitions(t *testing.T, newStore NewStore) {
+	s := newStore(t, cache.Config{})
+	create(t, s, "default", "web", 1)
+	sel, err := labels.Parse("tier=web")
+	require.NoError(t, err)
+	w, err := s.Watch(ctx, cache.WatchOptions{Label: sel})
+	require.NoError(t, err)
+	defer w.Stop()
+	key := Key("default", "web")
+	setTier := func(v string) {
+		_, err := modify(t, s, key, func(o map[string]any) { md(o)["labels"] = map[string]any{"tier": v} })
+		require.NoError(t, err)
+	}
+	setTier("web")
+	setTier("web2")
+	setTier("web")
+	_, err = modify(t, s, key, func(o map[string]any) { o["spec"].(map[string]any)["replicas"] = json.Number("7") })
+	require.NoError(t, err)
+	evs := Collect(t, w, 4, wait)
+	assert.Equal(t, []string{"ADDED web", "DELETED web", "ADDED web", "MODIFIED web"}, types(evs))
+	create(t, s, "default", "other", 1)
+	ExpectNone(t, w, 50*time.Millisecond)
+}
+
+func testWatchNamespaceFilter(t *testing.T, newStore NewStore) {
+	s := newStore(t, cache.Config{})
+	w, err := s.Watch(ctx, cache.WatchOptions{Namespace: "a", Resources: []cache.GroupResource{Applications}})
+	require.NoError(t, err)
+	defer w.Stop()
+	create(t, s, "b", "x", 1)
+	create(t, s, "a", "y", 1)
+	assert.Equal(t, []string{"ADDED y"}, types(Collect(t, w, 1, wait)))
+}
+
+// testSlowWatcher: a watcher that never reads is closed with ErrTooSlow once its buffer is full,
+// while a watcher that keeps up gets every event and the writer never waits for either.
+func testSlowWatcher(t *testing.T, newStore NewStore) {
+	const buffer, batch, total = 64, 32, 320
+	s := newStore(t, cache.Config{WatchBuffer: buffer})
+	slow, err := s.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{Applications}})
+	require.NoError(t, err)
+	fast, err := s.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{Applications}})
+	require.NoError(t, err)
+	defer fast.Stop()
+	for i := 0; i < total; i += batch {
+		start := time.Now()
+		for j := i; j < i+batch; j++ {
+			_, err := s.Create(ctx, Key("default", fmt.Sprint("app-", j)), App("x", 1), cache.WriteOptions{})
+			require.NoError(t, err)
+		}
+		require.Less(t, time.Since(start), wait, "a writer blocked")
+		// The fast watcher keeps up: it takes this batch before the next one is written.
+		for j, ev := range Collect(t, fast, batch, wait) {
+			require.Equal(t, fmt.Sprint("app-", i+j), ev.Object.Key().Name)
+		}
+	}
+	require.ErrorIs(t, Closed(t, slow, wait), cache.ErrTooSlow)
+}
+
+func testWatchStop(t *testing.T, newStore NewStore) {
+	s := newStore(t, cache.Config{})
+	w, err := s.Watch(ctx, cache.WatchOptions{})
+	require.NoError(t, err)
+	w.Stop()
+	w.Stop()
+	require.NoError(t, Closed(t, w, wait))
+
+	cctx, cancel := context.WithCancel(ctx)
+	w, err = s.Watch(cctx, cache.WatchOptions{})
+	require.NoError(t, err)
+	cancel()
+	require.ErrorIs(t, Closed(t, w, wait), context.Canceled)
+}
+
+func testStoreClose(t *testing.T, newStore NewStore) {
+	s := newStore(t, cache.Config{})
+	w, err := s.Watch(ctx, cache.WatchOptions{})
+	require.NoError(t, err)
+	s.Close()
+	s.Close()
+	require.ErrorIs(t, Closed(t, w, wait), cache.ErrClosed)
+	_, err = s.Create(ctx, Key("default", "x"), App("x", 1), cache.WriteOptions{})
+	require.ErrorIs(t, err, cache.ErrClosed)
+	_, err = s.Watch(ctx, cache.WatchOptions{})
+	require.True(t, errors.Is(err, cache.ErrClosed))
+}
+
+func testProgress(t *testing.T, newStore NewStore) {
+	s := newStore(t, cache.Config{})
+	w, err := s.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{Applications}})
+	require.NoError(t, err)
+	defer w.Stop()
+	rv, ok := w.Progress()
+	require.True(t, ok)
+	assert.Equal(t, s.ResourceVersion(), rv)
+	create(t, s, "default", "x", 1)
+	_, ok = w.Progress()
+	assert.False(t, ok, "not while an event waits")
+	Collect(t, w, 1, wait)
+	rv, ok = w.Progress()
+	require.True(t, ok)
+	assert.Equal(t, s.ResourceVersion(), rv)
+}

@@ -64,10 +64,14 @@ func TestEveryMetricMoves(t *testing.T) {
 		{"queue adds", func(r *metrics.Registry) { r.QueueAdd("application") }, "workqueue_adds_total", map[string]string{"name": "application"}, 1},
 		{"queue retries", func(r *metrics.Registry) { r.QueueRetry("application") }, "workqueue_retries_total", map[string]string{"name": "application"}, 1},
 		{"resource count", func(r *metrics.Registry) {
-			r.SetResourceCounts(func() []metrics.Count { return []metrics.Count{{Labels: [2]string{"applications", "default"}, Value: 3}} })
+			r.SetResourceCounts(func() []metrics.Count {
+				return []metrics.Count{{Labels: [2]string{"applications", "default"}, Value: 3}}
+			})
 		}, "resource_count", map[string]string{"kind": "applications", "namespace": "default"}, 3},
 		{"phase count", func(r *metrics.Registry) {
-			r.SetPhaseCounts(func() []metrics.Count { return []metrics.Count{{Labels: [2]string{"Application", "Running"}, Value: 2}} })
+			r.SetPhaseCounts(func() []metrics.Count {
+				return []metrics.Count{{Labels: [2]string{"Application", "Running"}, Value: 2}}
+			})
 		}, "resource_phase_count", map[string]string{"kind": "Application", "phase": "Running"}, 2},
 	}
 	for _, tt := range tests {

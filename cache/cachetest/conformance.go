@@ -331,7 +331,9 @@ func testDryRun(t *testing.T, newStore NewStore) {
 	ExpectNone(t, w, 50*time.Millisecond)
 }
 
-func nsKey(name string) cache.Key { return cache.Key{Resource: cache.NamespacesResource.Resource, Name: name} }
+func nsKey(name string) cache.Key {
+	return cache.Key{Resource: cache.NamespacesResource.Resource, Name: name}
+}
 
 func testImplicitNamespaces(t *testing.T, newStore NewStore) {
 	s := newStore(t, cache.Config{})

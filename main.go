@@ -72,11 +72,11 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	reg := metrics.New()
 	store := cache.New(cache.Config{WatchHistory: cfg.WatchHistory})
 	defer store.Close()
-	reg.SetResourceCounts(resourceCounts(store))
 	crds, err := crd.New()
 	if err != nil {
 		return err
 	}
+	reg.SetResourceCounts(resourceCounts(store, crds))
 	admission, err := webhooks.NewApplicationChain(webhooks.Config{
 		AllowedRegistries: cfg.AllowedRegistries,
 		BlockedImages:     cfg.BlockedImages,
@@ -105,13 +105,27 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	return err
 }
 
+// builtinKinds names the kinds of the built-in resources for metrics.
+var builtinKinds = map[cache.GroupResource]string{
+	cache.NamespacesResource:                           "Namespace",
+	{Resource: "events"}:                               "Event",
+	{Group: "coordination.k8s.io", Resource: "leases"}: "Lease",
+}
+
 // resourceCounts feeds resource_count{kind,namespace} from the store's own counts.
-func resourceCounts(store *cache.Store) func() []metrics.Count {
+func resourceCounts(store *cache.Store, crds *crd.Registry) func() []metrics.Count {
 	return func() []metrics.Count {
 		counts := store.Counts()
 		out := make([]metrics.Count, 0, len(counts))
 		for _, c := range counts {
-			out = append(out, metrics.Count{Labels: [2]string{c.GroupResource.String(), c.Namespace}, Value: float64(c.Count)})
+			kind, ok := builtinKinds[c.GroupResource]
+			if k, found := crds.LookupResource(c.Group, c.Resource); found {
+				kind, ok = k.Kind, true
+			}
+			if !ok {
+				kind = c.GroupResource.String()
+			}
+			out = append(out, metrics.Count{Labels: [2]string{kind, c.Namespace}, Value: float64(c.Count)})
 		}
 		return out
 	}

@@ -199,6 +199,19 @@ func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.JSONEq(t, `{"status":"healthy"}`, string(body))
 
+	// resource_count follows the store.
+	create, err := http.Post("http://"+p.addr+"/apis/cloudnative.elide.dev/v1/namespaces/default/applications", "application/json",
+		strings.NewReader(`{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","metadata":{"name":"a"},"spec":{"replicas":1,"image":"nginx:1"}}`))
+	require.NoError(t, err)
+	create.Body.Close()
+	require.Equal(t, http.StatusCreated, create.StatusCode)
+	m, err := http.Get("http://" + p.addr + "/metrics")
+	require.NoError(t, err)
+	metricsBody, _ := io.ReadAll(m.Body)
+	m.Body.Close()
+	assert.Contains(t, string(metricsBody), `resource_count{kind="Application",namespace="default"} 1`)
+	assert.Contains(t, string(metricsBody), `resource_count{kind="Namespace",namespace=""} 1`)
+
 	// An open watch must not hold shutdown up.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -12,11 +12,16 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
+
+	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/crd"
+	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/metrics"
+	"github.com/opemu/opemu/reconciler"
 	"github.com/opemu/opemu/server"
 	"github.com/opemu/opemu/webhooks"
 )
@@ -70,7 +75,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	log.Info("listening", "addr", ln.Addr().String())
 
 	reg := metrics.New()
-	store := cache.New(cache.Config{WatchHistory: cfg.WatchHistory})
+	store := cache.New(cache.Config{WatchHistory: cfg.WatchHistory, SelectableFields: selectableFields})
 	defer store.Close()
 	crds, err := crd.New()
 	if err != nil {
@@ -85,11 +90,46 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	recorder := events.New(events.Config{
+		Store: store, Host: cfg.PodName, Limit: cfg.EventLimit, TTL: cfg.EventTTL, Metrics: reg, Logger: log,
+	})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Go(func() { _ = recorder.Run(ctx) })
+
+	var routes server.Controller
+	if cfg.EnableController {
+		app := reconciler.NewApplication(reconciler.ApplicationConfig{Store: store, Events: recorder, RolloutStep: cfg.RolloutStep})
+		ctrl, err := reconciler.New(reconciler.Config{
+			Store: store, Resource: applications, Reconciler: app, Name: "application",
+			Workers: cfg.WorkerCount, ResyncInterval: cfg.ReconcileInterval, MaxRetries: maxRetries(cfg.MaxRetries),
+			BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, QPS: cfg.QueueQPS, Burst: cfg.QueueBurst,
+			Metrics: reg, Logger: log,
+		})
+		if err != nil {
+			return err
+		}
+		reg.SetPhaseCounts(func() []metrics.Count {
+			var out []metrics.Count
+			for phase, n := range ctrl.PhaseCounts() {
+				out = append(out, metrics.Count{Labels: [2]string{"Application", phase}, Value: float64(n)})
+			}
+			return out
+		})
+		routes = controllerRoutes{ctrl: ctrl, app: app}
+		// Leader election will gate this (leading by default until it lands).
+		wg.Go(func() { _ = ctrl.Run(ctx) })
+	}
+
 	srv, err := server.New(server.Config{
 		Store:       store,
 		CRDs:        crds,
 		Admission:   admission,
 		Metrics:     reg,
+		Events:      recorder,
+		Controller:  routes,
 		Logger:      log,
 		Identity:    cfg.PodName,
 		Version:     version,
@@ -101,8 +141,52 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 	err = srv.Run(ctx, ln)
+	cancel()
+	wg.Wait()
 	log.Info("stopped")
 	return err
+}
+
+// applications is the resource the built-in controller reconciles.
+var applications = cache.GroupResource{Group: "cloudnative.elide.dev", Resource: "applications"}
+
+// selectableFields adds the field selectors beyond metadata.name/namespace: Events' and the
+// Applications' status.phase (the controller counts phases from it).
+func selectableFields(gr cache.GroupResource, obj map[string]any) fields.Set {
+	if gr == events.Resource {
+		return events.SelectableFields(gr, obj)
+	}
+	if gr == applications {
+		st, _ := obj["status"].(map[string]any)
+		phase, _ := st["phase"].(string)
+		return fields.Set{"status.phase": phase}
+	}
+	return nil
+}
+
+// maxRetries maps MAX_RETRIES (0 allowed: drop at the first failure) to reconciler.Config.
+func maxRetries(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
+// controllerRoutes serves the controller's routes for Applications.
+type controllerRoutes struct {
+	ctrl *reconciler.Controller
+	app  *reconciler.Application
+}
+
+func (c controllerRoutes) Enqueue(key cache.Key) bool {
+	return key.GroupResource() == applications && c.ctrl.Enqueue(key)
+}
+
+func (c controllerRoutes) History(key cache.Key) (any, bool) {
+	if key.GroupResource() != applications {
+		return nil, false
+	}
+	return c.app.History(key), true
 }
 
 // builtinKinds names the kinds of the built-in resources for metrics.

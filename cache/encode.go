@@ -20,15 +20,16 @@ func (s *Store) build(key Key, obj map[string]any) (*Object, error) {
 	md := metadataOf(obj)
 	rv, _ := ParseResourceVersion(stringField(md, "resourceVersion"))
 	o := &Object{
-		key:        key,
-		raw:        raw,
-		uid:        stringField(md, "uid"),
-		rv:         rv,
-		generation: int64Field(md, "generation"),
-		labels:     stringMap(md["labels"]),
-		finalizers: stringSlice(md["finalizers"]),
-		deleting:   stringField(md, "deletionTimestamp") != "",
-		specHash:   s.specHash(obj),
+		key:         key,
+		raw:         raw,
+		uid:         stringField(md, "uid"),
+		rv:          rv,
+		generation:  int64Field(md, "generation"),
+		labels:      stringMap(md["labels"]),
+		annotations: stringMap(md["annotations"]),
+		finalizers:  stringSlice(md["finalizers"]),
+		deleting:    stringField(md, "deletionTimestamp") != "",
+		specHash:    s.specHash(obj),
 	}
 	o.fields = fields.Set{"metadata.name": key.Name, "metadata.namespace": key.Namespace}
 	if s.cfg.SelectableFields != nil {

@@ -49,16 +49,17 @@ func (k Key) String() string {
 // watcher, plus the few decoded fields the store indexes. Never modify the bytes Raw returns;
 // decode them (Decode) to get a private, mutable copy.
 type Object struct {
-	key        Key
-	raw        []byte
-	uid        string
-	rv         uint64
-	generation int64
-	labels     labels.Set
-	fields     fields.Set
-	finalizers []string
-	deleting   bool
-	specHash   uint64
+	key         Key
+	raw         []byte
+	uid         string
+	rv          uint64
+	generation  int64
+	labels      labels.Set
+	annotations map[string]string
+	fields      fields.Set
+	finalizers  []string
+	deleting    bool
+	specHash    uint64
 }
 
 // Key returns the object's key.
@@ -78,6 +79,9 @@ func (o *Object) Generation() int64 { return o.generation }
 
 // Labels returns metadata.labels. The map is shared: callers must not modify it.
 func (o *Object) Labels() labels.Set { return o.labels }
+
+// Annotations returns metadata.annotations. The map is shared: callers must not modify it.
+func (o *Object) Annotations() map[string]string { return o.annotations }
 
 // Fields returns the selectable fields (metadata.name, metadata.namespace and any the store's
 // Config.SelectableFields adds). The map is shared: callers must not modify it.

@@ -16,6 +16,12 @@ func (s *Server) getObject(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	switch t.sub {
+	case "history":
+		return s.history(c, t)
+	case "reconcile":
+		return echo.ErrMethodNotAllowed
+	}
 	body, err := s.get(c.Request().Context(), t)
 	if err != nil {
 		return err
@@ -27,6 +33,9 @@ func (s *Server) listObjects(c *echo.Context) error {
 	t, err := s.parseTarget(c)
 	if err != nil {
 		return err
+	}
+	if isWatch(c.Request()) {
+		return s.kubeWatch(c, t)
 	}
 	q, err := parseListQuery(c.Request().URL.Query())
 	if err != nil {
@@ -69,6 +78,9 @@ func (s *Server) updateObject(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if t.sub == "history" || t.sub == "reconcile" {
+		return echo.ErrMethodNotAllowed
+	}
 	o, err := parseWriteOptions(c)
 	if err != nil {
 		return err
@@ -107,6 +119,9 @@ func (s *Server) patchObject(c *echo.Context) error {
 	t, err := s.parseTarget(c)
 	if err != nil {
 		return err
+	}
+	if t.sub == "history" || t.sub == "reconcile" {
+		return echo.ErrMethodNotAllowed
 	}
 	o, err := parseWriteOptions(c)
 	if err != nil {

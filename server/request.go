@@ -35,7 +35,7 @@ func (t target) gr() schema.GroupResource {
 // Parsing only: an unknown resource or a path that does not fit the kind's scope is a 404.
 func (s *Server) parseTarget(c *echo.Context) (target, error) {
 	group, version, resource := c.Param("group"), c.Param("version"), c.Param("resource")
-	k, ok := s.cfg.CRDs.Lookup(group, version, resource)
+	k, ok := s.lookupKind(group, version, resource)
 	if !ok {
 		return target{}, apierrors.NewNotFound(schema.GroupResource{Group: group, Resource: resource}, "")
 	}
@@ -55,6 +55,10 @@ func (s *Server) parseTarget(c *echo.Context) (target, error) {
 		}
 	case "scale":
 		if k.Scale == nil {
+			return target{}, echo.ErrNotFound
+		}
+	case "history", "reconcile":
+		if isBuiltin(k) {
 			return target{}, echo.ErrNotFound
 		}
 	default:

@@ -22,8 +22,13 @@ func (s *Server) routes() {
 	e.GET("/metrics", s.metrics)
 	e.GET("/watch", s.sseWatch)
 
-	// Custom resources: namespaced paths, then all-namespaces and cluster-scoped paths.
-	for _, prefix := range []string{"/apis/:group/:version/namespaces/:namespace", "/apis/:group/:version"} {
+	e.GET("/events", s.queryEvents)
+	e.GET("/events/stats", s.eventStats)
+
+	// Resources: namespaced paths, then all-namespaces and cluster-scoped paths, for API groups
+	// (/apis) and the core group (/api).
+	for _, prefix := range []string{"/apis/:group/:version/namespaces/:namespace", "/apis/:group/:version",
+		"/api/:version/namespaces/:namespace", "/api/:version"} {
 		e.GET(prefix+"/:resource", s.listObjects)
 		e.POST(prefix+"/:resource", s.createObject)
 		e.GET(prefix+"/:resource/:name", s.getObject)
@@ -33,6 +38,7 @@ func (s *Server) routes() {
 		e.GET(prefix+"/:resource/:name/:sub", s.getObject)
 		e.PUT(prefix+"/:resource/:name/:sub", s.updateObject)
 		e.PATCH(prefix+"/:resource/:name/:sub", s.patchObject)
+		e.POST(prefix+"/:resource/:name/:sub", s.triggerReconcile)
 	}
 
 	if s.cfg.PProf {

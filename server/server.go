@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v5"
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/crd"
+	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/metrics"
 	"github.com/opemu/opemu/webhooks"
 )
@@ -26,6 +27,13 @@ type Config struct {
 	// Metrics records request, watch and webhook metrics and serves /metrics. Nil records nothing
 	// and /metrics answers 404.
 	Metrics *metrics.Registry
+	// Events records the write path's Events and answers /events. Nil records nothing.
+	Events *events.Recorder
+	// Controller reconciles objects; nil when the controller is off.
+	Controller Controller
+	// BookmarkInterval is how often a Kubernetes watch that allows bookmarks gets one. Zero
+	// means 30 s.
+	BookmarkInterval time.Duration
 	// Logger receives request errors. Nil means slog.Default().
 	Logger *slog.Logger
 	// Identity names this process (POD_NAME) in /leader and /readyz. Empty means "opemu".
@@ -60,6 +68,15 @@ type LeaderStatus interface {
 	Leader() string
 	// Lease returns the lease record as the /leader route shows it, or nil when none.
 	Lease() any
+}
+
+// Controller is what the server needs from the reconciler; main passes it in.
+type Controller interface {
+	// Enqueue asks for an immediate reconcile; false when this process does not lead.
+	Enqueue(key cache.Key) bool
+	// History returns the recent reconciles of key (JSON-encodable), and whether the
+	// controller reconciles key's resource at all.
+	History(key cache.Key) (any, bool)
 }
 
 // Server serves the HTTP API. Create it with New; serve it with Run or Handler.
@@ -103,6 +120,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = 10 * time.Second
+	}
+	if cfg.BookmarkInterval <= 0 {
+		cfg.BookmarkInterval = 30 * time.Second
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 4 * time.Second

@@ -50,14 +50,17 @@ func (s *Server) create(ctx context.Context, t target, obj map[string]any, o wri
 	if t.kind.StatusSubresource {
 		delete(obj, "status")
 	}
+	defaultBuiltin(t.kind, obj)
 	warnings, err := s.admit(ctx, t, webhooks.Operation("CREATE"), obj, nil, o)
 	if err != nil {
+		s.recordRejection(ctx, t, o, key.Name, "", err)
 		return writeResult{}, err
 	}
 	stored, err := s.cfg.Store.Create(ctx, key, obj, cache.WriteOptions{DryRun: o.dryRun})
 	if err != nil {
 		return writeResult{}, err
 	}
+	s.recordWrite(ctx, t, o, stored, "Created", "Created")
 	return writeResult{obj: stored, warnings: warnings, changed: true}, nil
 }
 
@@ -120,6 +123,7 @@ func (s *Server) update(ctx context.Context, t target, o writeOptions, mutate mu
 			warnings, err = s.admit(ctx, t, webhooks.Operation("UPDATE"), next, cur, o)
 		}
 		if err != nil {
+			s.recordRejection(ctx, t, o, t.key.Name, curObj.UID(), err)
 			return writeResult{}, err
 		}
 		stored, err := s.cfg.Store.Update(ctx, t.key, next, cache.WriteOptions{DryRun: o.dryRun})
@@ -129,7 +133,11 @@ func (s *Server) update(ctx context.Context, t target, o writeOptions, mutate mu
 		if err != nil {
 			return writeResult{}, err
 		}
-		return writeResult{obj: stored, warnings: warnings, changed: stored != curObj}, nil
+		changed := stored != curObj
+		if changed {
+			s.recordWrite(ctx, t, o, stored, "Updated", "Updated")
+		}
+		return writeResult{obj: stored, warnings: warnings, changed: changed}, nil
 	}
 }
 
@@ -286,5 +294,9 @@ func metadata(obj map[string]any) (map[string]any, error) {
 
 // deleteObject deletes t.key (SPEC §2: finalizers mark, others remove).
 func (s *Server) delete(ctx context.Context, t target, pre cache.Preconditions, o writeOptions) (*cache.Object, bool, error) {
-	return s.cfg.Store.Delete(ctx, t.key, pre, cache.WriteOptions{DryRun: o.dryRun})
+	obj, removed, err := s.cfg.Store.Delete(ctx, t.key, pre, cache.WriteOptions{DryRun: o.dryRun})
+	if err == nil {
+		s.recordWrite(ctx, t, o, obj, "Deleted", "Deleted")
+	}
+	return obj, removed, err
 }

@@ -1,0 +1,68 @@
+package events
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/opemu/opemu/cache"
+)
+
+// Run removes Events older than TTL and enforces Limit over every stored Event (also those
+// clients created), every SweepInterval, until ctx is done.
+func (r *Recorder) Run(ctx context.Context) error {
+	interval := min(r.cfg.TTL/10, time.Minute)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			r.Sweep(ctx)
+		}
+	}
+}
+
+// Sweep removes expired Events and, beyond Limit, the oldest ones. Run calls it periodically.
+func (r *Recorder) Sweep(ctx context.Context) {
+	res, err := r.cfg.Store.List(ctx, Resource)
+	if err != nil {
+		return
+	}
+	type aged struct {
+		key  cache.Key
+		last time.Time
+		rv   uint64
+	}
+	cutoff := r.cfg.Now().Add(-r.cfg.TTL)
+	var keep []aged
+	var drop []cache.Key
+	for _, o := range res.Items {
+		last, _ := time.Parse(time.RFC3339, o.Fields()["lastTimestamp"])
+		if !last.IsZero() && last.Before(cutoff) {
+			drop = append(drop, o.Key())
+			continue
+		}
+		keep = append(keep, aged{o.Key(), last, o.ResourceVersion()})
+	}
+	if over := len(keep) - r.cfg.Limit; over > 0 {
+		sort.Slice(keep, func(i, j int) bool {
+			if !keep[i].last.Equal(keep[j].last) {
+				return keep[i].last.Before(keep[j].last)
+			}
+			return keep[i].rv < keep[j].rv
+		})
+		for _, a := range keep[:over] {
+			drop = append(drop, a.key)
+		}
+	}
+	for _, k := range drop {
+		_, _, _ = r.cfg.Store.Delete(ctx, k, cache.Preconditions{}, cache.WriteOptions{})
+		r.mu.Lock()
+		if el, ok := r.byKey[k]; ok {
+			r.forgetLocked(el)
+		}
+		r.mu.Unlock()
+	}
+}

@@ -1,0 +1,347 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/events"
+)
+
+// Names the Application reconciler uses on objects.
+const (
+	Finalizer                  = "cloudnative.elide.dev/finalizer"
+	SimulateFailuresAnnotation = "cloudnative.elide.dev/simulate-failures"
+	// Source is the component name on the controller's Events.
+	Source = "application-controller"
+)
+
+// EventRecorder records Events (*events.Recorder implements it).
+type EventRecorder interface {
+	Record(ctx context.Context, ev events.Event)
+}
+
+// ApplicationConfig configures the Application reconciler. Store is required.
+type ApplicationConfig struct {
+	Store *cache.Store
+	// Events may be nil.
+	Events EventRecorder
+	// RolloutStep is the time between readiness steps; zero rolls out at once.
+	RolloutStep time.Duration
+	// Now is the clock. Nil means time.Now.
+	Now func() time.Time
+}
+
+// Application reconciles Applications (SPEC §8): finalizer, cleanup on deletion, a simulated
+// rollout paced by RolloutStep, phases and conditions, and simulated failures.
+type Application struct {
+	cfg     ApplicationConfig
+	history history
+
+	// mu guards next and failures: in-memory state per object, like a real controller's.
+	mu       sync.Mutex
+	next     map[cache.Key]time.Time // when the next rollout step is due
+	failures map[failKey]int         // simulated failures spent, per uid and annotation value
+}
+
+type failKey struct{ uid, value string }
+
+var (
+	_ Reconciler = (*Application)(nil)
+	_ Scheduler  = (*Application)(nil)
+	_ Dropper    = (*Application)(nil)
+)
+
+// NewApplication returns the Application reconciler.
+func NewApplication(cfg ApplicationConfig) *Application {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Application{cfg: cfg, next: map[cache.Key]time.Time{}, failures: map[failKey]int{}}
+}
+
+// NotBefore is when the next rollout step of key is due (zero: now).
+func (a *Application) NotBefore(key cache.Key) time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.next[key]
+}
+
+// History returns the last reconciles of key, oldest first.
+func (a *Application) History(key cache.Key) []Attempt { return a.history.get(key) }
+
+// pass is what one reconcile did, for the history.
+type pass struct {
+	res     Result
+	phase   string
+	message string
+	idle    bool // nothing was due: not recorded in the history
+}
+
+// Reconcile does the next due step for the Application at key (level-based).
+func (a *Application) Reconcile(ctx context.Context, key cache.Key) (Result, error) {
+	start := a.cfg.Now()
+	obj, err := a.cfg.Store.Get(ctx, key)
+	if errors.Is(err, cache.ErrNotFound) {
+		a.forget(key, "")
+		a.history.forget(key)
+		return Result{}, nil
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	p, err := a.reconcile(ctx, key, obj, start)
+	if !p.idle || err != nil {
+		msg := p.message
+		if err != nil {
+			msg = err.Error()
+		}
+		a.history.add(key, Attempt{
+			Generation: obj.Generation(), Success: err == nil, Phase: p.phase, Message: msg,
+			StartTime: formatStart(start), Duration: a.cfg.Now().Sub(start).String(),
+		})
+	}
+	return p.res, err
+}
+
+func (a *Application) reconcile(ctx context.Context, key cache.Key, obj *cache.Object, now time.Time) (pass, error) {
+	app, err := obj.Decode()
+	if err != nil {
+		return pass{}, TerminalError(err)
+	}
+	st := statusOf(app)
+	if obj.Deleting() {
+		return a.cleanup(ctx, key, obj, app, st)
+	}
+	if p, err, failed := a.simulateFailure(ctx, key, obj, app, st, now); failed {
+		return p, err
+	}
+	if !slices.Contains(obj.Finalizers(), Finalizer) {
+		md := app["metadata"].(map[string]any)
+		md["finalizers"] = append(toAny(obj.Finalizers()), Finalizer)
+		md["resourceVersion"] = strconv.FormatUint(obj.ResourceVersion(), 10)
+		if obj, err = a.cfg.Store.Update(ctx, key, app, cache.WriteOptions{}); err != nil {
+			return pass{phase: st.Phase}, err
+		}
+		a.record(ctx, obj, events.TypeNormal, events.Info, "FinalizerAdded", "Added finalizer "+Finalizer)
+		if app, err = obj.Decode(); err != nil {
+			return pass{}, TerminalError(err)
+		}
+	}
+	return a.rollout(ctx, key, obj, app, st, now)
+}
+
+// rollout acknowledges a new generation and moves readyReplicas one step when a step is due.
+func (a *Application) rollout(ctx context.Context, key cache.Key, obj *cache.Object, app map[string]any, st appStatus, now time.Time) (pass, error) {
+	step := a.cfg.RolloutStep
+	if due := a.NotBefore(key); now.Before(due) {
+		return pass{res: Result{RequeueAfter: due.Sub(now)}, phase: st.Phase, idle: true}, nil
+	}
+	spec, _ := app["spec"].(map[string]any)
+	desired := int64Of(spec["replicas"])
+	gen := obj.Generation()
+	ts := now.UTC().Format(time.RFC3339)
+	changed := false
+	message := "nothing to do"
+	var later time.Time
+
+	if st.ObservedGeneration != gen {
+		if st.Phase == "" {
+			st.Phase = "Pending"
+			st.setCondition("Ready", "False", "RolloutInProgress", "Replicas are being rolled out", gen, ts)
+		}
+		st.ObservedGeneration, st.Replicas = gen, desired
+		st.setCondition("Progressing", "True", "NewGeneration", fmt.Sprintf("Rolling out generation %d with %d replicas", gen, desired), gen, ts)
+		message = fmt.Sprintf("observed generation %d", gen)
+		a.record(ctx, obj, events.TypeNormal, events.Info, "Reconciling", fmt.Sprintf("Rolling out generation %d with %d replicas", gen, desired))
+		changed = true
+		if step > 0 && st.ReadyReplicas != desired {
+			later = now.Add(step)
+		}
+	}
+	if later.IsZero() && st.ReadyReplicas != desired {
+		from := st.ReadyReplicas
+		if step == 0 {
+			st.ReadyReplicas = desired
+		} else {
+			delta := max((max(from, desired)+3)/4, 1)
+			if from < desired {
+				st.ReadyReplicas = min(from+delta, desired)
+			} else {
+				st.ReadyReplicas = max(from-delta, desired)
+			}
+			if st.ReadyReplicas != desired {
+				later = now.Add(step)
+			}
+		}
+		message = fmt.Sprintf("ready replicas %d -> %d of %d", from, st.ReadyReplicas, desired)
+		a.record(ctx, obj, events.TypeNormal, events.Info, "ScalingReplicas", fmt.Sprintf("Ready replicas %d -> %d (desired %d)", from, st.ReadyReplicas, desired))
+		changed = true
+	}
+	if st.ReadyReplicas == desired && later.IsZero() {
+		phase := "Running"
+		if desired == 0 {
+			phase = "Succeeded"
+		}
+		ready := st.condition("Ready")
+		progressing := st.condition("Progressing")
+		if st.Phase != phase || ready == nil || ready.Status != "True" || progressing == nil || progressing.Status != "False" {
+			st.Phase = phase
+			st.setCondition("Ready", "True", "ReconciliationSucceeded", "All replicas are ready", gen, ts)
+			st.setCondition("Progressing", "False", "NewReplicaSetAvailable", fmt.Sprintf("Generation %d is fully rolled out", gen), gen, ts)
+			message = fmt.Sprintf("%s with %d/%d replicas ready", phase, desired, desired)
+			a.record(ctx, obj, events.TypeNormal, events.Info, "Ready", fmt.Sprintf("All %d replicas are ready", desired))
+			changed = true
+		}
+	}
+	a.mu.Lock()
+	if later.IsZero() {
+		delete(a.next, key)
+	} else {
+		a.next[key] = later
+	}
+	a.mu.Unlock()
+	if changed {
+		if _, err := a.writeStatus(ctx, key, obj, app, st); err != nil {
+			return pass{phase: st.Phase}, err
+		}
+	}
+	p := pass{phase: st.Phase, message: message, idle: !changed}
+	if !later.IsZero() {
+		p.res.RequeueAfter = later.Sub(now)
+	}
+	return p, nil
+}
+
+// simulateFailure fails this attempt when the simulate-failures annotation says so.
+func (a *Application) simulateFailure(ctx context.Context, key cache.Key, obj *cache.Object, app map[string]any, st appStatus, now time.Time) (pass, error, bool) {
+	v := obj.Annotations()[SimulateFailuresAnnotation]
+	if v == "" {
+		return pass{}, nil, false
+	}
+	n, err := strconv.Atoi(v)
+	always := v == "always"
+	if !always && (err != nil || n <= 0) {
+		return pass{}, nil, false
+	}
+	fk := failKey{obj.UID(), v}
+	a.mu.Lock()
+	spent := a.failures[fk]
+	fail := always || spent < n
+	if fail {
+		a.failures[fk] = spent + 1
+	}
+	a.mu.Unlock()
+	if !fail {
+		return pass{}, nil, false
+	}
+	of := v
+	if always {
+		of = "always"
+	}
+	msg := fmt.Sprintf("simulated failure %d of %s", spent+1, of)
+	st.setCondition("Ready", "False", "ReconciliationFailed", msg, obj.Generation(), now.UTC().Format(time.RFC3339))
+	if _, err := a.writeStatus(ctx, key, obj, app, st); err != nil {
+		return pass{phase: st.Phase}, err, true
+	}
+	a.record(ctx, obj, events.TypeWarning, events.Error, "ReconcileError", msg)
+	return pass{phase: st.Phase}, errors.New(msg), true
+}
+
+// cleanup runs when the object is being deleted: readyReplicas to 0, then the finalizer goes.
+// It never fails on purpose (simulated failures do not apply).
+func (a *Application) cleanup(ctx context.Context, key cache.Key, obj *cache.Object, app map[string]any, st appStatus) (pass, error) {
+	if !slices.Contains(obj.Finalizers(), Finalizer) {
+		return pass{phase: st.Phase, idle: true}, nil
+	}
+	var err error
+	if st.ReadyReplicas != 0 {
+		from := st.ReadyReplicas
+		st.ReadyReplicas = 0
+		if obj, err = a.writeStatus(ctx, key, obj, app, st); err != nil {
+			return pass{phase: st.Phase}, err
+		}
+		if app, err = obj.Decode(); err != nil {
+			return pass{}, TerminalError(err)
+		}
+		a.record(ctx, obj, events.TypeNormal, events.Info, "Cleanup", fmt.Sprintf("Scaled %d ready replicas down to 0", from))
+	} else {
+		a.record(ctx, obj, events.TypeNormal, events.Info, "Cleanup", "Nothing left to clean up")
+	}
+	md := app["metadata"].(map[string]any)
+	md["finalizers"] = toAny(slices.DeleteFunc(slices.Clone(obj.Finalizers()), func(f string) bool { return f == Finalizer }))
+	md["resourceVersion"] = strconv.FormatUint(obj.ResourceVersion(), 10)
+	if _, err := a.cfg.Store.Update(ctx, key, app, cache.WriteOptions{}); err != nil {
+		return pass{phase: st.Phase}, err
+	}
+	a.record(ctx, obj, events.TypeNormal, events.Info, "FinalizerRemoved", "Removed finalizer "+Finalizer)
+	a.forget(key, obj.UID())
+	return pass{phase: st.Phase, message: "cleanup complete"}, nil
+}
+
+// Dropped marks the Application Failed once its key is dropped after the last retry.
+func (a *Application) Dropped(ctx context.Context, key cache.Key, cause error) {
+	obj, err := a.cfg.Store.Get(ctx, key)
+	if err != nil {
+		return
+	}
+	app, err := obj.Decode()
+	if err != nil {
+		return
+	}
+	st := statusOf(app)
+	st.Phase = "Failed"
+	msg := fmt.Sprintf("Giving up after repeated failures: %v", cause)
+	st.setCondition("Ready", "False", "ReconciliationFailed", msg, obj.Generation(), a.cfg.Now().UTC().Format(time.RFC3339))
+	if _, err := a.writeStatus(ctx, key, obj, app, st); err != nil && !errors.Is(err, cache.ErrNotFound) {
+		return
+	}
+	a.record(ctx, obj, events.TypeWarning, events.Critical, "ReconcileFailed", msg)
+}
+
+// writeStatus stores app with status st, conditional on obj's resourceVersion; only status
+// changes, so generation never moves.
+func (a *Application) writeStatus(ctx context.Context, key cache.Key, obj *cache.Object, app map[string]any, st appStatus) (*cache.Object, error) {
+	app["status"] = st.toMap()
+	app["metadata"].(map[string]any)["resourceVersion"] = strconv.FormatUint(obj.ResourceVersion(), 10)
+	return a.cfg.Store.Update(ctx, key, app, cache.WriteOptions{})
+}
+
+func (a *Application) record(ctx context.Context, obj *cache.Object, typ string, sev events.Severity, reason, msg string) {
+	if a.cfg.Events == nil {
+		return
+	}
+	k := obj.Key()
+	a.cfg.Events.Record(ctx, events.Event{
+		Object: events.Ref{APIVersion: "cloudnative.elide.dev/v1", Kind: "Application", Namespace: k.Namespace, Name: k.Name,
+			UID: obj.UID(), ResourceVersion: strconv.FormatUint(obj.ResourceVersion(), 10)},
+		Type: typ, Severity: sev, Reason: reason, Message: msg, Source: Source,
+	})
+}
+
+// forget drops the in-memory state of key (and of uid's failure counts when uid is set).
+func (a *Application) forget(key cache.Key, uid string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.next, key)
+	if uid != "" {
+		for fk := range a.failures {
+			if fk.uid == uid {
+				delete(a.failures, fk)
+			}
+		}
+	}
+}
+
+func toAny(l []string) []any {
+	out := make([]any, len(l))
+	for i, s := range l {
+		out[i] = s
+	}
+	return out
+}

@@ -1,0 +1,300 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/metrics"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// Config configures a Controller. Store, Resource and Reconciler are required; zero values
+// are documented defaults.
+type Config struct {
+	Store      *cache.Store
+	Resource   cache.GroupResource
+	Reconciler Reconciler
+	// Name labels metrics and logs. Empty means the resource name.
+	Name string
+	// Workers is how many keys are reconciled at once. Zero means 2.
+	Workers int
+	// ResyncInterval enqueues every object this often; zero disables resync.
+	ResyncInterval time.Duration
+	// MaxRetries is how many rate-limited retries a failing key gets; the next failure drops it.
+	// Negative means none; zero means 5.
+	MaxRetries int
+	// BackoffBase and BackoffMax bound the per-key exponential backoff. Zero means 1 s and 16 s.
+	BackoffBase, BackoffMax time.Duration
+	// QPS and Burst size the token bucket for rate-limited requeues. Zero means 10 and 100.
+	QPS   float64
+	Burst int
+	// Metrics may be nil.
+	Metrics *metrics.Registry
+	// Logger nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Controller watches one resource and reconciles its objects with a work queue.
+type Controller struct {
+	cfg Config
+
+	// mu guards queue and known.
+	mu    sync.Mutex
+	queue workqueue.TypedRateLimitingInterface[cache.Key] // nil while not running
+	known map[cache.Key]*cache.Object                     // the informer's cache
+	phase map[cache.Key]string                            // status.phase of known objects, for counts
+}
+
+// New validates cfg.
+func New(cfg Config) (*Controller, error) {
+	if cfg.Store == nil || cfg.Reconciler == nil || cfg.Resource.Resource == "" {
+		return nil, errors.New("reconciler: Store, Resource and Reconciler are required")
+	}
+	if cfg.Name == "" {
+		cfg.Name = cfg.Resource.Resource
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 2
+	}
+	if cfg.MaxRetries == 0 {
+		cfg.MaxRetries = 5
+	} else if cfg.MaxRetries < 0 {
+		cfg.MaxRetries = 0
+	}
+	if cfg.BackoffBase <= 0 {
+		cfg.BackoffBase = time.Second
+	}
+	if cfg.BackoffMax <= 0 {
+		cfg.BackoffMax = 16 * time.Second
+	}
+	if cfg.QPS <= 0 {
+		cfg.QPS = 10
+	}
+	if cfg.Burst <= 0 {
+		cfg.Burst = 100
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Controller{cfg: cfg, known: map[cache.Key]*cache.Object{}, phase: map[cache.Key]string{}}, nil
+}
+
+// Run lists and watches the resource, enqueues every object (a full resync), and reconciles
+// with Config.Workers workers until ctx is done. It returns once every worker has finished
+// its current item and exited. Run may be called again after it returns (each leadership term
+// calls it anew).
+func (c *Controller) Run(ctx context.Context) error {
+	q := newQueue(c.cfg.Name, c.cfg.BackoffBase, c.cfg.BackoffMax, c.cfg.QPS, c.cfg.Burst, c.cfg.Metrics)
+	c.mu.Lock()
+	c.queue = q
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.queue = nil
+		c.mu.Unlock()
+	}()
+	var wg sync.WaitGroup
+	wg.Go(func() { c.inform(ctx, q) })
+	if c.cfg.ResyncInterval > 0 {
+		wg.Go(func() { c.resync(ctx, q) })
+	}
+	for range c.cfg.Workers {
+		wg.Go(func() {
+			for c.processNext(ctx, q) {
+			}
+		})
+	}
+	<-ctx.Done()
+	q.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+// Enqueue asks for an immediate reconcile of key. It reports false when the controller is
+// not running (not leading).
+func (c *Controller) Enqueue(key cache.Key) bool {
+	c.mu.Lock()
+	q := c.queue
+	c.mu.Unlock()
+	if q == nil {
+		return false
+	}
+	q.Add(key)
+	return true
+}
+
+// Running reports whether Run is active.
+func (c *Controller) Running() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.queue != nil
+}
+
+// PhaseCounts returns how many known objects are in each status.phase ("" not counted).
+func (c *Controller) PhaseCounts() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int{}
+	for _, p := range c.phase {
+		if p != "" {
+			out[p]++
+		}
+	}
+	return out
+}
+
+// enqueue adds key now, or when the reconciler says its next step is due.
+func (c *Controller) enqueue(q workqueue.TypedRateLimitingInterface[cache.Key], key cache.Key) {
+	if s, ok := c.cfg.Reconciler.(Scheduler); ok {
+		if d := time.Until(s.NotBefore(key)); d > 0 {
+			q.AddAfter(key, d)
+			return
+		}
+	}
+	q.Add(key)
+}
+
+// inform is the informer: list and watch in one step (SendInitialEvents), re-listing when the
+// watch ends early (it fell behind). A key is enqueued on create, on delete and on updates
+// that change generation, labels, annotations, finalizers or deletionTimestamp; status-only
+// writes (the controller's own) are not.
+func (c *Controller) inform(ctx context.Context, q workqueue.TypedRateLimitingInterface[cache.Key]) {
+	for ctx.Err() == nil {
+		w, err := c.cfg.Store.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{c.cfg.Resource}, SendInitialEvents: true})
+		if err != nil {
+			c.cfg.Logger.Warn("informer watch", "controller", c.cfg.Name, "err", err)
+			return
+		}
+		listed := map[cache.Key]bool{}
+		initial := true
+		for ev := range w.Events() {
+			if initial {
+				if ev.Type == cache.Bookmark {
+					initial = false
+					c.forgetUnlisted(q, listed)
+					continue
+				}
+				listed[ev.Object.Key()] = true
+			}
+			c.handle(q, ev, initial)
+		}
+		if ctx.Err() != nil || errors.Is(w.Err(), cache.ErrClosed) {
+			return
+		}
+		c.cfg.Logger.Info("informer re-listing", "controller", c.cfg.Name, "reason", w.Err())
+	}
+}
+
+// forgetUnlisted handles objects deleted while a re-list was pending.
+func (c *Controller) forgetUnlisted(q workqueue.TypedRateLimitingInterface[cache.Key], listed map[cache.Key]bool) {
+	c.mu.Lock()
+	var gone []cache.Key
+	for k := range c.known {
+		if !listed[k] {
+			gone = append(gone, k)
+			delete(c.known, k)
+			delete(c.phase, k)
+		}
+	}
+	c.mu.Unlock()
+	for _, k := range gone {
+		q.Add(k)
+	}
+}
+
+func (c *Controller) handle(q workqueue.TypedRateLimitingInterface[cache.Key], ev cache.Event, initial bool) {
+	key := ev.Object.Key()
+	c.mu.Lock()
+	old := c.known[key]
+	if ev.Type == cache.Deleted {
+		delete(c.known, key)
+		delete(c.phase, key)
+	} else {
+		c.known[key] = ev.Object
+		c.phase[key] = ev.Object.Fields()["status.phase"]
+	}
+	c.mu.Unlock()
+	switch {
+	case ev.Type == cache.Deleted:
+		q.Add(key)
+	case initial || old == nil || ev.Type == cache.Added:
+		c.enqueue(q, key)
+	case matters(old, ev.Object):
+		c.enqueue(q, key)
+	}
+}
+
+// matters reports whether the change from old to cur is one the controller acts on.
+func matters(old, cur *cache.Object) bool {
+	return old.Generation() != cur.Generation() ||
+		old.Deleting() != cur.Deleting() ||
+		!maps.Equal(old.Labels(), cur.Labels()) ||
+		!maps.Equal(old.Annotations(), cur.Annotations()) ||
+		!slices.Equal(old.Finalizers(), cur.Finalizers())
+}
+
+// resync enqueues every known object every ResyncInterval (drift detection).
+func (c *Controller) resync(ctx context.Context, q workqueue.TypedRateLimitingInterface[cache.Key]) {
+	t := time.NewTicker(c.cfg.ResyncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c.mu.Lock()
+			keys := slices.Collect(maps.Keys(c.known))
+			c.mu.Unlock()
+			for _, k := range keys {
+				q.Add(k)
+			}
+		}
+	}
+}
+
+// processNext reconciles one key; it returns false once the queue is shut down.
+func (c *Controller) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[cache.Key]) bool {
+	key, shutdown := q.Get()
+	if shutdown {
+		return false
+	}
+	defer q.Done(key)
+	start := time.Now()
+	res, err := c.cfg.Reconciler.Reconcile(ctx, key)
+	d := time.Since(start)
+	switch {
+	case err == nil:
+		c.cfg.Metrics.ObserveReconcile(c.cfg.Name, "success", d)
+		q.Forget(key)
+		if res.RequeueAfter > 0 {
+			q.AddAfter(key, res.RequeueAfter)
+		}
+	case errors.Is(err, cache.ErrConflict):
+		// Someone wrote the object meanwhile: try again on the new state, not as a failure.
+		c.cfg.Metrics.ObserveReconcile(c.cfg.Name, "conflict", d)
+		q.Add(key)
+	case isTerminal(err):
+		c.cfg.Metrics.ObserveReconcile(c.cfg.Name, "error", d)
+		c.cfg.Metrics.ReconcileError(c.cfg.Name)
+		q.Forget(key)
+	case q.NumRequeues(key) < c.cfg.MaxRetries:
+		c.cfg.Metrics.ObserveReconcile(c.cfg.Name, "error", d)
+		c.cfg.Metrics.ReconcileError(c.cfg.Name)
+		q.AddRateLimited(key)
+	default:
+		c.cfg.Metrics.ObserveReconcile(c.cfg.Name, "dropped", d)
+		c.cfg.Metrics.ReconcileError(c.cfg.Name)
+		q.Forget(key)
+		c.cfg.Logger.Warn("dropping key after retries", "controller", c.cfg.Name, "key", key.String(), "retries", c.cfg.MaxRetries, "err", err)
+		if dr, ok := c.cfg.Reconciler.(Dropper); ok {
+			dr.Dropped(ctx, key, err)
+		}
+	}
+	return true
+}

@@ -1,0 +1,220 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v5"
+	"github.com/opemu/opemu/cache"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// The Kubernetes watch protocol (`?watch=true`, SPEC §4.2): newline-delimited
+// {"type","object"} events, flushed when the watcher's channel is drained.
+
+// watchQuery is a parsed Kubernetes watch request.
+type watchQuery struct {
+	listQuery
+	timeout           time.Duration // 0: until the client leaves
+	bookmarks         bool
+	sendInitialEvents *bool
+}
+
+func parseWatchQuery(c *echo.Context) (watchQuery, error) {
+	q := c.Request().URL.Query()
+	lq, err := parseListQuery(q)
+	if err != nil {
+		return watchQuery{}, err
+	}
+	wq := watchQuery{listQuery: lq, bookmarks: q.Get("allowWatchBookmarks") == "true"}
+	if v := q.Get("timeoutSeconds"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return wq, badRequest("timeoutSeconds must be a non-negative integer, not %q", v)
+		}
+		wq.timeout = time.Duration(n) * time.Second
+	}
+	if v := q.Get("sendInitialEvents"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return wq, badRequest("sendInitialEvents must be true or false, not %q", v)
+		}
+		wq.sendInitialEvents = &b
+	}
+	return wq, nil
+}
+
+// kubeWatch streams t's changes as the kube-apiserver does. A resourceVersion of "" or "0"
+// starts with synthetic ADDED events for the current objects; N starts after N, or answers an
+// ERROR event with a 410 Status when N is no longer (or never was) served.
+func (s *Server) kubeWatch(c *echo.Context, t target) error {
+	wq, err := parseWatchQuery(c)
+	if err != nil {
+		return err
+	}
+	opts := cache.WatchOptions{
+		Resources: []cache.GroupResource{t.key.GroupResource()},
+		Namespace: t.key.Namespace,
+		Label:     wq.label,
+		Field:     wq.field,
+	}
+	rv, _ := cache.ParseResourceVersion(wq.rv)
+	initialEnd := wq.sendInitialEvents != nil && *wq.sendInitialEvents
+	switch {
+	case wq.sendInitialEvents != nil:
+		opts.SendInitialEvents = *wq.sendInitialEvents
+		if !opts.SendInitialEvents {
+			opts.ResourceVersion = rv
+		}
+	case rv == 0:
+		opts.SendInitialEvents = true
+	default:
+		opts.ResourceVersion = rv
+	}
+	r := c.Request()
+	w, werr := s.cfg.Store.Watch(r.Context(), opts)
+	if werr != nil && !errors.Is(werr, cache.ErrGone) {
+		return werr
+	}
+	if w != nil {
+		defer w.Stop()
+	}
+	s.cfg.Metrics.WatchStarted("kubernetes")
+	defer s.cfg.Metrics.WatchEnded("kubernetes")
+
+	resp := c.Response()
+	resp.Header().Set("Content-Type", "application/json")
+	resp.Header().Set("Cache-Control", "no-cache, private")
+	resp.WriteHeader(http.StatusOK)
+	kw := &kubeWriter{w: resp, rc: http.NewResponseController(resp), timeout: s.cfg.WriteTimeout, kind: t.kind.Kind, apiVersion: t.kind.GroupVersion()}
+	if werr != nil {
+		_ = kw.status(toStatus(werr))
+		return nil
+	}
+	if err := kw.flush(); err != nil {
+		return nil
+	}
+
+	var timeout <-chan time.Time
+	if wq.timeout > 0 {
+		tm := time.NewTimer(wq.timeout)
+		defer tm.Stop()
+		timeout = tm.C
+	}
+	var bookmark <-chan time.Time
+	if wq.bookmarks {
+		tk := time.NewTicker(s.cfg.BookmarkInterval)
+		defer tk.Stop()
+		bookmark = tk.C
+	}
+	events := w.Events()
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				if errors.Is(w.Err(), cache.ErrTooSlow) {
+					_ = kw.status(toStatus(apierrors.NewResourceExpired("watch fell behind; relist")))
+				}
+				return nil
+			}
+			if ev.Type == cache.Bookmark {
+				if initialEnd && wq.bookmarks {
+					if kw.bookmark(ev.ResourceVersion, true) != nil {
+						return nil
+					}
+				}
+			} else if kw.event(ev) != nil {
+				return nil
+			}
+			if len(events) == 0 && kw.flush() != nil {
+				return nil
+			}
+		case <-bookmark:
+			if rv, ok := w.Progress(); ok {
+				if kw.bookmark(rv, false) != nil || kw.flush() != nil {
+					return nil
+				}
+			}
+		case <-timeout:
+			if wq.bookmarks {
+				if rv, ok := w.Progress(); ok {
+					_ = kw.bookmark(rv, false)
+					_ = kw.flush()
+				}
+			}
+			return nil
+		case <-s.stopWatches:
+			return nil
+		case <-r.Context().Done():
+			return nil
+		}
+	}
+}
+
+// kubeWriter writes watch events, each under a write deadline.
+type kubeWriter struct {
+	w                http.ResponseWriter
+	rc               *http.ResponseController
+	timeout          time.Duration
+	kind, apiVersion string
+	buf              bytes.Buffer
+}
+
+func (kw *kubeWriter) write(b []byte) error {
+	_ = kw.rc.SetWriteDeadline(time.Now().Add(kw.timeout))
+	_, err := kw.w.Write(b)
+	return err
+}
+
+func (kw *kubeWriter) flush() error {
+	_ = kw.rc.SetWriteDeadline(time.Now().Add(kw.timeout))
+	return kw.rc.Flush()
+}
+
+func (kw *kubeWriter) event(ev cache.Event) error {
+	b := &kw.buf
+	b.Reset()
+	b.WriteString(`{"type":"`)
+	b.WriteString(string(ev.Type))
+	b.WriteString(`","object":`)
+	b.Write(ev.Object.Raw())
+	b.WriteString("}\n")
+	return kw.write(b.Bytes())
+}
+
+// bookmark writes a BOOKMARK carrying only kind, apiVersion and the resourceVersion; the one
+// ending the initial events is annotated k8s.io/initial-events-end.
+func (kw *kubeWriter) bookmark(rv uint64, initialEnd bool) error {
+	md := map[string]any{"resourceVersion": strconv.FormatUint(rv, 10)}
+	if initialEnd {
+		md["annotations"] = map[string]string{"k8s.io/initial-events-end": "true"}
+	}
+	obj, _ := json.Marshal(map[string]any{"kind": kw.kind, "apiVersion": kw.apiVersion, "metadata": md})
+	b := &kw.buf
+	b.Reset()
+	b.WriteString(`{"type":"BOOKMARK","object":`)
+	b.Write(obj)
+	b.WriteString("}\n")
+	return kw.write(b.Bytes())
+}
+
+// status writes an ERROR event holding st and flushes it.
+func (kw *kubeWriter) status(st any) error {
+	obj, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	b := &kw.buf
+	b.Reset()
+	b.WriteString(`{"type":"ERROR","object":`)
+	b.Write(obj)
+	b.WriteString("}\n")
+	if err := kw.write(b.Bytes()); err != nil {
+		return err
+	}
+	return kw.flush()
+}

@@ -1,0 +1,101 @@
+package server
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v5"
+	"github.com/opemu/opemu/events"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// Routes of the operator inside: Event queries, reconcile history and manual triggers.
+
+func (s *Server) queryEvents(c *echo.Context) error {
+	q := c.Request().URL.Query()
+	eq := events.Query{
+		Namespace: q.Get("namespace"), Name: q.Get("name"), Kind: q.Get("kind"),
+		Type: q.Get("type"), Severity: q.Get("severity"), Reason: q.Get("reason"),
+	}
+	if v := q.Get("since"); v != "" {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return badRequest("since must be an RFC 3339 time, not %q", v)
+		}
+		eq.Since = t
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return badRequest("limit must be a positive integer, not %q", v)
+		}
+		eq.Limit = n
+	}
+	if s.cfg.Events == nil {
+		return c.JSON(http.StatusOK, map[string]any{"events": []any{}})
+	}
+	items, err := s.cfg.Events.Query(c.Request().Context(), eq)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"events": items})
+}
+
+func (s *Server) eventStats(c *echo.Context) error {
+	if s.cfg.Events == nil {
+		return c.JSON(http.StatusOK, events.Stats{ByType: map[string]int{}, BySeverity: map[string]int{}})
+	}
+	st, err := s.cfg.Events.Stats(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, st)
+}
+
+// history serves GET .../{name}/history: the object's recent reconciles.
+func (s *Server) history(c *echo.Context, t target) error {
+	if _, err := s.cfg.Store.Get(c.Request().Context(), t.key); err != nil {
+		return err
+	}
+	items := any([]any{})
+	if s.cfg.Controller != nil {
+		h, ok := s.cfg.Controller.History(t.key)
+		if !ok {
+			return echo.ErrNotFound
+		}
+		items = h
+	}
+	return c.JSON(http.StatusOK, map[string]any{"items": items})
+}
+
+// triggerReconcile serves POST .../{name}/reconcile: 202 and an immediate reconcile, or 503
+// naming the leader when this process does not lead.
+func (s *Server) triggerReconcile(c *echo.Context) error {
+	t, err := s.parseTarget(c)
+	if err != nil {
+		return err
+	}
+	if t.sub != "reconcile" {
+		return echo.ErrMethodNotAllowed
+	}
+	if _, err := s.cfg.Store.Get(c.Request().Context(), t.key); err != nil {
+		return err
+	}
+	if s.cfg.Controller == nil {
+		return apierrors.NewServiceUnavailable("the controller is disabled (ENABLE_CONTROLLER=false)")
+	}
+	if !s.isLeader() || !s.cfg.Controller.Enqueue(t.key) {
+		return apierrors.NewServiceUnavailable("this replica does not lead; the leader is " + quoteOrNone(s.leaderName()))
+	}
+	return c.JSON(http.StatusAccepted, map[string]any{
+		"status": "accepted", "message": "reconcile queued", "name": t.key.Name, "namespace": t.key.Namespace,
+	})
+}
+
+func quoteOrNone(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return strconv.Quote(s)
+}

@@ -1,0 +1,75 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/events"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// apiserverSource is the component name on the write path's Events.
+const apiserverSource = "opemu-apiserver"
+
+// recordsEvents reports whether writes to t are recorded (SPEC §7): client writes to a custom
+// resource's main resource (and its scale), not status, not built-ins, not dry runs.
+func (s *Server) recordsEvents(t target, o writeOptions) bool {
+	return s.cfg.Events != nil && !o.dryRun && !isBuiltin(t.kind) && (t.sub == "" || t.sub == "scale")
+}
+
+// recordWrite records a successful write of obj.
+func (s *Server) recordWrite(ctx context.Context, t target, o writeOptions, obj *cache.Object, reason, verb string) {
+	if !s.recordsEvents(t, o) {
+		return
+	}
+	s.cfg.Events.Record(ctx, events.Event{
+		Object: ref(t, obj.Key().Name, obj.UID(), obj.ResourceVersion()),
+		Type:   events.TypeNormal, Severity: events.Info, Reason: reason, Source: apiserverSource,
+		Message: fmt.Sprintf("%s %s %s", verb, t.kind.Kind, objectName(obj.Key())),
+	})
+}
+
+// recordRejection records a write refused by validation (422) or admission (403) as a Warning
+// on the attempted object.
+func (s *Server) recordRejection(ctx context.Context, t target, o writeOptions, name, uid string, err error) {
+	if !s.recordsEvents(t, o) || name == "" {
+		return
+	}
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return
+	}
+	reason := ""
+	switch st.Status().Code {
+	case http.StatusUnprocessableEntity:
+		reason = "ValidationFailed"
+	case http.StatusForbidden:
+		reason = "AdmissionDenied"
+	default:
+		return
+	}
+	s.cfg.Events.Record(ctx, events.Event{
+		Object: ref(t, name, uid, 0),
+		Type:   events.TypeWarning, Severity: events.Warning, Reason: reason, Source: apiserverSource,
+		Message: st.Status().Message,
+	})
+}
+
+func ref(t target, name, uid string, rv uint64) events.Ref {
+	r := events.Ref{APIVersion: t.kind.GroupVersion(), Kind: t.kind.Kind, Namespace: t.key.Namespace, Name: name, UID: uid}
+	if rv != 0 {
+		r.ResourceVersion = strconv.FormatUint(rv, 10)
+	}
+	return r
+}
+
+func objectName(k cache.Key) string {
+	if k.Namespace == "" {
+		return k.Name
+	}
+	return k.Namespace + "/" + k.Name
+}

@@ -46,6 +46,7 @@ type Application struct {
 	// mu guards next and failures: in-memory state per object, like a real controller's.
 	mu       sync.Mutex
 	next     map[cache.Key]time.Time // when the next rollout step is due
+	delta    map[cache.Key]int64     // the step size of the current rollout
 	failures map[failKey]int         // simulated failures spent, per uid and annotation value
 }
 
@@ -62,7 +63,7 @@ func NewApplication(cfg ApplicationConfig) *Application {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Application{cfg: cfg, next: map[cache.Key]time.Time{}, failures: map[failKey]int{}}
+	return &Application{cfg: cfg, next: map[cache.Key]time.Time{}, delta: map[cache.Key]int64{}, failures: map[failKey]int{}}
 }
 
 // NotBefore is when the next rollout step of key is due (zero: now).
@@ -155,6 +156,10 @@ func (a *Application) rollout(ctx context.Context, key cache.Key, obj *cache.Obj
 			st.Phase = "Pending"
 			st.setCondition("Ready", "False", "RolloutInProgress", "Replicas are being rolled out", gen, ts)
 		}
+		// The step size is fixed for the rollout: ceil(max(old, new)/4), at least 1.
+		a.mu.Lock()
+		a.delta[key] = max((max(st.ReadyReplicas, desired)+3)/4, 1)
+		a.mu.Unlock()
 		st.ObservedGeneration, st.Replicas = gen, desired
 		st.setCondition("Progressing", "True", "NewGeneration", fmt.Sprintf("Rolling out generation %d with %d replicas", gen, desired), gen, ts)
 		message = fmt.Sprintf("observed generation %d", gen)
@@ -169,7 +174,12 @@ func (a *Application) rollout(ctx context.Context, key cache.Key, obj *cache.Obj
 		if step == 0 {
 			st.ReadyReplicas = desired
 		} else {
-			delta := max((max(from, desired)+3)/4, 1)
+			a.mu.Lock()
+			delta, ok := a.delta[key]
+			a.mu.Unlock()
+			if !ok {
+				delta = max((max(from, desired)+3)/4, 1)
+			}
 			if from < desired {
 				st.ReadyReplicas = min(from+delta, desired)
 			} else {
@@ -202,6 +212,7 @@ func (a *Application) rollout(ctx context.Context, key cache.Key, obj *cache.Obj
 	a.mu.Lock()
 	if later.IsZero() {
 		delete(a.next, key)
+		delete(a.delta, key)
 	} else {
 		a.next[key] = later
 	}
@@ -329,6 +340,7 @@ func (a *Application) forget(key cache.Key, uid string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.next, key)
+	delete(a.delta, key)
 	if uid != "" {
 		for fk := range a.failures {
 			if fk.uid == uid {

@@ -89,7 +89,8 @@ func parseListQuery(q map[string][]string) (listQuery, error) {
 	default:
 		return lq, badRequest("resourceVersionMatch must be NotOlderThan or Exact, not %q", lq.rvMatch)
 	}
-	if lq.rvMatch != "" && (lq.rv == "" || lq.cont != nil) {
+	watchList := get("sendInitialEvents") != ""
+	if lq.rvMatch != "" && (lq.rv == "" && !watchList || lq.cont != nil) {
 		return lq, apierrors.NewBadRequest("resourceVersionMatch is forbidden unless resourceVersion is provided and continue is not")
 	}
 	return lq, nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/crd"
+	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/metrics"
 	"github.com/opemu/opemu/server"
 	"github.com/opemu/opemu/webhooks"
@@ -37,10 +38,16 @@ func newEnv(t *testing.T, tweak ...func(*server.Config, *cache.Config)) *env {
 	for _, f := range tweak {
 		f(&cfg, &scfg)
 	}
+	if scfg.SelectableFields == nil {
+		scfg.SelectableFields = events.SelectableFields
+	}
 	store := cache.New(scfg)
 	crds, err := crd.New()
 	require.NoError(t, err)
 	reg := metrics.New()
+	if cfg.Events == nil {
+		cfg.Events = events.New(events.Config{Store: store, Host: "test", Metrics: reg})
+	}
 	chain, err := webhooks.NewApplicationChain(webhooks.Config{
 		AllowedRegistries: []string{"docker.io", "gcr.io"},
 		BlockedImages:     []string{"ubuntu", "debian", "alpine"},

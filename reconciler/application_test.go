@@ -1,0 +1,368 @@
+package reconciler_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/cache/cachetest"
+	"github.com/opemu/opemu/events"
+	"github.com/opemu/opemu/metrics"
+	"github.com/opemu/opemu/reconciler"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// recorder keeps Events in memory.
+type recorder struct {
+	mu  sync.Mutex
+	evs []events.Event
+}
+
+func (r *recorder) Record(_ context.Context, ev events.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.evs = append(r.evs, ev)
+}
+
+func (r *recorder) reasons(name string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.evs {
+		if e.Object.Name == name {
+			out = append(out, e.Reason)
+		}
+	}
+	return out
+}
+
+func (r *recorder) find(reason string) (events.Event, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.evs {
+		if e.Reason == reason {
+			return e, true
+		}
+	}
+	return events.Event{}, false
+}
+
+// rig is a store, the Application reconciler and a running controller, inside a synctest
+// bubble so that time is virtual.
+type rig struct {
+	t       *testing.T
+	store   *cache.Store
+	app     *reconciler.Application
+	ctrl    *reconciler.Controller
+	events  *recorder
+	metrics *metrics.Registry
+	stop    func()
+}
+
+func newRig(t *testing.T, step time.Duration, tweak ...func(*reconciler.Config)) *rig {
+	t.Helper()
+	store := cache.New(cache.Config{})
+	rec := &recorder{}
+	app := reconciler.NewApplication(reconciler.ApplicationConfig{Store: store, Events: rec, RolloutStep: step})
+	reg := metrics.New()
+	cfg := reconciler.Config{Store: store, Resource: cachetest.Applications, Reconciler: app, Name: "application", Metrics: reg}
+	for _, f := range tweak {
+		f(&cfg)
+	}
+	ctrl, err := reconciler.New(cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = ctrl.Run(ctx); close(done) }()
+	r := &rig{t: t, store: store, app: app, ctrl: ctrl, events: rec, metrics: reg}
+	r.stop = func() {
+		cancel()
+		<-done
+		store.Close()
+	}
+	return r
+}
+
+var ctx = context.Background()
+
+func (r *rig) create(name string, replicas int, annotations map[string]any) {
+	r.t.Helper()
+	obj := cachetest.App(name, replicas)
+	if annotations != nil {
+		obj["metadata"].(map[string]any)["annotations"] = annotations
+	}
+	_, err := r.store.Create(ctx, cachetest.Key("default", name), obj, cache.WriteOptions{})
+	require.NoError(r.t, err)
+}
+
+func (r *rig) scale(name string, replicas int) {
+	r.t.Helper()
+	o, err := r.store.Get(ctx, cachetest.Key("default", name))
+	require.NoError(r.t, err)
+	obj := cachetest.Decode(r.t, o)
+	delete(obj["metadata"].(map[string]any), "resourceVersion")
+	obj["spec"].(map[string]any)["replicas"] = json.Number(fmt.Sprint(replicas))
+	_, err = r.store.Update(ctx, cachetest.Key("default", name), obj, cache.WriteOptions{})
+	require.NoError(r.t, err)
+}
+
+type status struct {
+	Phase              string
+	Ready, Replicas    int64
+	ObservedGeneration int64
+	Generation         int64
+	Conditions         map[string]string
+	Transitions        map[string]string
+}
+
+func (r *rig) status(name string) status {
+	r.t.Helper()
+	o, err := r.store.Get(ctx, cachetest.Key("default", name))
+	require.NoError(r.t, err)
+	obj := cachetest.Decode(r.t, o)
+	st, _ := obj["status"].(map[string]any)
+	num := func(v any) int64 { n, _ := v.(json.Number).Int64(); return n }
+	out := status{Generation: o.Generation(), Conditions: map[string]string{}, Transitions: map[string]string{}}
+	if st == nil {
+		return out
+	}
+	out.Phase, _ = st["phase"].(string)
+	if v, ok := st["readyReplicas"]; ok {
+		out.Ready = num(v)
+	}
+	if v, ok := st["replicas"]; ok {
+		out.Replicas = num(v)
+	}
+	if v, ok := st["observedGeneration"]; ok {
+		out.ObservedGeneration = num(v)
+	}
+	conds, _ := st["conditions"].([]any)
+	for _, c := range conds {
+		m := c.(map[string]any)
+		out.Conditions[m["type"].(string)] = m["status"].(string)
+		out.Transitions[m["type"].(string)], _ = m["lastTransitionTime"].(string)
+	}
+	return out
+}
+
+// TestRolloutIsPacedByRolloutStep follows one Application through create, scale up, scale to
+// zero and delete, one virtual second per step.
+func TestRolloutIsPacedByRolloutStep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, time.Second)
+		defer r.stop()
+		r.create("web", 3, nil)
+		synctest.Wait()
+		st := r.status("web")
+		assert.Equal(t, "Pending", st.Phase)
+		assert.Equal(t, int64(0), st.Ready)
+		assert.Equal(t, int64(3), st.Replicas)
+		assert.Equal(t, int64(1), st.ObservedGeneration)
+		assert.Equal(t, "True", st.Conditions["Progressing"])
+		readySince := st.Transitions["Ready"]
+
+		for want := int64(1); want <= 2; want++ {
+			time.Sleep(time.Second)
+			synctest.Wait()
+			st = r.status("web")
+			assert.Equal(t, want, st.Ready, "one step per second")
+			assert.Equal(t, "Pending", st.Phase)
+			assert.Equal(t, readySince, st.Transitions["Ready"], "lastTransitionTime moves only when the status changes")
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		st = r.status("web")
+		assert.Equal(t, int64(3), st.Ready)
+		assert.Equal(t, "Running", st.Phase)
+		assert.Equal(t, "True", st.Conditions["Ready"])
+		assert.Equal(t, "False", st.Conditions["Progressing"])
+		assert.Equal(t, st.Generation, st.ObservedGeneration)
+
+		// Scale to 5: acknowledged at once, ready in one step of ceil(5/4)=2.
+		r.scale("web", 5)
+		synctest.Wait()
+		st = r.status("web")
+		assert.Equal(t, int64(2), st.ObservedGeneration)
+		assert.Equal(t, "True", st.Conditions["Progressing"])
+		assert.Equal(t, int64(3), st.Ready)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		st = r.status("web")
+		assert.Equal(t, int64(5), st.Ready)
+		assert.Equal(t, "Running", st.Phase)
+
+		// Scale to 0: steps of 2 (5 → 3 → 1 → 0), then Succeeded.
+		r.scale("web", 0)
+		synctest.Wait()
+		var seen []int64
+		for range 3 {
+			time.Sleep(time.Second)
+			synctest.Wait()
+			seen = append(seen, r.status("web").Ready)
+		}
+		assert.Equal(t, []int64{3, 1, 0}, seen)
+		assert.Equal(t, "Succeeded", r.status("web").Phase)
+
+		// Delete: cleanup, then the finalizer goes and so does the object.
+		_, _, err := r.store.Delete(ctx, cachetest.Key("default", "web"), cache.Preconditions{}, cache.WriteOptions{})
+		require.NoError(t, err)
+		synctest.Wait()
+		_, err = r.store.Get(ctx, cachetest.Key("default", "web"))
+		require.ErrorIs(t, err, cache.ErrNotFound)
+		reasons := r.events.reasons("web")
+		assert.Subset(t, reasons, []string{"FinalizerAdded", "Reconciling", "ScalingReplicas", "Ready", "Cleanup", "FinalizerRemoved"})
+	})
+}
+
+func TestInstantRollout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 0)
+		defer r.stop()
+		r.create("fast", 4, nil)
+		synctest.Wait()
+		st := r.status("fast")
+		assert.Equal(t, "Running", st.Phase)
+		assert.Equal(t, int64(4), st.Ready)
+	})
+}
+
+func attemptStarts(t *testing.T, r *rig, name string) ([]time.Time, []reconciler.Attempt) {
+	t.Helper()
+	h := r.app.History(cachetest.Key("default", name))
+	var starts []time.Time
+	for _, a := range h {
+		ts, err := time.Parse("2006-01-02T15:04:05.000Z07:00", a.StartTime)
+		require.NoError(t, err)
+		starts = append(starts, ts)
+	}
+	return starts, h
+}
+
+// TestSimulatedFailuresBackOff: "3" fails three attempts 1, 2 and 4 s apart, then succeeds.
+func TestSimulatedFailuresBackOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 0)
+		defer r.stop()
+		r.create("flaky", 1, map[string]any{reconciler.SimulateFailuresAnnotation: "3"})
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		starts, h := attemptStarts(t, r, "flaky")
+		require.GreaterOrEqual(t, len(h), 4, "history: %+v", h)
+		for i := range 3 {
+			assert.False(t, h[i].Success)
+		}
+		assert.True(t, h[3].Success)
+		assert.Equal(t, time.Second, starts[1].Sub(starts[0]))
+		assert.Equal(t, 2*time.Second, starts[2].Sub(starts[1]))
+		assert.Equal(t, 4*time.Second, starts[3].Sub(starts[2]))
+		assert.Equal(t, "Running", r.status("flaky").Phase)
+		assert.Equal(t, "True", r.status("flaky").Conditions["Ready"])
+		ev, ok := r.events.find("ReconcileError")
+		require.True(t, ok)
+		assert.Equal(t, events.Error, ev.Severity)
+		assert.Equal(t, events.TypeWarning, ev.Type)
+	})
+}
+
+// TestAlwaysFailingIsDropped: six failed attempts (waits 1, 2, 4, 8, 16 s), then Failed, a
+// Critical event, and no further attempt until the spec changes.
+func TestAlwaysFailingIsDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 0)
+		defer r.stop()
+		r.create("broken", 1, map[string]any{reconciler.SimulateFailuresAnnotation: "always"})
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		starts, h := attemptStarts(t, r, "broken")
+		require.Len(t, h, 6, "history: %+v", h)
+		var gaps []time.Duration
+		for i := 1; i < len(starts); i++ {
+			gaps = append(gaps, starts[i].Sub(starts[i-1]))
+		}
+		assert.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second}, gaps)
+		assert.Equal(t, "Failed", r.status("broken").Phase)
+		ev, ok := r.events.find("ReconcileFailed")
+		require.True(t, ok)
+		assert.Equal(t, events.Critical, ev.Severity)
+
+		assert.Equal(t, 6.0, metricValue(t, r.metrics, "controller_reconcile_errors_total"))
+		assert.Equal(t, 5.0, metricValue(t, r.metrics, "workqueue_retries_total"))
+		assert.Equal(t, 0.0, metricValue(t, r.metrics, "workqueue_depth"))
+		assert.GreaterOrEqual(t, metricValue(t, r.metrics, "workqueue_adds_total"), 6.0)
+		assert.Equal(t, 6.0, metricValue(t, r.metrics, "controller_reconcile_duration_seconds"))
+
+		r.scale("broken", 2)
+		synctest.Wait()
+		_, h = attemptStarts(t, r, "broken")
+		assert.Len(t, h, 7, "a spec change brings it back")
+	})
+}
+
+// TestBurstOfUpdatesCollapses: 1,000 updates as fast as one client can send them cause at most
+// 100 reconciles, and the final status matches the last spec.
+func TestBurstOfUpdatesCollapses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, time.Second)
+		defer r.stop()
+		r.create("busy", 1, nil)
+		for i := range 1000 {
+			r.scale("busy", i%100+1)
+		}
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		st := r.status("busy")
+		assert.Equal(t, int64(100), st.Replicas)
+		assert.Equal(t, int64(100), st.Ready)
+		assert.Equal(t, st.Generation, st.ObservedGeneration)
+		assert.Equal(t, "Running", st.Phase)
+		total := metricValue(t, r.metrics, "controller_reconcile_total")
+		assert.LessOrEqual(t, total, 100.0)
+		assert.Greater(t, total, 0.0)
+	})
+}
+
+// TestStatusWritesDoNotRequeue: after the rollout settles no reconcile happens by itself.
+func TestStatusWritesDoNotRequeue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 0)
+		defer r.stop()
+		r.create("quiet", 2, nil)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		_, before := attemptStarts(t, r, "quiet")
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		_, after := attemptStarts(t, r, "quiet")
+		assert.Equal(t, len(before), len(after))
+	})
+}
+
+// metricValue sums every sample of the metric name (histograms: their counts).
+func metricValue(t *testing.T, reg *metrics.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gatherer().Gather()
+	require.NoError(t, err)
+	total := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			switch {
+			case m.Counter != nil:
+				total += m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				total += m.GetGauge().GetValue()
+			case m.Histogram != nil:
+				total += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return total
+}

@@ -1,0 +1,161 @@
+package reconciler_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/cache/cachetest"
+	"github.com/opemu/opemu/reconciler"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// runController runs a controller with rec over a fresh store inside the bubble.
+func runController(t *testing.T, rec reconciler.Reconciler, tweak func(*reconciler.Config)) (*cache.Store, *reconciler.Controller, func()) {
+	t.Helper()
+	store := cache.New(cache.Config{})
+	cfg := reconciler.Config{Store: store, Resource: cachetest.Applications, Reconciler: rec, Workers: 4}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	ctrl, err := reconciler.New(cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = ctrl.Run(ctx); close(done) }()
+	return store, ctrl, func() { cancel(); <-done; store.Close() }
+}
+
+func TestOneWorkerPerKeyAndDirtyKeysRunAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var running, overlaps, calls atomic.Int32
+		release := make(chan struct{})
+		rec := reconciler.Func(func(ctx context.Context, key cache.Key) (reconciler.Result, error) {
+			if running.Add(1) > 1 {
+				overlaps.Add(1)
+			}
+			defer running.Add(-1)
+			if calls.Add(1) == 1 {
+				<-release // hold the first pass while the key is enqueued again and again
+			}
+			return reconciler.Result{}, nil
+		})
+		store, ctrl, stop := runController(t, rec, nil)
+		defer stop()
+		_, err := store.Create(ctx, cachetest.Key("default", "a"), cachetest.App("a", 1), cache.WriteOptions{})
+		require.NoError(t, err)
+		synctest.Wait()
+		require.Equal(t, int32(1), calls.Load())
+		for range 50 {
+			require.True(t, ctrl.Enqueue(cachetest.Key("default", "a")))
+		}
+		synctest.Wait()
+		assert.Equal(t, int32(1), calls.Load(), "no second worker takes the key while it is processed")
+		close(release)
+		synctest.Wait()
+		assert.Equal(t, int32(2), calls.Load(), "50 adds while processing: processed exactly once more")
+		assert.Zero(t, overlaps.Load())
+	})
+}
+
+func TestConflictsAreNotFailures(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		rec := reconciler.Func(func(ctx context.Context, key cache.Key) (reconciler.Result, error) {
+			if calls.Add(1) <= 10 {
+				return reconciler.Result{}, &cache.Error{Err: cache.ErrConflict, Key: key}
+			}
+			return reconciler.Result{}, nil
+		})
+		dropped := &dropRecorder{Reconciler: rec}
+		store, _, stop := runController(t, dropped, func(c *reconciler.Config) { c.MaxRetries = 2 })
+		defer stop()
+		_, err := store.Create(ctx, cachetest.Key("default", "a"), cachetest.App("a", 1), cache.WriteOptions{})
+		require.NoError(t, err)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Equal(t, int32(11), calls.Load(), "ten conflicts retried at once, then success")
+		assert.Zero(t, dropped.n.Load(), "conflicts never count toward MaxRetries")
+	})
+}
+
+type dropRecorder struct {
+	reconciler.Reconciler
+	n atomic.Int32
+}
+
+func (d *dropRecorder) Dropped(context.Context, cache.Key, error) { d.n.Add(1) }
+
+func TestFailuresBackOffThenDrop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var at []time.Time
+		start := time.Now()
+		rec := reconciler.Func(func(ctx context.Context, key cache.Key) (reconciler.Result, error) {
+			mu.Lock()
+			at = append(at, time.Now())
+			mu.Unlock()
+			return reconciler.Result{}, errors.New("boom")
+		})
+		dropped := &dropRecorder{Reconciler: rec}
+		store, _, stop := runController(t, dropped, func(c *reconciler.Config) {
+			c.MaxRetries, c.BackoffBase, c.BackoffMax = 3, 100*time.Millisecond, 250*time.Millisecond
+		})
+		defer stop()
+		_, err := store.Create(ctx, cachetest.Key("default", "a"), cachetest.App("a", 1), cache.WriteOptions{})
+		require.NoError(t, err)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, at, 4, "the first attempt and MaxRetries retries")
+		var offsets []time.Duration
+		for _, a := range at {
+			offsets = append(offsets, a.Sub(start))
+		}
+		assert.Equal(t, []time.Duration{0, 100 * time.Millisecond, 300 * time.Millisecond, 550 * time.Millisecond}, offsets, "100, 200, then capped at 250 ms")
+		assert.Equal(t, int32(1), dropped.n.Load())
+	})
+}
+
+func TestPlannedRequeueAndResync(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		rec := reconciler.Func(func(ctx context.Context, key cache.Key) (reconciler.Result, error) {
+			if calls.Add(1) == 1 {
+				return reconciler.Result{RequeueAfter: 5 * time.Second}, nil
+			}
+			return reconciler.Result{}, nil
+		})
+		store, _, stop := runController(t, rec, func(c *reconciler.Config) { c.ResyncInterval = time.Minute })
+		defer stop()
+		_, err := store.Create(ctx, cachetest.Key("default", "a"), cachetest.App("a", 1), cache.WriteOptions{})
+		require.NoError(t, err)
+		time.Sleep(4 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, int32(1), calls.Load())
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, int32(2), calls.Load(), "requeued after 5 s")
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, int32(3), calls.Load(), "and by the resync")
+	})
+}
+
+func TestEnqueueWhenNotRunning(t *testing.T) {
+	t.Parallel()
+	ctrl, err := reconciler.New(reconciler.Config{Store: cache.New(cache.Config{}), Resource: cachetest.Applications,
+		Reconciler: reconciler.Func(func(context.Context, cache.Key) (reconciler.Result, error) { return reconciler.Result{}, nil })})
+	require.NoError(t, err)
+	assert.False(t, ctrl.Enqueue(cachetest.Key("default", "a")))
+	assert.False(t, ctrl.Running())
+	_, err = reconciler.New(reconciler.Config{})
+	require.Error(t, err)
+}

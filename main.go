@@ -16,10 +16,12 @@ import (
 	"syscall"
 
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/klog/v2"
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/crd"
 	"github.com/opemu/opemu/events"
+	"github.com/opemu/opemu/leader"
 	"github.com/opemu/opemu/metrics"
 	"github.com/opemu/opemu/reconciler"
 	"github.com/opemu/opemu/server"
@@ -44,6 +46,7 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 		return 2
 	}
 	log := newLogger(cfg, stderr)
+	klog.SetSlogLogger(log) // client-go's elector logs through the same handler
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -100,9 +103,10 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	wg.Go(func() { _ = recorder.Run(ctx) })
 
 	var routes server.Controller
+	var ctrl *reconciler.Controller
 	if cfg.EnableController {
 		app := reconciler.NewApplication(reconciler.ApplicationConfig{Store: store, Events: recorder, RolloutStep: cfg.RolloutStep})
-		ctrl, err := reconciler.New(reconciler.Config{
+		ctrl, err = reconciler.New(reconciler.Config{
 			Store: store, Resource: applications, Reconciler: app, Name: "application",
 			Workers: cfg.WorkerCount, ResyncInterval: cfg.ReconcileInterval, MaxRetries: maxRetries(cfg.MaxRetries),
 			BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, QPS: cfg.QueueQPS, Burst: cfg.QueueBurst,
@@ -119,7 +123,39 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 			return out
 		})
 		routes = controllerRoutes{ctrl: ctrl, app: app}
-		// Leader election will gate this (leading by default until it lands).
+	}
+
+	// Only the leader runs reconcile workers. Without election (or without a controller, when
+	// there is nothing to lead) this process leads at once.
+	var leaderStatus server.LeaderStatus
+	var readOnly func(cache.Key) bool
+	switch {
+	case ctrl != nil && cfg.EnableLeaderElection:
+		el, err := leader.New(leader.Config{
+			Backend: cfg.LeaseBackend, Identity: cfg.PodName,
+			LeaseName: cfg.LeaseName, LeaseNamespace: cfg.LeaseNamespace, LeaseFile: cfg.LeaseFile,
+			LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
+			Store:            store,
+			OnStartedLeading: func(ctx context.Context) { _ = ctrl.Run(ctx) },
+			OnEvent: func(reason, message string) {
+				recorder.Record(context.Background(), events.Event{
+					Object: events.Ref{APIVersion: "coordination.k8s.io/v1", Kind: "Lease", Namespace: cfg.LeaseNamespace, Name: cfg.LeaseName},
+					Type:   events.TypeNormal, Severity: events.Info, Reason: reason, Message: message, Source: "leader-elector",
+				})
+			},
+			Metrics: reg, Logger: log,
+		})
+		if err != nil {
+			return err
+		}
+		if key, ok := el.MirrorKey(); ok {
+			readOnly = func(k cache.Key) bool { return k == key }
+		}
+		leaderStatus = el
+		log.Info("leader election", "identity", cfg.PodName, "backend", cfg.LeaseBackend, "lease", cfg.LeaseNamespace+"/"+cfg.LeaseName)
+		wg.Go(func() { _ = el.Run(ctx) })
+	case ctrl != nil:
+		reg.SetLeader(true)
 		wg.Go(func() { _ = ctrl.Run(ctx) })
 	}
 
@@ -130,6 +166,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		Metrics:     reg,
 		Events:      recorder,
 		Controller:  routes,
+		Leader:      leaderStatus,
+		ReadOnly:    readOnly,
 		Logger:      log,
 		Identity:    cfg.PodName,
 		Version:     version,

@@ -31,6 +31,9 @@ type Config struct {
 	Events *events.Recorder
 	// Controller reconciles objects; nil when the controller is off.
 	Controller Controller
+	// ReadOnly, when set, names objects clients may not write (403): the file lease backend's
+	// mirror Lease.
+	ReadOnly func(key cache.Key) bool
 	// BookmarkInterval is how often a Kubernetes watch that allows bookmarks gets one. Zero
 	// means 30 s.
 	BookmarkInterval time.Duration

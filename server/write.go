@@ -39,6 +39,13 @@ func (s *Server) create(ctx context.Context, t target, obj map[string]any, o wri
 	if err != nil {
 		return writeResult{}, err
 	}
+	if name, _ := md["name"].(string); name != "" {
+		k := t.key
+		k.Name = name
+		if err := s.checkWritable(t, k); err != nil {
+			return writeResult{}, err
+		}
+	}
 	if ns, _ := md["namespace"].(string); ns != "" && ns != t.key.Namespace && t.kind.Namespaced {
 		return writeResult{}, badRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
@@ -73,6 +80,9 @@ type mutateFunc func(cur map[string]any) (next map[string]any, pinned bool, err 
 // through admission and store it if the object did not change meanwhile; retry otherwise. For
 // the main resource the stored status is kept; for /status only status changes.
 func (s *Server) update(ctx context.Context, t target, o writeOptions, mutate mutateFunc) (writeResult, error) {
+	if err := s.checkWritable(t, t.key); err != nil {
+		return writeResult{}, err
+	}
 	for attempt := 1; ; attempt++ {
 		curObj, err := s.cfg.Store.Get(ctx, t.key)
 		if err != nil {
@@ -294,9 +304,21 @@ func metadata(obj map[string]any) (map[string]any, error) {
 
 // deleteObject deletes t.key (SPEC §2: finalizers mark, others remove).
 func (s *Server) delete(ctx context.Context, t target, pre cache.Preconditions, o writeOptions) (*cache.Object, bool, error) {
+	if err := s.checkWritable(t, t.key); err != nil {
+		return nil, false, err
+	}
 	obj, removed, err := s.cfg.Store.Delete(ctx, t.key, pre, cache.WriteOptions{DryRun: o.dryRun})
 	if err == nil {
 		s.recordWrite(ctx, t, o, obj, "Deleted", "Deleted")
 	}
 	return obj, removed, err
+}
+
+// checkWritable refuses client writes to objects the server owns (the mirrored Lease).
+func (s *Server) checkWritable(t target, key cache.Key) error {
+	if s.cfg.ReadOnly != nil && s.cfg.ReadOnly(key) {
+		return apierrors.NewForbidden(t.gr(), key.Name,
+			errors.New("this Lease mirrors the file lease backend and is written only by the elector"))
+	}
+	return nil
 }

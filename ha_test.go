@@ -1,0 +1,241 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Short election timings for the process tests (SPEC §8 bounds scale with them).
+const (
+	haLease = 2 * time.Second
+	haRenew = 1500 * time.Millisecond
+	haRetry = 250 * time.Millisecond
+	// slack covers the test's own sampling: one poll interval plus HTTP round trips.
+	slack = 150 * time.Millisecond
+)
+
+type replica struct {
+	name string
+	p    *proc
+}
+
+func startReplica(t *testing.T, name, leaseFile string) *replica {
+	t.Helper()
+	p := start(t, "POD_NAME="+name, "LEASE_FILE="+leaseFile,
+		"LEASE_DURATION="+haLease.String(), "RENEW_DEADLINE="+haRenew.String(), "RETRY_PERIOD="+haRetry.String())
+	return &replica{name: name, p: p}
+}
+
+type leaderView struct {
+	IsLeader bool   `json:"isLeader"`
+	Identity string `json:"identity"`
+	Leader   string `json:"leader"`
+}
+
+var quick = &http.Client{Timeout: 500 * time.Millisecond}
+
+// view asks one replica who leads; ok is false when it does not answer (killed).
+func (r *replica) view() (leaderView, bool) {
+	resp, err := quick.Get("http://" + r.p.addr + "/leader")
+	if err != nil {
+		return leaderView{}, false
+	}
+	defer resp.Body.Close()
+	var v leaderView
+	return v, json.NewDecoder(resp.Body).Decode(&v) == nil
+}
+
+func (r *replica) readyz() int {
+	resp, err := quick.Get("http://" + r.p.addr + "/readyz")
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// sampler polls every replica every 20 ms and fails the test if two ever lead at once.
+type sampler struct {
+	mu       sync.Mutex
+	replicas []*replica
+	stop     chan struct{}
+	done     chan struct{}
+	bad      []string
+	samples  int
+}
+
+func newSampler(rs ...*replica) *sampler {
+	s := &sampler{replicas: rs, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-t.C:
+			}
+			s.mu.Lock()
+			rs := append([]*replica(nil), s.replicas...)
+			s.mu.Unlock()
+			var leaders []string
+			for _, r := range rs {
+				if v, ok := r.view(); ok && v.IsLeader {
+					leaders = append(leaders, r.name)
+				}
+			}
+			s.mu.Lock()
+			s.samples++
+			if len(leaders) > 1 {
+				s.bad = append(s.bad, fmt.Sprint(leaders))
+			}
+			s.mu.Unlock()
+		}
+	}()
+	return s
+}
+
+func (s *sampler) add(r *replica) { s.mu.Lock(); s.replicas = append(s.replicas, r); s.mu.Unlock() }
+
+func (s *sampler) finish(t *testing.T) {
+	close(s.stop)
+	<-s.done
+	assert.Empty(t, s.bad, "two leaders at one sampled instant (%d samples)", s.samples)
+	assert.Greater(t, s.samples, 50)
+}
+
+// waitLeader waits until one of rs leads and returns it and how long that took.
+func waitLeader(t *testing.T, within time.Duration, rs ...*replica) (*replica, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	for time.Since(start) < within+5*time.Second {
+		for _, r := range rs {
+			if v, ok := r.view(); ok && v.IsLeader {
+				return r, time.Since(start)
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no leader within %v", within+5*time.Second)
+	return nil, 0
+}
+
+func TestHAFailover(t *testing.T) {
+	t.Parallel()
+	lease := filepath.Join(t.TempDir(), "ha.lease")
+	rs := []*replica{startReplica(t, "operator-1", lease), startReplica(t, "operator-2", lease), startReplica(t, "operator-3", lease)}
+	s := newSampler(rs...)
+	defer s.finish(t)
+
+	first, _ := waitLeader(t, 2*haRetry, rs...)
+	// Every replica agrees who leads within 2.2 × RETRY_PERIOD.
+	agreeStart := time.Now()
+	require.Eventually(t, func() bool {
+		for _, r := range rs {
+			if v, ok := r.view(); !ok || v.Leader != first.name {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 10*time.Millisecond)
+	assert.LessOrEqual(t, time.Since(agreeStart), time.Duration(2.2*float64(haRetry))+slack, "agreement")
+	// A follower refuses a manual reconcile, naming the leader.
+	follower := without(rs, first)[0]
+	api := "http://" + follower.p.addr + "/apis/cloudnative.elide.dev/v1/namespaces/default/applications"
+	code, _ := httpJSON(t, "POST", api, appJSON)
+	require.Equal(t, http.StatusCreated, code)
+	code, body := httpJSON(t, "POST", api+"/web/reconcile", "")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, body["message"], first.name)
+	for _, r := range rs {
+		want := http.StatusServiceUnavailable
+		if r == first {
+			want = http.StatusOK
+		}
+		assert.Equal(t, want, r.readyz(), "/readyz of %s", r.name)
+	}
+
+	// kill -9 of the leader: another leads within LEASE_DURATION + 2.2 × RETRY_PERIOD.
+	require.NoError(t, first.p.cmd.Process.Signal(syscall.SIGKILL))
+	rest := without(rs, first)
+	second, took := waitLeader(t, haLease+time.Duration(2.2*float64(haRetry)), rest...)
+	t.Logf("after kill -9, %s leads in %v", second.name, took)
+	assert.LessOrEqual(t, took, haLease+time.Duration(2.2*float64(haRetry))+slack)
+
+	// SIGTERM of the new leader: it releases the lease; the last one leads within
+	// 2.2 × RETRY_PERIOD + 1 s, and the stopped one exits 0.
+	require.NoError(t, second.p.cmd.Process.Signal(syscall.SIGTERM))
+	third, took := waitLeader(t, time.Duration(2.2*float64(haRetry))+time.Second, without(rest, second)...)
+	t.Logf("after SIGTERM, %s leads in %v", third.name, took)
+	assert.LessOrEqual(t, took, time.Duration(2.2*float64(haRetry))+time.Second+slack)
+	assert.Equal(t, 0, second.p.wait(t, 5*time.Second), "exit code after SIGTERM")
+	assert.Equal(t, http.StatusOK, third.readyz())
+}
+
+// TestHANewReplicaWaitsForExpiry: a replica started right after the holder crashed does not
+// lead before the lease expires, then leads.
+func TestHANewReplicaWaitsForExpiry(t *testing.T) {
+	t.Parallel()
+	lease := filepath.Join(t.TempDir(), "ha.lease")
+	holder := startReplica(t, "holder", lease)
+	waitLeader(t, 2*haRetry, holder)
+	require.NoError(t, holder.p.cmd.Process.Signal(syscall.SIGKILL))
+	crashed := time.Now()
+	late := startReplica(t, "late", lease)
+	s := newSampler(late)
+	defer s.finish(t)
+	_, _ = waitLeader(t, haLease+3*haRetry, late)
+	took := time.Since(crashed)
+	t.Logf("the late replica leads %v after the crash", took)
+	assert.GreaterOrEqual(t, took, haLease-haRetry, "it waited for the lease to expire")
+	assert.LessOrEqual(t, took, haLease+time.Duration(2.2*float64(haRetry))+time.Second, "then it led")
+}
+
+func without(rs []*replica, x *replica) []*replica {
+	var out []*replica
+	for _, r := range rs {
+		if r != x {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// TestHADemoScript runs examples/ha-demo.sh as the README shows it, with short timings, and
+// checks that it reports a failover and leaves none of its processes behind.
+func TestHADemoScript(t *testing.T) {
+	t.Parallel()
+	var ports []string
+	for range 3 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		ports = append(ports, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+		ln.Close()
+	}
+	cmd := exec.Command("bash", "examples/ha-demo.sh")
+	cmd.Env = append(os.Environ(), "PORTS="+strings.Join(ports, " "), "LEASE_DURATION=2s", "RENEW_DEADLINE=1500ms", "RETRY_PERIOD=250ms")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "output:\n%s", out)
+	assert.Contains(t, string(out), "== failover after")
+	assert.Regexp(t, `isLeader=true`, string(out))
+	assert.Contains(t, string(out), "/readyz -> 200")
+	for _, port := range ports {
+		_, err := quick.Get("http://127.0.0.1:" + port + "/healthz")
+		assert.Error(t, err, "the script stopped the replica on :%s", port)
+	}
+}

@@ -1,0 +1,256 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/metrics"
+	"k8s.io/client-go/tools/leaderelection"
+	rl "k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// Backends.
+const (
+	BackendFile   = "file"
+	BackendMemory = "memory"
+)
+
+// Config configures an Elector. Identity and Store are required.
+type Config struct {
+	// Backend is BackendFile or BackendMemory. Empty means memory.
+	Backend string
+	// Lock, when set, replaces the backend's lock (tests; later an etcd or a cluster's Lease).
+	Lock     rl.Interface
+	Identity string
+	// LeaseName and LeaseNamespace name the Lease. Empty means elide-operator-leader/default.
+	LeaseName, LeaseNamespace string
+	// LeaseFile is the file backend's record. Empty means <tmp>/opemu-<ns>-<name>.lease.
+	LeaseFile string
+	// LeaseDuration, RenewDeadline and RetryPeriod are client-go's. Zero means 15 s, 10 s, 2 s.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Store holds the memory backend's Lease and the file backend's read-only mirror.
+	Store *cache.Store
+	// OnStartedLeading runs while this process leads; its ctx is cancelled when leadership ends
+	// or Run's ctx is done, and Run waits for it to return before releasing the lease.
+	OnStartedLeading func(ctx context.Context)
+	// OnEvent records "X became leader" style events on the Lease; may be nil.
+	OnEvent func(reason, message string)
+	Metrics *metrics.Registry
+	Logger  *slog.Logger
+}
+
+// Elector runs client-go's leader election for this process.
+type Elector struct {
+	cfg  Config
+	lock rl.Interface
+	file *FileLock // nil for the memory backend
+
+	leading atomic.Bool
+	leader  atomic.Value // string: the holder last observed
+
+	// mu guards stopWork.
+	mu       sync.Mutex
+	stopWork context.CancelFunc
+}
+
+// New validates cfg and builds the lock.
+func New(cfg Config) (*Elector, error) {
+	if cfg.Identity == "" || cfg.Store == nil {
+		return nil, errors.New("leader: Identity and Store are required")
+	}
+	if cfg.LeaseName == "" {
+		cfg.LeaseName = "elide-operator-leader"
+	}
+	if cfg.LeaseNamespace == "" {
+		cfg.LeaseNamespace = "default"
+	}
+	if cfg.LeaseFile == "" {
+		cfg.LeaseFile = filepath.Join(os.TempDir(), "opemu-"+cfg.LeaseNamespace+"-"+cfg.LeaseName+".lease")
+	}
+	if cfg.LeaseDuration <= 0 {
+		cfg.LeaseDuration = 15 * time.Second
+	}
+	if cfg.RenewDeadline <= 0 {
+		cfg.RenewDeadline = 10 * time.Second
+	}
+	if cfg.RetryPeriod <= 0 {
+		cfg.RetryPeriod = 2 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	e := &Elector{cfg: cfg}
+	e.leader.Store("")
+	onRecord := func(msg string) {
+		if cfg.OnEvent != nil {
+			cfg.OnEvent("LeaderElection", cfg.Identity+" "+msg)
+		}
+	}
+	switch cfg.Backend {
+	case BackendFile:
+		e.file = &FileLock{Path: cfg.LeaseFile, ID: cfg.Identity, Name: cfg.LeaseNamespace + "/" + cfg.LeaseName, Logger: cfg.Logger, OnRecord: onRecord}
+		e.lock = e.file
+	case BackendMemory, "":
+		e.lock = &MemoryLock{Store: cfg.Store, Namespace: cfg.LeaseNamespace, Name: cfg.LeaseName, ID: cfg.Identity, OnRecord: onRecord}
+	default:
+		return nil, fmt.Errorf("leader: unknown backend %q", cfg.Backend)
+	}
+	if cfg.Lock != nil {
+		e.lock, e.file = cfg.Lock, nil
+	}
+	// Validate the timings the way client-go does, at start rather than at first run.
+	if _, err := e.newElector(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// MirrorKey is the Lease the file backend mirrors into the store (read-only to clients); ok is
+// false for the memory backend, whose Lease is the lock itself.
+func (e *Elector) MirrorKey() (cache.Key, bool) {
+	k := cache.Key{Group: LeaseResource.Group, Resource: LeaseResource.Resource, Namespace: e.cfg.LeaseNamespace, Name: e.cfg.LeaseName}
+	return k, e.file != nil
+}
+
+func (e *Elector) newElector() (*leaderelection.LeaderElector, error) {
+	return leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            e.lock,
+		LeaseDuration:   e.cfg.LeaseDuration,
+		RenewDeadline:   e.cfg.RenewDeadline,
+		RetryPeriod:     e.cfg.RetryPeriod,
+		ReleaseOnCancel: true,
+		Name:            e.cfg.LeaseNamespace + "/" + e.cfg.LeaseName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(context.Context) {}, // replaced per term in Run
+			OnStoppedLeading: func() {},
+			OnNewLeader:      func(id string) { e.leader.Store(id) },
+		},
+	})
+}
+
+// Run takes part in the election until ctx is done. While this process leads it runs
+// OnStartedLeading; when leadership is lost it stops that work and campaigns again. On ctx
+// done it stops the work (waiting for it to return), then releases the lease, then returns.
+func (e *Elector) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	if e.file != nil {
+		wg.Go(func() { e.mirror(ctx) })
+	}
+	// The elector's own context outlives ctx until the work has stopped, so the lease is
+	// released only after the last reconcile finished.
+	elCtx, cancelEl := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelEl()
+	var work sync.WaitGroup
+	stop := context.AfterFunc(ctx, func() {
+		e.mu.Lock()
+		if e.stopWork != nil {
+			e.stopWork()
+		}
+		e.mu.Unlock()
+		work.Wait()
+		cancelEl()
+	})
+	defer stop()
+
+	for elCtx.Err() == nil {
+		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock:            e.lock,
+			LeaseDuration:   e.cfg.LeaseDuration,
+			RenewDeadline:   e.cfg.RenewDeadline,
+			RetryPeriod:     e.cfg.RetryPeriod,
+			ReleaseOnCancel: true,
+			Name:            e.cfg.LeaseNamespace + "/" + e.cfg.LeaseName,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(leCtx context.Context) {
+					workCtx, cancel := context.WithCancel(leCtx)
+					e.mu.Lock()
+					if ctx.Err() != nil {
+						e.mu.Unlock()
+						cancel()
+						return
+					}
+					e.stopWork = cancel
+					work.Add(1)
+					e.mu.Unlock()
+					defer work.Done()
+					defer cancel()
+					e.setLeading(true)
+					defer e.setLeading(false)
+					if e.cfg.OnStartedLeading != nil {
+						e.cfg.OnStartedLeading(workCtx)
+					} else {
+						<-workCtx.Done()
+					}
+				},
+				OnStoppedLeading: func() {},
+				OnNewLeader:      func(id string) { e.leader.Store(id) },
+			},
+		})
+		if err != nil {
+			return err
+		}
+		le.Run(elCtx)
+		// Run returns when leadership is lost (or elCtx is done); the work stops with it.
+		e.mu.Lock()
+		if e.stopWork != nil {
+			e.stopWork()
+			e.stopWork = nil
+		}
+		e.mu.Unlock()
+		work.Wait()
+	}
+	return nil
+}
+
+func (e *Elector) setLeading(v bool) {
+	if e.leading.Swap(v) != v {
+		e.cfg.Metrics.LeaderTransition()
+		e.cfg.Metrics.SetLeader(v)
+		if v {
+			e.leader.Store(e.cfg.Identity)
+			e.cfg.Logger.Info("leading", "identity", e.cfg.Identity)
+		} else {
+			e.cfg.Logger.Info("stopped leading", "identity", e.cfg.Identity)
+		}
+	}
+}
+
+// IsLeader reports whether this process leads now.
+func (e *Elector) IsLeader() bool { return e.leading.Load() }
+
+// Leader is the identity of the holder this process last observed ("" when none).
+func (e *Elector) Leader() string {
+	if e.IsLeader() {
+		return e.cfg.Identity
+	}
+	return e.leader.Load().(string)
+}
+
+// Lease returns the current lease record for /leader (nil when there is none yet).
+func (e *Elector) Lease() any {
+	r, ok := e.current()
+	if !ok {
+		return nil
+	}
+	return r.info()
+}
+
+// current reads the record without taking part in the election.
+func (e *Elector) current() (record, bool) {
+	switch l := e.lock.(type) {
+	case *FileLock:
+		return l.Peek()
+	case *MemoryLock:
+		return l.Peek(context.Background())
+	}
+	return record{}, false
+}

@@ -1,0 +1,47 @@
+package leader
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/opemu/opemu/cache"
+)
+
+// mirror copies the file backend's record into the store as the Lease
+// LeaseNamespace/LeaseName every RetryPeriod, so kubectl and watches see it. Clients may not
+// write it (the server answers 403); only this loop does.
+func (e *Elector) mirror(ctx context.Context) {
+	key, _ := e.MirrorKey()
+	t := time.NewTicker(e.cfg.RetryPeriod)
+	defer t.Stop()
+	for {
+		if r, ok := e.file.Peek(); ok {
+			e.writeMirror(ctx, key, r)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (e *Elector) writeMirror(ctx context.Context, key cache.Key, r record) {
+	var spec map[string]any
+	_ = json.Unmarshal(r.encode(), &spec)
+	obj := map[string]any{
+		"apiVersion": "coordination.k8s.io/v1",
+		"kind":       "Lease",
+		"metadata":   map[string]any{"name": key.Name, "namespace": key.Namespace, "labels": map[string]any{"opemu.dev/mirror": "file"}},
+		"spec":       spec,
+	}
+	_, err := e.cfg.Store.Update(ctx, key, obj, cache.WriteOptions{})
+	if errors.Is(err, cache.ErrNotFound) {
+		_, err = e.cfg.Store.Create(ctx, key, obj, cache.WriteOptions{})
+	}
+	if err != nil && !errors.Is(err, cache.ErrClosed) && ctx.Err() == nil {
+		e.cfg.Logger.Debug("mirroring the lease", "err", err)
+	}
+}

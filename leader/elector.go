@@ -107,7 +107,7 @@ func New(cfg Config) (*Elector, error) {
 		e.lock, e.file = cfg.Lock, nil
 	}
 	// Validate the timings the way client-go does, at start rather than at first run.
-	if _, err := e.newElector(); err != nil {
+	if _, err := e.newElector(func(context.Context) {}); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -120,7 +120,9 @@ func (e *Elector) MirrorKey() (cache.Key, bool) {
 	return k, e.file != nil
 }
 
-func (e *Elector) newElector() (*leaderelection.LeaderElector, error) {
+// newElector builds one client-go elector (one per campaign: Run makes a new one after each
+// lost term) that releases the lease when its context ends.
+func (e *Elector) newElector(onStarted func(context.Context)) (*leaderelection.LeaderElector, error) {
 	return leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            e.lock,
 		LeaseDuration:   e.cfg.LeaseDuration,
@@ -129,7 +131,7 @@ func (e *Elector) newElector() (*leaderelection.LeaderElector, error) {
 		ReleaseOnCancel: true,
 		Name:            e.cfg.LeaseNamespace + "/" + e.cfg.LeaseName,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(context.Context) {}, // replaced per term in Run
+			OnStartedLeading: onStarted,
 			OnStoppedLeading: func() {},
 			OnNewLeader:      func(id string) { e.leader.Store(id) },
 		},
@@ -162,38 +164,26 @@ func (e *Elector) Run(ctx context.Context) error {
 	defer stop()
 
 	for elCtx.Err() == nil {
-		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock:            e.lock,
-			LeaseDuration:   e.cfg.LeaseDuration,
-			RenewDeadline:   e.cfg.RenewDeadline,
-			RetryPeriod:     e.cfg.RetryPeriod,
-			ReleaseOnCancel: true,
-			Name:            e.cfg.LeaseNamespace + "/" + e.cfg.LeaseName,
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(leCtx context.Context) {
-					workCtx, cancel := context.WithCancel(leCtx)
-					e.mu.Lock()
-					if ctx.Err() != nil {
-						e.mu.Unlock()
-						cancel()
-						return
-					}
-					e.stopWork = cancel
-					work.Add(1)
-					e.mu.Unlock()
-					defer work.Done()
-					defer cancel()
-					e.setLeading(true)
-					defer e.setLeading(false)
-					if e.cfg.OnStartedLeading != nil {
-						e.cfg.OnStartedLeading(workCtx)
-					} else {
-						<-workCtx.Done()
-					}
-				},
-				OnStoppedLeading: func() {},
-				OnNewLeader:      func(id string) { e.leader.Store(id) },
-			},
+		le, err := e.newElector(func(leCtx context.Context) {
+			workCtx, cancel := context.WithCancel(leCtx)
+			e.mu.Lock()
+			if ctx.Err() != nil {
+				e.mu.Unlock()
+				cancel()
+				return
+			}
+			e.stopWork = cancel
+			work.Add(1)
+			e.mu.Unlock()
+			defer work.Done()
+			defer cancel()
+			e.setLeading(true)
+			defer e.setLeading(false)
+			if e.cfg.OnStartedLeading != nil {
+				e.cfg.OnStartedLeading(workCtx)
+			} else {
+				<-workCtx.Done()
+			}
 		})
 		if err != nil {
 			return err

@@ -60,6 +60,17 @@ func (l *FileLock) read() ([]byte, error) {
 	return os.ReadFile(l.Path)
 }
 
+// readLocked reads the record under the lock.
+func (l *FileLock) readLocked() ([]byte, error) {
+	var raw []byte
+	err := l.withLock(func() error {
+		var err error
+		raw, err = l.read()
+		return err
+	})
+	return raw, err
+}
+
 // parse decodes raw; a corrupt or empty record is a free lease.
 func (l *FileLock) parse(raw []byte) record {
 	var r record
@@ -103,12 +114,7 @@ func (l *FileLock) write(raw []byte) error {
 
 // Get returns the current record (NotFound when none was ever written).
 func (l *FileLock) Get(context.Context) (*rl.LeaderElectionRecord, []byte, error) {
-	var raw []byte
-	err := l.withLock(func() error {
-		var err error
-		raw, err = l.read()
-		return err
-	})
+	raw, err := l.readLocked()
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil, apierrors.NewNotFound(leaseResource, l.Name)
 	}
@@ -164,12 +170,7 @@ func (l *FileLock) Update(_ context.Context, ler rl.LeaderElectionRecord) error 
 
 // Peek reads the record without taking part in the election (for the mirror and /leader).
 func (l *FileLock) Peek() (record, bool) {
-	var raw []byte
-	err := l.withLock(func() error {
-		var err error
-		raw, err = l.read()
-		return err
-	})
+	raw, err := l.readLocked()
 	if err != nil {
 		return record{}, false
 	}

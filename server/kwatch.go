@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -90,7 +89,7 @@ func (s *Server) kubeWatch(c *echo.Context, t target) error {
 	resp.Header().Set("Content-Type", "application/json")
 	resp.Header().Set("Cache-Control", "no-cache, private")
 	resp.WriteHeader(http.StatusOK)
-	kw := &kubeWriter{w: resp, rc: http.NewResponseController(resp), timeout: s.cfg.WriteTimeout, kind: t.kind.Kind, apiVersion: t.kind.GroupVersion()}
+	kw := &kubeWriter{frameWriter: newFrameWriter(resp, s.cfg.WriteTimeout), kind: t.kind.Kind, apiVersion: t.kind.GroupVersion()}
 	if werr != nil {
 		_ = kw.status(toStatus(werr))
 		return nil
@@ -155,24 +154,10 @@ func (s *Server) kubeWatch(c *echo.Context, t target) error {
 	}
 }
 
-// kubeWriter writes watch events, each under a write deadline.
+// kubeWriter writes Kubernetes watch events.
 type kubeWriter struct {
-	w                http.ResponseWriter
-	rc               *http.ResponseController
-	timeout          time.Duration
+	frameWriter
 	kind, apiVersion string
-	buf              bytes.Buffer
-}
-
-func (kw *kubeWriter) write(b []byte) error {
-	_ = kw.rc.SetWriteDeadline(time.Now().Add(kw.timeout))
-	_, err := kw.w.Write(b)
-	return err
-}
-
-func (kw *kubeWriter) flush() error {
-	_ = kw.rc.SetWriteDeadline(time.Now().Add(kw.timeout))
-	return kw.rc.Flush()
 }
 
 func (kw *kubeWriter) event(ev cache.Event) error {

@@ -48,16 +48,25 @@ func (s *Server) listObjects(c *echo.Context) error {
 	return writeRaw(c, http.StatusOK, body)
 }
 
-func (s *Server) createObject(c *echo.Context) error {
+// parseWrite parses what every write handler needs: the target, the write options and the body.
+func (s *Server) parseWrite(c *echo.Context) (target, writeOptions, []byte, error) {
 	t, err := s.parseTarget(c)
 	if err != nil {
-		return err
+		return t, writeOptions{}, nil, err
+	}
+	if t.sub == "history" || t.sub == "reconcile" {
+		return t, writeOptions{}, nil, echo.ErrMethodNotAllowed
 	}
 	o, err := parseWriteOptions(c)
 	if err != nil {
-		return err
+		return t, o, nil, err
 	}
 	body, err := readBody(c)
+	return t, o, body, err
+}
+
+func (s *Server) createObject(c *echo.Context) error {
+	t, o, body, err := s.parseWrite(c)
 	if err != nil {
 		return err
 	}
@@ -74,18 +83,7 @@ func (s *Server) createObject(c *echo.Context) error {
 }
 
 func (s *Server) updateObject(c *echo.Context) error {
-	t, err := s.parseTarget(c)
-	if err != nil {
-		return err
-	}
-	if t.sub == "history" || t.sub == "reconcile" {
-		return echo.ErrMethodNotAllowed
-	}
-	o, err := parseWriteOptions(c)
-	if err != nil {
-		return err
-	}
-	body, err := readBody(c)
+	t, o, body, err := s.parseWrite(c)
 	if err != nil {
 		return err
 	}
@@ -116,18 +114,7 @@ func putMutation(t target, body map[string]any) mutateFunc {
 }
 
 func (s *Server) patchObject(c *echo.Context) error {
-	t, err := s.parseTarget(c)
-	if err != nil {
-		return err
-	}
-	if t.sub == "history" || t.sub == "reconcile" {
-		return echo.ErrMethodNotAllowed
-	}
-	o, err := parseWriteOptions(c)
-	if err != nil {
-		return err
-	}
-	body, err := readBody(c)
+	t, o, body, err := s.parseWrite(c)
 	if err != nil {
 		return err
 	}
@@ -166,15 +153,7 @@ type deleteOptions struct {
 }
 
 func (s *Server) deleteObject(c *echo.Context) error {
-	t, err := s.parseTarget(c)
-	if err != nil {
-		return err
-	}
-	o, err := parseWriteOptions(c)
-	if err != nil {
-		return err
-	}
-	body, err := readBody(c)
+	t, o, body, err := s.parseWrite(c)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -41,14 +40,13 @@ func (s *Server) sseWatch(c *echo.Context) error {
 	s.cfg.Metrics.WatchStarted("sse")
 	defer s.cfg.Metrics.WatchEnded("sse")
 
-	rc := http.NewResponseController(c.Response())
 	h := c.Response().Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
 	c.Response().WriteHeader(http.StatusOK)
-	sw := &sseWriter{w: c.Response(), rc: rc, timeout: s.cfg.WriteTimeout}
+	sw := &sseWriter{frameWriter: newFrameWriter(c.Response(), s.cfg.WriteTimeout)}
 	if err := sw.write([]byte(sseRetry)); err != nil {
 		return nil
 	}
@@ -100,24 +98,8 @@ func (s *Server) streamSSE(r *http.Request, w *cache.Watcher, sw *sseWriter) {
 	}
 }
 
-// sseWriter writes SSE frames, each under its own write deadline.
-type sseWriter struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	timeout time.Duration
-	buf     bytes.Buffer
-}
-
-func (sw *sseWriter) write(b []byte) error {
-	_ = sw.rc.SetWriteDeadline(time.Now().Add(sw.timeout))
-	_, err := sw.w.Write(b)
-	return err
-}
-
-func (sw *sseWriter) flush() error {
-	_ = sw.rc.SetWriteDeadline(time.Now().Add(sw.timeout))
-	return sw.rc.Flush()
-}
+// sseWriter writes SSE frames.
+type sseWriter struct{ frameWriter }
 
 // event writes `id: <rv>` and `data: {"type":...,"object":...}` around the object's shared bytes.
 func (sw *sseWriter) event(ev cache.Event) error {

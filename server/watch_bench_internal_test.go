@@ -28,7 +28,7 @@ func BenchmarkSSEEncode(b *testing.B) {
 		b.Fatal(err)
 	}
 	w := &discard{h: http.Header{}}
-	sw := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: time.Second}
+	sw := &sseWriter{frameWriter: newFrameWriter(w, time.Second)}
 	ev := cache.Event{Type: cache.Modified, Object: o, ResourceVersion: o.ResourceVersion()}
 	b.ReportAllocs()
 	b.SetBytes(int64(len(o.Raw())))

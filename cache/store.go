@@ -412,3 +412,41 @@ func (s *Store) Close() {
 		s.closeWatcherLocked(w, ErrClosed)
 	}
 }
+
+// DropResource removes every object of gr at once (a DELETED event each, finalizers
+// notwithstanding) and ends the watches on gr alone, as deleting a CRD does. It returns how
+// many objects went.
+func (s *Store) DropResource(_ context.Context, gr GroupResource) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, newErr(ErrClosed, Key{Group: gr.Group, Resource: gr.Resource}, "")
+	}
+	st := s.resources[gr]
+	n := 0
+	if st != nil {
+		var all []*Object
+		for _, m := range st.byNS {
+			all = append(all, sortedObjects(m)...)
+		}
+		for _, cur := range all {
+			obj, err := cur.Decode()
+			if err != nil {
+				return n, err
+			}
+			metadataOf(obj)["resourceVersion"] = formatRV(s.rv + 1)
+			o, err := s.build(cur.key, obj)
+			if err != nil {
+				return n, err
+			}
+			s.commitLocked(Deleted, o, cur)
+			n++
+		}
+	}
+	for w := range s.watchers {
+		if len(w.opts.Resources) == 1 && w.opts.Resources[0] == gr {
+			s.closeWatcherLocked(w, ErrClosed)
+		}
+	}
+	return n, nil
+}

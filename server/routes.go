@@ -22,6 +22,14 @@ func (s *Server) routes() {
 	e.GET("/metrics", s.metrics)
 	e.GET("/watch", s.sseWatch)
 
+	// Discovery.
+	e.GET("/version", s.version)
+	e.GET("/api", s.apiVersions)
+	e.GET("/api/:version", s.coreResources)
+	e.GET("/apis", s.apiGroupList)
+	e.GET("/apis/:group", s.apiGroup)
+	e.GET("/apis/:group/:version", s.groupResources)
+
 	e.GET("/events", s.queryEvents)
 	e.GET("/events/stats", s.eventStats)
 

@@ -141,6 +141,9 @@ func New(cfg Config) (*Server, error) {
 	s.echo.HTTPErrorHandler = s.errorHandler
 	s.echo.Use(s.observe, s.limit)
 	s.routes()
+	if err := s.storeRegisteredCRDs(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -63,6 +63,14 @@ func (s *Server) create(ctx context.Context, t target, obj map[string]any, o wri
 		s.recordRejection(ctx, t, o, key.Name, "", err)
 		return writeResult{}, err
 	}
+	if t.kind == crdKind {
+		if _, err := s.cfg.Store.Get(ctx, key); err == nil {
+			return writeResult{}, &cache.Error{Err: cache.ErrAlreadyExists, Key: key}
+		}
+		if err := s.registerCRD(t, obj, o); err != nil {
+			return writeResult{}, err
+		}
+	}
 	stored, err := s.cfg.Store.Create(ctx, key, obj, cache.WriteOptions{DryRun: o.dryRun})
 	if err != nil {
 		return writeResult{}, err
@@ -135,6 +143,11 @@ func (s *Server) update(ctx context.Context, t target, o writeOptions, mutate mu
 		if err != nil {
 			s.recordRejection(ctx, t, o, t.key.Name, curObj.UID(), err)
 			return writeResult{}, err
+		}
+		if t.sub == "" {
+			if err := s.registerCRD(t, next, o); err != nil {
+				return writeResult{}, err
+			}
 		}
 		stored, err := s.cfg.Store.Update(ctx, t.key, next, cache.WriteOptions{DryRun: o.dryRun})
 		if errors.Is(err, cache.ErrConflict) && !pinned && attempt < maxUpdateAttempts {
@@ -307,7 +320,13 @@ func (s *Server) delete(ctx context.Context, t target, pre cache.Preconditions, 
 	if err := s.checkWritable(t, t.key); err != nil {
 		return nil, false, err
 	}
+	if t.kind == crdKind && t.key.Name == crd.ApplicationCRDName {
+		return nil, false, crdError(t.key.Name, nil, crd.ErrBuiltIn)
+	}
 	obj, removed, err := s.cfg.Store.Delete(ctx, t.key, pre, cache.WriteOptions{DryRun: o.dryRun})
+	if err == nil && removed {
+		err = s.unregisterCRD(ctx, t, o)
+	}
 	if err == nil {
 		s.recordWrite(ctx, t, o, obj, "Deleted", "Deleted")
 	}

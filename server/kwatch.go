@@ -9,7 +9,9 @@ import (
 
 	"github.com/labstack/echo/v5"
 	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/crd"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // The Kubernetes watch protocol (`?watch=true`, SPEC §4.2): newline-delimited
@@ -90,6 +92,9 @@ func (s *Server) kubeWatch(c *echo.Context, t target) error {
 	resp.Header().Set("Cache-Control", "no-cache, private")
 	resp.WriteHeader(http.StatusOK)
 	kw := &kubeWriter{frameWriter: newFrameWriter(resp, s.cfg.WriteTimeout), kind: t.kind.Kind, apiVersion: t.kind.GroupVersion()}
+	if wantsTable(r) {
+		kw.table, kw.includeObject = t.kind, c.QueryParam("includeObject")
+	}
 	if werr != nil {
 		_ = kw.status(toStatus(werr))
 		return nil
@@ -158,15 +163,31 @@ func (s *Server) kubeWatch(c *echo.Context, t target) error {
 type kubeWriter struct {
 	frameWriter
 	kind, apiVersion string
+	// table, when set, sends each object as a one-row Table; only the first carries the column
+	// definitions, as kube-apiserver does.
+	table         *crd.Kind
+	includeObject string
+	headersSent   bool
 }
 
 func (kw *kubeWriter) event(ev cache.Event) error {
+	obj := ev.Object.Raw()
+	if kw.table != nil {
+		tbl, err := table(kw.table, []*cache.Object{ev.Object}, metav1.ListMeta{ResourceVersion: strconv.FormatUint(ev.ResourceVersion, 10)}, kw.includeObject, !kw.headersSent)
+		if err != nil {
+			return err
+		}
+		kw.headersSent = true
+		if obj, err = json.Marshal(tbl); err != nil {
+			return err
+		}
+	}
 	b := &kw.buf
 	b.Reset()
 	b.WriteString(`{"type":"`)
 	b.WriteString(string(ev.Type))
 	b.WriteString(`","object":`)
-	b.Write(ev.Object.Raw())
+	b.Write(obj)
 	b.WriteString("}\n")
 	return kw.write(b.Bytes())
 }

@@ -22,6 +22,20 @@ func (s *Server) getObject(c *echo.Context) error {
 	case "reconcile":
 		return echo.ErrMethodNotAllowed
 	}
+	if t.sub == "" && wantsTable(c.Request()) {
+		if err := validIncludeObject(c.QueryParam("includeObject")); err != nil {
+			return err
+		}
+		o, err := s.cfg.Store.Get(c.Request().Context(), t.key)
+		if err != nil {
+			return err
+		}
+		tbl, err := table(t.kind, []*cache.Object{o}, metav1.ListMeta{ResourceVersion: formatRV(o.ResourceVersion())}, c.QueryParam("includeObject"), true)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, tbl)
+	}
 	body, err := s.get(c.Request().Context(), t)
 	if err != nil {
 		return err
@@ -41,11 +55,21 @@ func (s *Server) listObjects(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	body, err := s.list(c.Request().Context(), t, q)
+	items, meta, err := s.list(c.Request().Context(), t, q)
 	if err != nil {
 		return err
 	}
-	return writeRaw(c, http.StatusOK, body)
+	if wantsTable(c.Request()) {
+		if err := validIncludeObject(c.QueryParam("includeObject")); err != nil {
+			return err
+		}
+		tbl, err := table(t.kind, items, meta, c.QueryParam("includeObject"), true)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, tbl)
+	}
+	return writeRaw(c, http.StatusOK, encodeList(t.kind.GroupVersion(), t.kind.ListKind, meta, items))
 }
 
 // parseWrite parses what every write handler needs: the target, the write options and the body.

@@ -13,6 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 )
 
 // Patch media types.
@@ -59,6 +63,21 @@ func (s *Server) patch(ctx context.Context, t target, patchType string, body []b
 		}
 	case applyPatchType:
 		return s.applyPatch(ctx, t, body, o)
+	case strategicPatchType:
+		schema, ok := strategicSchemas[t.kind.Kind]
+		if !ok || !isBuiltin(t.kind) {
+			return writeResult{}, false, unsupportedMediaType(customResourcePatchTypes)
+		}
+		if _, err := decodeJSONObject(body); err != nil {
+			return writeResult{}, false, err
+		}
+		apply = func(doc []byte) ([]byte, error) {
+			out, err := strategicpatch.StrategicMergePatch(doc, body, schema)
+			if err != nil {
+				return nil, invalidPatch(t, err)
+			}
+			return out, nil
+		}
 	default:
 		return writeResult{}, false, unsupportedMediaType(customResourcePatchTypes)
 	}
@@ -81,6 +100,13 @@ func (s *Server) patch(ctx context.Context, t target, patchType string, body []b
 		return next, stringOf(metadataOf(next)["resourceVersion"]) != stringOf(metadataOf(cur)["resourceVersion"]), nil
 	})
 	return res, false, err
+}
+
+// strategicSchemas are the Go types strategic merge patches of built-in kinds follow.
+var strategicSchemas = map[string]any{
+	"Namespace": &corev1.Namespace{},
+	"Event":     &corev1.Event{},
+	"Lease":     &coordinationv1.Lease{},
 }
 
 // applyPatch is a simplified server-side apply: the applied configuration creates the object

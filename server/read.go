@@ -96,31 +96,32 @@ func parseListQuery(q map[string][]string) (listQuery, error) {
 	return lq, nil
 }
 
-// list returns the encoded <Kind>List for t (every namespace when t.key.Namespace is empty).
-func (s *Server) list(ctx context.Context, t target, q listQuery) ([]byte, error) {
+// list returns one page of t's objects (every namespace when t.key.Namespace is empty) and its
+// ListMeta.
+func (s *Server) list(ctx context.Context, t target, q listQuery) ([]*cache.Object, metav1.ListMeta, error) {
 	st := s.cfg.Store
 	current := st.ResourceVersion()
 	if q.rv != "" && q.rv != "0" && q.cont == nil {
 		rv, _ := cache.ParseResourceVersion(q.rv)
 		switch {
 		case rv > current:
-			return nil, tooLargeResourceVersion(rv, current)
+			return nil, metav1.ListMeta{}, tooLargeResourceVersion(rv, current)
 		case q.rvMatch == "Exact" && rv != current:
-			return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, current))
+			return nil, metav1.ListMeta{}, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, current))
 		}
 	}
 	opts := []cache.ListOption{cache.InNamespace(t.key.Namespace), cache.MatchingLabels(q.label), cache.MatchingFields(q.field), cache.Limit(q.limit)}
 	listRV := uint64(0)
 	if q.cont != nil {
 		if err := st.CheckResourceVersion(q.cont.RV, t.key.GroupResource()); err != nil {
-			return nil, apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
+			return nil, metav1.ListMeta{}, apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
 		}
 		listRV = q.cont.RV
 		opts = append(opts, cache.After(q.cont.Namespace, q.cont.Name))
 	}
 	res, err := st.List(ctx, t.key.GroupResource(), opts...)
 	if err != nil {
-		return nil, err
+		return nil, metav1.ListMeta{}, err
 	}
 	if listRV == 0 {
 		listRV = res.ResourceVersion
@@ -132,7 +133,7 @@ func (s *Server) list(ctx context.Context, t target, q listQuery) ([]byte, error
 		n := int64(res.Remaining)
 		meta.RemainingItemCount = &n
 	}
-	return encodeList(t.kind.GroupVersion(), t.kind.ListKind, meta, res.Items), nil
+	return res.Items, meta, nil
 }
 
 // encodeList writes a <Kind>List around the stored objects' shared bytes, without re-encoding

@@ -94,7 +94,7 @@ func (s *Server) createObject(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	obj, err := decodeObject(mediaType(c.Request()), body)
+	obj, err := decodeObject(t, mediaType(c.Request()), body)
 	if err != nil {
 		return err
 	}
@@ -111,7 +111,7 @@ func (s *Server) updateObject(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	obj, err := decodeObject(mediaType(c.Request()), body)
+	obj, err := decodeObject(t, mediaType(c.Request()), body)
 	if err != nil {
 		return err
 	}
@@ -184,6 +184,15 @@ func (s *Server) deleteObject(c *echo.Context) error {
 	var pre cache.Preconditions
 	if len(body) > 0 {
 		var opts deleteOptions
+		if mediaType(c.Request()) == protobufType {
+			m, err := decodeProtobuf(body)
+			if err != nil {
+				return err
+			}
+			if body, err = json.Marshal(m); err != nil {
+				return err
+			}
+		}
 		if err := json.Unmarshal(body, &opts); err != nil {
 			return badRequest("the body of the request is not valid DeleteOptions: %v", err)
 		}

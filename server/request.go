@@ -102,9 +102,15 @@ func mediaType(r *http.Request) string {
 
 const objectMediaTypes = "application/json, application/yaml"
 
-// decodeObject decodes a create or update body (JSON or YAML) into a JSON object.
-func decodeObject(contentType string, body []byte) (map[string]any, error) {
+// decodeObject decodes a create or update body (JSON, YAML, or protobuf for built-in kinds)
+// into a JSON object.
+func decodeObject(t target, contentType string, body []byte) (map[string]any, error) {
 	switch contentType {
+	case protobufType:
+		if !isBuiltin(t.kind) {
+			return nil, unsupportedMediaType(objectMediaTypes)
+		}
+		return decodeProtobuf(body)
 	case "", "application/json", "*/*":
 	case "application/yaml", "application/x-yaml", "text/yaml":
 		j, err := yaml.YAMLToJSON(body)

@@ -29,6 +29,8 @@ func (s *Server) routes() {
 	e.GET("/apis", s.apiGroupList)
 	e.GET("/apis/:group", s.apiGroup)
 	e.GET("/apis/:group/:version", s.groupResources)
+	e.GET("/openapi/v3", s.openAPIRoot)
+	e.GET("/openapi/v3/*", s.openAPIDocument)
 
 	e.GET("/events", s.queryEvents)
 	e.GET("/events/stats", s.eventStats)

@@ -1,0 +1,140 @@
+package server
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/labstack/echo/v5"
+	"github.com/opemu/opemu/crd"
+)
+
+// OpenAPI v3 (SPEC §4.2): a root listing one document per group-version, each with a get and
+// a patch operation per kind (carrying x-kubernetes-group-version-kind and the fieldValidation
+// parameter, so kubectl validates on the server) and a component schema per kind (for kubectl
+// explain). Each document's hash changes with its content, so kubectl's HTTP cache follows CRD
+// changes.
+
+// openAPIDocs builds every group-version document, keyed by "api/v1" or "apis/<g>/<v>".
+func (s *Server) openAPIDocs() map[string][]byte {
+	byGV := map[string][]*crd.Kind{}
+	for _, k := range s.servedKinds() {
+		p := "api/" + k.Version
+		if k.Group != "" {
+			p = "apis/" + k.Group + "/" + k.Version
+		}
+		byGV[p] = append(byGV[p], k)
+	}
+	out := make(map[string][]byte, len(byGV))
+	for p, kinds := range byGV {
+		out[p] = openAPIDoc(kinds)
+	}
+	return out
+}
+
+func openAPIDoc(kinds []*crd.Kind) []byte {
+	paths := map[string]any{}
+	schemas := map[string]any{}
+	for _, k := range kinds {
+		gvk := map[string]string{"group": k.Group, "version": k.Version, "kind": k.Kind}
+		name := schemaName(k)
+		ref := map[string]any{"$ref": "#/components/schemas/" + name}
+		okResp := map[string]any{"200": map[string]any{"description": "OK", "content": map[string]any{"application/json": map[string]any{"schema": ref}}}}
+		patchTypes := map[string]any{
+			"application/merge-patch+json": map[string]any{"schema": map[string]any{"type": "object"}},
+			"application/json-patch+json":  map[string]any{"schema": map[string]any{"type": "object"}},
+			"application/apply-patch+yaml": map[string]any{"schema": map[string]any{"type": "object"}},
+		}
+		if isBuiltin(k) && k != crdKind {
+			patchTypes["application/strategic-merge-patch+json"] = map[string]any{"schema": map[string]any{"type": "object"}}
+		}
+		query := func(n string) map[string]any {
+			return map[string]any{"name": n, "in": "query", "schema": map[string]any{"type": "string", "uniqueItems": true}}
+		}
+		base := "/api/" + k.Version
+		if k.Group != "" {
+			base = "/apis/" + k.Group + "/" + k.Version
+		}
+		params := []any{map[string]any{"name": "name", "in": "path", "required": true, "schema": map[string]any{"type": "string", "uniqueItems": true}}}
+		if k.Namespaced {
+			base += "/namespaces/{namespace}"
+			params = append(params, map[string]any{"name": "namespace", "in": "path", "required": true, "schema": map[string]any{"type": "string", "uniqueItems": true}})
+		}
+		op := strings.ToUpper(k.Kind[:1]) + k.Kind[1:]
+		paths[base+"/"+k.Plural+"/{name}"] = map[string]any{
+			"parameters": params,
+			"get":        map[string]any{"operationId": "read" + op, "x-kubernetes-action": "get", "x-kubernetes-group-version-kind": gvk, "responses": okResp},
+			"put": map[string]any{"operationId": "replace" + op, "x-kubernetes-action": "put", "x-kubernetes-group-version-kind": gvk,
+				"parameters": []any{query("dryRun"), query("fieldManager"), query("fieldValidation")}, "responses": okResp},
+			"patch": map[string]any{"operationId": "patch" + op, "x-kubernetes-action": "patch", "x-kubernetes-group-version-kind": gvk,
+				"parameters":  []any{query("dryRun"), query("fieldManager"), query("fieldValidation"), query("force")},
+				"requestBody": map[string]any{"required": true, "content": patchTypes}, "responses": okResp},
+		}
+		paths[base+"/"+k.Plural] = map[string]any{
+			"post": map[string]any{"operationId": "create" + op, "x-kubernetes-action": "post", "x-kubernetes-group-version-kind": gvk,
+				"parameters": []any{query("dryRun"), query("fieldManager"), query("fieldValidation")}, "responses": okResp},
+		}
+		var schema map[string]any
+		if k.Schema != nil {
+			raw, _ := json.Marshal(k.Schema)
+			_ = json.Unmarshal(raw, &schema)
+		} else {
+			schema = map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+				"properties": map[string]any{"apiVersion": map[string]any{"type": "string"}, "kind": map[string]any{"type": "string"}, "metadata": map[string]any{"type": "object"}}}
+		}
+		schema["x-kubernetes-group-version-kind"] = []any{gvk}
+		schemas[name] = schema
+	}
+	doc := map[string]any{
+		"openapi":    "3.0.0",
+		"info":       map[string]any{"title": "opemu", "version": versionInfo["gitVersion"]},
+		"paths":      paths,
+		"components": map[string]any{"schemas": schemas},
+	}
+	b, _ := json.Marshal(doc)
+	return b
+}
+
+// schemaName reverses the group like Kubernetes does: dev.elide.cloudnative.v1.Application.
+func schemaName(k *crd.Kind) string {
+	parts := strings.Split(k.Group, ".")
+	for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
+		parts[i], parts[j] = parts[j], parts[i]
+	}
+	g := strings.Join(parts, ".")
+	if g == "" {
+		g = "io.k8s.api.core"
+	}
+	return g + "." + k.Version + "." + k.Kind
+}
+
+func docHash(b []byte) string {
+	h := sha256.Sum256(b)
+	return strings.ToUpper(hex.EncodeToString(h[:8]))
+}
+
+func (s *Server) openAPIRoot(c *echo.Context) error {
+	docs := s.openAPIDocs()
+	keys := make([]string, 0, len(docs))
+	for k := range docs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	paths := map[string]any{}
+	for _, k := range keys {
+		paths[k] = map[string]string{"serverRelativeURL": "/openapi/v3/" + k + "?hash=" + docHash(docs[k])}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"paths": paths})
+}
+
+func (s *Server) openAPIDocument(c *echo.Context) error {
+	p := strings.TrimPrefix(c.Request().URL.Path, "/openapi/v3/")
+	doc, ok := s.openAPIDocs()[p]
+	if !ok {
+		return echo.ErrNotFound
+	}
+	return c.Blob(http.StatusOK, "application/json", doc)
+}

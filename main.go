@@ -37,6 +37,9 @@ func main() {
 
 // run is main without os.Exit: it returns the process exit code (2 for invalid configuration).
 func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "kubeconfig" {
+		return runKubeconfig(args[1:], lookupEnv, stdout, stderr)
+	}
 	cfg, err := parseConfig(args, lookupEnv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/crd"
@@ -43,36 +44,44 @@ func (s *Server) storeRegisteredCRDs() error {
 	return nil
 }
 
+// celWarning is the Warning a CRD with CEL rules gets: opemu does not evaluate them.
+const celWarning = "x-kubernetes-validations (CEL rules) are accepted but not evaluated by opemu"
+
 // registerCRD registers obj's kinds before it is stored and replaces obj with the registry's
-// copy (names defaulted, Established and NamesAccepted). A dry run only validates.
-func (s *Server) registerCRD(t target, obj map[string]any, o writeOptions) error {
+// copy (names defaulted, Established and NamesAccepted). A dry run only validates. It returns
+// the warnings to send.
+func (s *Server) registerCRD(t target, obj map[string]any, o writeOptions) ([]string, error) {
 	if t.kind != crdKind {
-		return nil
+		return nil, nil
 	}
 	var c apiextv1.CustomResourceDefinition
 	raw, err := json.Marshal(obj)
 	if err != nil {
-		return badRequest("%v", err)
+		return nil, badRequest("%v", err)
 	}
 	if err := json.Unmarshal(raw, &c); err != nil {
-		return badRequest("the body is not a CustomResourceDefinition: %v", err)
+		return nil, badRequest("the body is not a CustomResourceDefinition: %v", err)
+	}
+	var warnings []string
+	if strings.Contains(string(raw), `"x-kubernetes-validations"`) {
+		warnings = append(warnings, celWarning)
 	}
 	if o.dryRun {
 		scratch, err := crd.New()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		_, errs, err := scratch.Register(&c)
-		return crdError(c.Name, errs, err)
+		return warnings, crdError(c.Name, errs, err)
 	}
 	stored, errs, err := s.cfg.CRDs.Register(&c)
 	if err := crdError(c.Name, errs, err); err != nil {
-		return err
+		return nil, err
 	}
 	md := metadataOf(obj)
 	next, err := toMap(stored)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	next["metadata"] = md
 	for k := range obj {
@@ -81,7 +90,7 @@ func (s *Server) registerCRD(t target, obj map[string]any, o writeOptions) error
 	for k, v := range next {
 		obj[k] = v
 	}
-	return nil
+	return warnings, nil
 }
 
 func crdError(name string, errs field.ErrorList, err error) error {

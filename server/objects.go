@@ -181,35 +181,9 @@ func (s *Server) deleteObject(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var pre cache.Preconditions
-	if len(body) > 0 {
-		var opts deleteOptions
-		if mediaType(c.Request()) == protobufType {
-			m, err := decodeProtobuf(body)
-			if err != nil {
-				return err
-			}
-			if body, err = json.Marshal(m); err != nil {
-				return err
-			}
-		}
-		if err := json.Unmarshal(body, &opts); err != nil {
-			return badRequest("the body of the request is not valid DeleteOptions: %v", err)
-		}
-		if p := opts.Preconditions; p != nil {
-			if p.UID != nil {
-				pre.UID = *p.UID
-			}
-			if p.ResourceVersion != nil {
-				pre.ResourceVersion = *p.ResourceVersion
-			}
-		}
-		for _, d := range opts.DryRun {
-			if d != "All" {
-				return badRequest("Invalid dryRun value %q: only \"All\" is supported", d)
-			}
-			o.dryRun = true
-		}
+	pre, o, err := parseDeleteOptions(c, body, o)
+	if err != nil {
+		return err
 	}
 	obj, removed, err := s.delete(c.Request().Context(), t, pre, o)
 	if err != nil {
@@ -223,4 +197,63 @@ func (s *Server) deleteObject(c *echo.Context) error {
 		Status:   metav1.StatusSuccess,
 		Details:  &metav1.StatusDetails{Name: t.key.Name, Group: t.kind.Group, Kind: t.kind.Plural, UID: apiUID(obj.UID())},
 	})
+}
+
+// deleteCollection deletes every object of the list selected by the query (labelSelector,
+// fieldSelector) and answers them as a <Kind>List: removed ones in their last state, ones held
+// by finalizers marked for deletion.
+func (s *Server) deleteCollection(c *echo.Context) error {
+	t, o, body, err := s.parseWrite(c)
+	if err != nil {
+		return err
+	}
+	pre, o, err := parseDeleteOptions(c, body, o)
+	if err != nil {
+		return err
+	}
+	q, err := parseListQuery(c.Request().URL.Query())
+	if err != nil {
+		return err
+	}
+	q.limit, q.cont = 0, nil
+	objs, meta, err := s.deleteAll(c.Request().Context(), t, q, pre, o)
+	if err != nil {
+		return err
+	}
+	return writeRaw(c, http.StatusOK, encodeList(t.kind.GroupVersion(), t.kind.ListKind, meta, objs))
+}
+
+// parseDeleteOptions reads an optional DeleteOptions body (JSON or protobuf).
+func parseDeleteOptions(c *echo.Context, body []byte, o writeOptions) (cache.Preconditions, writeOptions, error) {
+	var pre cache.Preconditions
+	if len(body) > 0 {
+		var opts deleteOptions
+		if mediaType(c.Request()) == protobufType {
+			m, err := decodeProtobuf(body)
+			if err != nil {
+				return pre, o, err
+			}
+			if body, err = json.Marshal(m); err != nil {
+				return pre, o, err
+			}
+		}
+		if err := json.Unmarshal(body, &opts); err != nil {
+			return pre, o, badRequest("the body of the request is not valid DeleteOptions: %v", err)
+		}
+		if p := opts.Preconditions; p != nil {
+			if p.UID != nil {
+				pre.UID = *p.UID
+			}
+			if p.ResourceVersion != nil {
+				pre.ResourceVersion = *p.ResourceVersion
+			}
+		}
+		for _, d := range opts.DryRun {
+			if d != "All" {
+				return pre, o, badRequest("Invalid dryRun value %q: only \"All\" is supported", d)
+			}
+			o.dryRun = true
+		}
+	}
+	return pre, o, nil
 }

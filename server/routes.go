@@ -41,6 +41,7 @@ func (s *Server) routes() {
 		"/api/:version/namespaces/:namespace", "/api/:version"} {
 		e.GET(prefix+"/:resource", s.listObjects)
 		e.POST(prefix+"/:resource", s.createObject)
+		e.DELETE(prefix+"/:resource", s.deleteCollection)
 		e.GET(prefix+"/:resource/:name", s.getObject)
 		e.PUT(prefix+"/:resource/:name", s.updateObject)
 		e.PATCH(prefix+"/:resource/:name", s.patchObject)

@@ -67,9 +67,11 @@ func (s *Server) create(ctx context.Context, t target, obj map[string]any, o wri
 		if _, err := s.cfg.Store.Get(ctx, key); err == nil {
 			return writeResult{}, &cache.Error{Err: cache.ErrAlreadyExists, Key: key}
 		}
-		if err := s.registerCRD(t, obj, o); err != nil {
+		w, err := s.registerCRD(t, obj, o)
+		if err != nil {
 			return writeResult{}, err
 		}
+		warnings = append(warnings, w...)
 	}
 	stored, err := s.cfg.Store.Create(ctx, key, obj, cache.WriteOptions{DryRun: o.dryRun})
 	if err != nil {
@@ -145,9 +147,11 @@ func (s *Server) update(ctx context.Context, t target, o writeOptions, mutate mu
 			return writeResult{}, err
 		}
 		if t.sub == "" {
-			if err := s.registerCRD(t, next, o); err != nil {
+			w, err := s.registerCRD(t, next, o)
+			if err != nil {
 				return writeResult{}, err
 			}
+			warnings = append(warnings, w...)
 		}
 		stored, err := s.cfg.Store.Update(ctx, t.key, next, cache.WriteOptions{DryRun: o.dryRun})
 		if errors.Is(err, cache.ErrConflict) && !pinned && attempt < maxUpdateAttempts {
@@ -340,4 +344,27 @@ func (s *Server) checkWritable(t target, key cache.Key) error {
 			errors.New("this Lease mirrors the file lease backend and is written only by the elector"))
 	}
 	return nil
+}
+
+// deleteAll deletes every object q selects in t (deletecollection), one Delete each.
+func (s *Server) deleteAll(ctx context.Context, t target, q listQuery, pre cache.Preconditions, o writeOptions) ([]*cache.Object, metav1.ListMeta, error) {
+	items, meta, err := s.list(ctx, t, q)
+	if err != nil {
+		return nil, meta, err
+	}
+	out := make([]*cache.Object, 0, len(items))
+	for _, it := range items {
+		one := t
+		one.key = it.Key()
+		obj, _, err := s.delete(ctx, one, pre, o)
+		if errors.Is(err, cache.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, meta, err
+		}
+		out = append(out, obj)
+	}
+	meta.ResourceVersion = formatRV(s.cfg.Store.ResourceVersion())
+	return out, meta, nil
 }

@@ -27,6 +27,11 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	if b := os.Getenv("OPEMU_TEST_BINARY"); b != "" {
+		// A child run (see TestClientGoInformer) reuses the parent's binary.
+		binary = b
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "opemu-bin-")
 	if err != nil {
 		panic(err)

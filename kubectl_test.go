@@ -131,8 +131,10 @@ func TestKubectl(t *testing.T) {
 	assert.Regexp(t, `w1\s+3`, k.run("get", "widgets"))
 	assert.Regexp(t, `w1\s+3\s+blue`, k.run("get", "wd", "-o", "wide"))
 
-	// Server-side apply.
-	assert.Contains(t, k.run("apply", "--server-side", "-f", "examples/application.yaml"), "serverside-applied")
+	// Server-side apply: spec.replicas was last set by scale and patch, so taking it back needs
+	// --force-conflicts, as on a real cluster.
+	assert.Contains(t, k.run("apply", "--server-side", "--force-conflicts", "-f", "examples/application.yaml"), "serverside-applied")
+	assert.Equal(t, "3", k.run("get", "app", "demo", "-o", "jsonpath={.spec.replicas}"))
 
 	// delete waits for the controller's finalizer cleanup, then returns.
 	assert.Contains(t, k.run("delete", "app", "demo", "--timeout=20s"), `"demo" deleted`)

@@ -62,6 +62,7 @@ func (s *Server) patch(ctx context.Context, t target, patchType string, body []b
 			return out, nil
 		}
 	case applyPatchType:
+		o.applying = true
 		return s.applyPatch(ctx, t, body, o)
 	case strategicPatchType:
 		schema, ok := strategicSchemas[t.kind.Kind]
@@ -109,9 +110,9 @@ var strategicSchemas = map[string]any{
 	"Lease":     &coordinationv1.Lease{},
 }
 
-// applyPatch is a simplified server-side apply: the applied configuration creates the object
-// when it is missing and is otherwise merged over the live object (a JSON merge patch).
-// TODO(opemu): field ownership through managedfields (issue "kubectl and client-go work").
+// applyPatch is server-side apply (ssa.go): the applied configuration creates the object when
+// it is missing, and is otherwise merged with field ownership; a field another manager owns is
+// a 409 unless force is set.
 func (s *Server) applyPatch(ctx context.Context, t target, body []byte, o writeOptions) (writeResult, bool, error) {
 	if o.fieldManager == "" {
 		return writeResult{}, false, apierrors.NewInvalid(schema.GroupKind{Group: "meta.k8s.io", Kind: "PatchOptions"}, "",
@@ -128,25 +129,24 @@ func (s *Server) applyPatch(ctx context.Context, t target, body []byte, o writeO
 	if err != nil {
 		return writeResult{}, false, err
 	}
+	if err := checkTypeMeta(t.kind, applied); err != nil {
+		return writeResult{}, false, err
+	}
 	if name := stringOf(metadataOf(applied)["name"]); name != t.key.Name {
 		return writeResult{}, false, badRequest("the name of the object (%s) does not match the name on the URL (%s)", name, t.key.Name)
 	}
 	if _, err := s.cfg.Store.Get(ctx, t.key); errors.Is(err, cache.ErrNotFound) {
-		res, err := s.create(ctx, t, applied, o)
+		obj, err := applyObject(t.kind, nil, applied, o.fieldManager, o.force)
+		if err != nil {
+			return writeResult{}, false, err
+		}
+		res, err := s.create(ctx, t, obj, o)
 		return res, true, err
 	}
 	res, err := s.update(ctx, t, o, func(cur map[string]any) (map[string]any, bool, error) {
-		doc, err := json.Marshal(cur)
+		next, err := applyObject(t.kind, cur, deepCopy(applied), o.fieldManager, o.force)
 		if err != nil {
 			return nil, false, err
-		}
-		out, err := jsonpatch.MergePatch(doc, js)
-		if err != nil {
-			return nil, false, invalidPatch(t, err)
-		}
-		next, err := decodeJSONObject(out)
-		if err != nil {
-			return nil, false, invalidPatch(t, err)
 		}
 		return next, stringOf(metadataOf(next)["resourceVersion"]) != stringOf(metadataOf(cur)["resourceVersion"]), nil
 	})

@@ -170,6 +170,7 @@ type writeOptions struct {
 	fieldValidation string // "Ignore", "Warn" or "Strict"
 	fieldManager    string
 	force           bool
+	applying        bool // a server-side apply: ownership is already recorded
 }
 
 func parseWriteOptions(c *echo.Context) (writeOptions, error) {

@@ -106,6 +106,9 @@ func (s *Server) update(ctx context.Context, t target, o writeOptions, mutate mu
 		if err != nil {
 			return writeResult{}, err
 		}
+		if t.sub == "" && !o.applying {
+			next = trackUpdate(t.kind, cur, next, o.fieldManager)
+		}
 		if err := checkTypeMeta(t.kind, next); err != nil {
 			return writeResult{}, err
 		}

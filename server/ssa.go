@@ -1,0 +1,143 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/opemu/opemu/crd"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+)
+
+// Server-side apply through apimachinery's managedfields: field ownership in
+// metadata.managedFields, conflicts between managers, removal of fields a manager stops
+// applying. Types are deduced from the objects (maps are granular, lists atomic), as for a CRD
+// without a schema. To keep plain writes cheap, ownership is tracked only for objects that a
+// server-side apply has touched: once an object carries managedFields, every later write to it
+// records its manager too.
+
+// fieldManagers caches one FieldManager per served kind.
+var fieldManagers sync.Map // schema.GroupVersionKind → *managedfields.FieldManager
+
+func fieldManagerFor(k *crd.Kind) (*managedfields.FieldManager, error) {
+	gvk := schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind}
+	if fm, ok := fieldManagers.Load(gvk); ok {
+		return fm.(*managedfields.FieldManager), nil
+	}
+	fm, err := managedfields.NewDefaultCRDFieldManager(managedfields.NewDeducedTypeConverter(), unstructuredConvertor{}, noDefaults{},
+		unstructuredCreater{}, gvk, gvk.GroupVersion(), "", nil)
+	if err != nil {
+		return nil, err
+	}
+	actual, _ := fieldManagers.LoadOrStore(gvk, fm)
+	return actual.(*managedfields.FieldManager), nil
+}
+
+// applyObject merges applied into live (nil: the object does not exist yet) as manager.
+func applyObject(k *crd.Kind, live, applied map[string]any, manager string, force bool) (map[string]any, error) {
+	fm, err := fieldManagerFor(k)
+	if err != nil {
+		return nil, err
+	}
+	liveObj := &unstructured.Unstructured{Object: plainNumbers(live)}
+	applied = plainNumbers(applied)
+	if live == nil {
+		liveObj = &unstructured.Unstructured{Object: map[string]any{}}
+		liveObj.SetAPIVersion(k.GroupVersion())
+		liveObj.SetKind(k.Kind)
+	}
+	out, err := fm.Apply(liveObj, &unstructured.Unstructured{Object: applied}, manager, force)
+	if err != nil {
+		return nil, err
+	}
+	return out.(*unstructured.Unstructured).Object, nil
+}
+
+// trackUpdate records manager's ownership of what it changed from live to next, when live is
+// already tracked.
+func trackUpdate(k *crd.Kind, live, next map[string]any, manager string) map[string]any {
+	md, _ := live["metadata"].(map[string]any)
+	if _, tracked := md["managedFields"]; !tracked {
+		return next
+	}
+	fm, err := fieldManagerFor(k)
+	if err != nil {
+		return next
+	}
+	if manager == "" {
+		manager = "unknown"
+	}
+	out := fm.UpdateNoErrors(&unstructured.Unstructured{Object: plainNumbers(live)}, &unstructured.Unstructured{Object: plainNumbers(next)}, manager)
+	return out.(*unstructured.Unstructured).Object
+}
+
+// plainNumbers returns m with json.Number values as int64 or float64, the number types
+// structured-merge-diff understands.
+func plainNumbers(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	return plainValue(m).(map[string]any)
+}
+
+func plainValue(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = plainValue(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = plainValue(e)
+		}
+		return out
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return i
+		}
+		f, _ := v.Float64()
+		return f
+	}
+	return v
+}
+
+// unstructuredConvertor converts nothing: every served version shares one stored form.
+type unstructuredConvertor struct{}
+
+func (unstructuredConvertor) Convert(in, out, _ any) error {
+	return fmt.Errorf("server: conversion is not supported")
+}
+
+func (unstructuredConvertor) ConvertToVersion(in runtime.Object, gv runtime.GroupVersioner) (runtime.Object, error) {
+	u, ok := in.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("server: cannot convert %T", in)
+	}
+	out := u.DeepCopy()
+	if target, ok := gv.KindForGroupVersionKinds([]schema.GroupVersionKind{u.GroupVersionKind()}); ok {
+		out.SetGroupVersionKind(target)
+	}
+	return out, nil
+}
+
+func (unstructuredConvertor) ConvertFieldLabel(_ schema.GroupVersionKind, label, value string) (string, string, error) {
+	return label, value, nil
+}
+
+type noDefaults struct{}
+
+func (noDefaults) Default(runtime.Object) {}
+
+type unstructuredCreater struct{}
+
+func (unstructuredCreater) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetGroupVersionKind(gvk)
+	return u, nil
+}

@@ -21,6 +21,7 @@ func (s *Server) routes() {
 	e.POST("/mutate", s.review(true))
 	e.GET("/metrics", s.metrics)
 	e.GET("/watch", s.sseWatch)
+	s.uiRoutes()
 
 	// Discovery.
 	e.GET("/version", s.version)

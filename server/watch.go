@@ -170,6 +170,9 @@ func (s *Server) parseSSE(r *http.Request) (cache.WatchOptions, error) {
 		if opts.ResourceVersion, err = cache.ParseResourceVersion(id); err != nil || opts.ResourceVersion == 0 {
 			return opts, badRequest("Last-Event-ID %q is not a valid resource version", id)
 		}
+		// A browser resuming a stream it opened with initial=true wants what it missed, not the
+		// snapshot again.
+		opts.SendInitialEvents = false
 	}
 	return opts, nil
 }

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+)
+
+var updateScreenshot = flag.Bool("update-screenshot", false, "rewrite docs/dashboard.png")
+
+const chromiumPath = "/usr/bin/chromium"
+
+// browser starts headless Chromium (Debian's) and returns a context for chromedp.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("Chromium is required in CI and is missing at %s (.ci/run installs the Debian package chromium): %v", chromiumPath, err)
+		}
+		t.Skipf("Chromium not installed at %s", chromiumPath)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 900),
+	)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(alloc)
+	t.Cleanup(func() { cancelCtx(); cancelAlloc() })
+	return ctx
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestDashboard loads /ui/ in headless Chromium, creates an Application through the form, sees
+// it reach Running in the table; then restarts the server and sees the page re-list.
+func TestDashboard(t *testing.T) {
+	t.Parallel()
+	addr := freePort(t)
+	env := []string{"ADDR=" + addr, "ROLLOUT_STEP=300ms", "ENABLE_LEADER_ELECTION=false"}
+	p := start(t, env...)
+	ctx := browser(t)
+	// The first action starts the browser; it must not run under a timeout (chromedp.Run).
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate("about:blank")))
+	run := func(timeout time.Duration, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		c, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		require.NoError(t, chromedp.Do(c, actions...))
+	}
+	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
+
+	run(30*time.Second,
+		chromedp.Navigate("http://"+addr+"/ui/"),
+		chromedp.WaitVisible(css(`#conn[data-state="live"]`)),
+		chromedp.SetValue(css("#new-name"), "web"),
+		chromedp.SetValue(css("#new-replicas"), "3"),
+		chromedp.Click(css("#create-btn")),
+		chromedp.WaitVisible(css(`tr[data-name="web"]`)),
+		chromedp.WaitVisible(css(`tr[data-name="web"][data-phase="Running"]`)),
+	)
+	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	ready, err := chromedp.Run(tctx, chromedp.Text(css(`tr[data-name="web"] td.ready`)))
+	cancel()
+	require.NoError(t, err)
+	require.Equal(t, "3 / 3", strings.TrimSpace(ready))
+
+	// Select it: the detail panel shows history and events from the public API.
+	run(15*time.Second,
+		chromedp.Click(css(`tr[data-name="web"]`)),
+		chromedp.WaitVisible(css(`#detail`)),
+		chromedp.WaitVisible(css(`#history tbody tr`)),
+		chromedp.WaitVisible(css(`#events tbody tr`)),
+	)
+	if *updateScreenshot {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
+		cancel()
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile("docs/dashboard.png", png, 0o644))
+	}
+
+	// Restart the server on the same address: the page reconnects, gets the expired ERROR for
+	// its old Last-Event-ID, and re-lists: the old object is gone, a new one appears.
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 0, p.wait(t, 5*time.Second))
+	p2 := start(t, env...)
+	require.Equal(t, addr, p2.addr)
+	resp, err := http.Post("http://"+addr+"/apis/cloudnative.elide.dev/v1/namespaces/default/applications", "application/json",
+		strings.NewReader(`{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","metadata":{"name":"after-restart"},"spec":{"replicas":1,"image":"nginx:1.27"}}`))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	run(30*time.Second,
+		chromedp.WaitVisible(css(`tr[data-name="after-restart"]`)),
+		chromedp.WaitNotPresent(css(`tr[data-name="web"]`)),
+		chromedp.WaitVisible(css(`#conn[data-state="live"]`)),
+		chromedp.WaitVisible(css(`#timeline li.t-ERROR`)),
+	)
+	fmt.Fprintln(os.Stderr, "dashboard: reconnected and re-listed after a restart")
+}

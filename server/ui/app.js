@@ -1,0 +1,200 @@
+// opemu dashboard: one SSE stream (/watch?kind=all&initial=true) feeds everything; the rest is
+// the public API (/leader, /metrics, /events, .../history, CRUD). No build step.
+"use strict";
+
+const hidden = new Set(["Event", "Lease", "Namespace", "CustomResourceDefinition"]);
+const objects = new Map(); // key → object, as the store has it
+const previous = new Map(); // key → the state before its last change
+const timeline = [];
+let selected = null;
+let source = null;
+
+const $ = (id) => document.getElementById(id);
+const keyOf = (o) => `${o.apiVersion}|${o.kind}|${o.metadata.namespace || ""}|${o.metadata.name}`;
+const plural = (o) => (o.kind === "Application" ? "applications" : o.kind.toLowerCase() + "s");
+const pathOf = (o) => `/apis/${o.apiVersion}/namespaces/${o.metadata.namespace}/${plural(o)}/${o.metadata.name}`;
+const esc = (s) => String(s ?? "").replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+
+function setConn(state) {
+  $("conn").textContent = state;
+  $("conn").dataset.state = state;
+}
+
+// connect opens the stream. The browser resumes by itself after a network error (sending
+// Last-Event-ID); when the server cannot resume (it restarted, or we fell behind) it sends an
+// ERROR frame with an empty id: then we drop everything and re-list with initial=true.
+function connect() {
+  if (source) source.close();
+  objects.clear();
+  previous.clear();
+  render();
+  source = new EventSource("/watch?kind=all&initial=true");
+  source.onopen = () => setConn("live");
+  source.onerror = () => setConn("reconnecting");
+  source.onmessage = (m) => handle(JSON.parse(m.data), m.lastEventId);
+}
+
+function handle(ev, id) {
+  if (ev.type === "ERROR") {
+    addTimeline("ERROR", "Status", ev.object.reason || "", ev.object.message || "", "");
+    setConn("re-listing");
+    source.close();
+    setTimeout(connect, 300);
+    return;
+  }
+  const o = ev.object;
+  const k = keyOf(o);
+  addTimeline(ev.type, o.kind, o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name, "", id);
+  if (hidden.has(o.kind)) return;
+  if (ev.type === "DELETED") {
+    objects.delete(k);
+  } else {
+    if (objects.has(k)) previous.set(k, objects.get(k));
+    objects.set(k, o);
+  }
+  render();
+}
+
+function addTimeline(type, kind, name, message, rv) {
+  timeline.unshift({ type, kind, name, message, rv, at: new Date().toLocaleTimeString() });
+  if (timeline.length > 300) timeline.pop();
+  renderTimeline();
+}
+
+function renderTimeline() {
+  const f = $("filter").value.toLowerCase();
+  $("timeline").innerHTML = timeline
+    .filter((t) => !f || `${t.type} ${t.kind} ${t.name}`.toLowerCase().includes(f))
+    .map((t) => `<li class="t-${t.type}">${t.at} <b>${t.type}</b> ${esc(t.kind)} ${esc(t.name)} ${t.rv ? "rv " + esc(t.rv) : ""} ${esc(t.message)}</li>`)
+    .join("");
+}
+
+function render() {
+  const rows = [...objects.values()].sort((a, b) => keyOf(a).localeCompare(keyOf(b)));
+  $("objects").querySelector("tbody").innerHTML = rows
+    .map((o) => {
+      const st = o.status || {};
+      const spec = o.spec || {};
+      const phase = st.phase || "";
+      return `<tr data-key="${esc(keyOf(o))}" data-name="${esc(o.metadata.name)}" data-phase="${esc(phase)}" class="${selected === keyOf(o) ? "selected" : ""}">
+        <td>${esc(o.kind)}</td><td>${esc(o.metadata.namespace)}</td><td>${esc(o.metadata.name)}</td>
+        <td class="phase phase-${esc(phase)}">${esc(phase)}</td>
+        <td class="ready">${esc(st.readyReplicas ?? "-")} / ${esc(spec.replicas ?? "-")}</td>
+        <td>${esc(o.metadata.generation)} / ${esc(st.observedGeneration ?? "-")}</td>
+        <td>${esc((o.metadata.finalizers || []).join(", "))}</td>
+        <td>${o.metadata.deletionTimestamp ? "yes" : ""}</td></tr>`;
+    })
+    .join("");
+  renderDetail();
+}
+
+function renderDetail() {
+  const o = selected && objects.get(selected);
+  $("detail").hidden = !o;
+  if (!o) return;
+  $("detail-title").textContent = `${o.kind} ${o.metadata.namespace}/${o.metadata.name}`;
+  $("spec").textContent = JSON.stringify(o.spec, null, 2);
+  $("status").textContent = JSON.stringify(o.status || {}, null, 2);
+  $("conditions").querySelector("tbody").innerHTML = ((o.status || {}).conditions || [])
+    .map((c) => `<tr><td>${esc(c.type)}</td><td>${esc(c.status)}</td><td>${esc(c.reason)}</td><td>${esc(c.lastTransitionTime)}</td></tr>`)
+    .join("");
+  $("diff").innerHTML = diff(previous.get(selected), o);
+}
+
+// diff is a line diff of the object's last change (lines only in one side are marked).
+function diff(a, b) {
+  if (!a) return "(no change seen yet)";
+  const strip = (o) => JSON.stringify({ ...o, metadata: { ...o.metadata, resourceVersion: undefined, managedFields: undefined } }, null, 2).split("\n");
+  const before = strip(a);
+  const after = strip(b);
+  const inBefore = new Set(before);
+  const inAfter = new Set(after);
+  const out = [];
+  before.forEach((l) => { if (!inAfter.has(l)) out.push(`<span class="diff-del">- ${esc(l.trim())}</span>`); });
+  after.forEach((l) => { if (!inBefore.has(l)) out.push(`<span class="diff-add">+ ${esc(l.trim())}</span>`); });
+  return out.length ? out.join("\n") : "(metadata only)";
+}
+
+async function refreshDetail() {
+  const o = selected && objects.get(selected);
+  if (!o) return;
+  if (o.kind === "Application") {
+    const h = await (await fetch(pathOf(o) + "/history")).json().catch(() => ({ items: [] }));
+    $("history").querySelector("tbody").innerHTML = (h.items || []).slice().reverse()
+      .map((a) => `<tr><td>${esc(a.startTime)}</td><td>${esc(a.generation)}</td><td>${a.success ? "✔" : "✘"}</td><td>${esc(a.phase)}</td><td>${esc(a.message)}</td><td>${esc(a.duration)}</td></tr>`)
+      .join("");
+  }
+  const e = await (await fetch(`/events?namespace=${encodeURIComponent(o.metadata.namespace)}&name=${encodeURIComponent(o.metadata.name)}&limit=30`)).json();
+  $("events").querySelector("tbody").innerHTML = (e.events || []).slice().reverse()
+    .map((v) => `<tr><td>${esc(v.lastTimestamp)}</td><td>${esc(v.type)}</td><td>${esc(v.severity)}</td><td>${esc(v.reason)}</td><td>${esc(v.count)}</td><td>${esc(v.message)}</td></tr>`)
+    .join("");
+}
+
+async function refreshController() {
+  try {
+    const l = await (await fetch("/leader")).json();
+    $("leader").textContent = l.electionEnabled ? `${l.leader || "none"}${l.isLeader ? " (this replica)" : ""}` : `${l.identity} (no election)`;
+    const text = await (await fetch("/metrics")).text();
+    const sum = (name) => text.split("\n").filter((x) => x.startsWith(name + "{") || x.startsWith(name + " "))
+      .reduce((s, x) => s + Number(x.split(" ").pop()), 0);
+    $("depth").textContent = sum("workqueue_depth");
+    const total = sum("controller_reconcile_total");
+    const now = Date.now();
+    if (refreshController.last) {
+      const [t0, n0] = refreshController.last;
+      $("rate").textContent = ((total - n0) / ((now - t0) / 1000)).toFixed(1);
+    }
+    refreshController.last = [now, total];
+    $("errors").textContent = sum("controller_reconcile_errors_total");
+  } catch (err) {
+    $("leader").textContent = "unreachable";
+  }
+}
+
+async function call(method, path, body, type = "application/json") {
+  const r = await fetch(path, { method, headers: body ? { "Content-Type": type } : {}, body: body ? JSON.stringify(body) : undefined });
+  const data = await r.json().catch(() => ({}));
+  const msg = $("message");
+  msg.className = r.ok ? "" : "error";
+  msg.textContent = r.ok ? `${method} ${path}: ${r.status}` : `${r.status} ${data.reason || ""}: ${data.message || ""}`;
+  refreshDetail();
+  return r.ok;
+}
+
+const patch = (o, body) => call("PATCH", pathOf(o), body, "application/merge-patch+json");
+
+$("create").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const ns = $("new-namespace").value || "default";
+  const md = { name: $("new-name").value };
+  if ($("new-fail").checked) md.annotations = { "cloudnative.elide.dev/simulate-failures": "3" };
+  call("POST", `/apis/cloudnative.elide.dev/v1/namespaces/${ns}/applications`, {
+    apiVersion: "cloudnative.elide.dev/v1", kind: "Application", metadata: md,
+    spec: { replicas: Number($("new-replicas").value), image: $("new-image").value },
+  });
+});
+$("objects").addEventListener("click", (e) => {
+  const tr = e.target.closest("tr[data-key]");
+  if (!tr) return;
+  selected = tr.dataset.key;
+  const o = objects.get(selected);
+  $("scale-to").value = (o.spec || {}).replicas ?? "";
+  $("image-to").value = (o.spec || {}).image ?? "";
+  render();
+  refreshDetail();
+});
+$("scale").onclick = () => patch(objects.get(selected), { spec: { replicas: Number($("scale-to").value) } });
+$("set-image").onclick = () => patch(objects.get(selected), { spec: { image: $("image-to").value } });
+$("toggle-fail").onclick = () => {
+  const o = objects.get(selected);
+  const on = (o.metadata.annotations || {})["cloudnative.elide.dev/simulate-failures"];
+  patch(o, { metadata: { annotations: { "cloudnative.elide.dev/simulate-failures": on ? null : "3" } } });
+};
+$("reconcile").onclick = () => call("POST", pathOf(objects.get(selected)) + "/reconcile");
+$("delete").onclick = () => call("DELETE", pathOf(objects.get(selected)));
+$("filter").addEventListener("input", renderTimeline);
+
+connect();
+refreshController();
+setInterval(refreshController, 2000);
+setInterval(refreshDetail, 2000);

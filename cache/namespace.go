@@ -41,23 +41,13 @@ func (s *Store) deleteNamespaceLocked(cur *Object, opts WriteOptions) (*Object, 
 	if cur.deleting {
 		return cur, false, nil
 	}
-	obj, err := cur.Decode()
-	if err != nil {
-		return nil, false, err
+	marked, err := s.rewriteLocked(cur, Modified, opts.DryRun, func(obj map[string]any) {
+		metadataOf(obj)["deletionTimestamp"] = s.now()
+		obj["status"] = map[string]any{"phase": "Terminating"}
+	})
+	if err != nil || opts.DryRun {
+		return marked, false, err
 	}
-	md := metadataOf(obj)
-	md["deletionTimestamp"] = s.now()
-	obj["status"] = map[string]any{"phase": "Terminating"}
-	if opts.DryRun {
-		o, err := s.build(cur.key, obj)
-		return o, false, err
-	}
-	md["resourceVersion"] = formatRV(s.rv + 1)
-	marked, err := s.build(cur.key, obj)
-	if err != nil {
-		return nil, false, err
-	}
-	s.commitLocked(Modified, marked, cur)
 
 	grs := make([]GroupResource, 0, len(s.resources))
 	for gr, st := range s.resources {
@@ -93,16 +83,7 @@ func (s *Store) finishNamespaceLocked(name string) {
 			return
 		}
 	}
-	obj, err := ns.Decode()
-	if err != nil {
-		return
-	}
-	metadataOf(obj)["resourceVersion"] = formatRV(s.rv + 1)
-	o, err := s.build(key, obj)
-	if err != nil {
-		return
-	}
-	s.commitLocked(Deleted, o, ns)
+	_, _ = s.rewriteLocked(ns, Deleted, false, nil)
 }
 
 func sortedObjects(m map[string]*Object) []*Object {

@@ -343,37 +343,43 @@ func (s *Store) deleteLocked(cur *Object, opts WriteOptions) (*Object, bool, err
 	if cur.deleting {
 		return cur, false, nil
 	}
-	obj, err := cur.Decode()
-	if err != nil {
-		return nil, false, err
-	}
-	md := metadataOf(obj)
 	if len(cur.finalizers) > 0 {
-		md["deletionTimestamp"] = s.now()
-		md["deletionGracePeriodSeconds"] = int64(0)
-		md["generation"] = cur.generation + 1
-		if opts.DryRun {
-			o, err := s.build(cur.key, obj)
-			return o, false, err
+		mark := func(obj map[string]any) {
+			md := metadataOf(obj)
+			md["deletionTimestamp"] = s.now()
+			md["deletionGracePeriodSeconds"] = int64(0)
+			md["generation"] = cur.generation + 1
 		}
-		md["resourceVersion"] = formatRV(s.rv + 1)
-		o, err := s.build(cur.key, obj)
-		if err != nil {
-			return nil, false, err
-		}
-		s.commitLocked(Modified, o, cur)
-		return o, false, nil
+		o, err := s.rewriteLocked(cur, Modified, opts.DryRun, mark)
+		return o, false, err
 	}
 	if opts.DryRun {
 		return cur, true, nil
 	}
-	md["resourceVersion"] = formatRV(s.rv + 1)
+	o, err := s.rewriteLocked(cur, Deleted, false, nil)
+	return o, err == nil, err
+}
+
+// rewriteLocked writes cur again, changed by mutate (may be nil), as an event of type t with
+// the next resourceVersion; for a dry run it only returns the would-be object.
+func (s *Store) rewriteLocked(cur *Object, t EventType, dryRun bool, mutate func(obj map[string]any)) (*Object, error) {
+	obj, err := cur.Decode()
+	if err != nil {
+		return nil, err
+	}
+	if mutate != nil {
+		mutate(obj)
+	}
+	if dryRun {
+		return s.build(cur.key, obj)
+	}
+	metadataOf(obj)["resourceVersion"] = formatRV(s.rv + 1)
 	o, err := s.build(cur.key, obj)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	s.commitLocked(Deleted, o, cur)
-	return o, true, nil
+	s.commitLocked(t, o, cur)
+	return o, nil
 }
 
 // commitLocked applies one write: it takes the next resourceVersion (o must already carry it),
@@ -430,16 +436,9 @@ func (s *Store) DropResource(_ context.Context, gr GroupResource) (int, error) {
 			all = append(all, sortedObjects(m)...)
 		}
 		for _, cur := range all {
-			obj, err := cur.Decode()
-			if err != nil {
+			if _, err := s.rewriteLocked(cur, Deleted, false, nil); err != nil {
 				return n, err
 			}
-			metadataOf(obj)["resourceVersion"] = formatRV(s.rv + 1)
-			o, err := s.build(cur.key, obj)
-			if err != nil {
-				return n, err
-			}
-			s.commitLocked(Deleted, o, cur)
 			n++
 		}
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"time"
 )
@@ -29,4 +30,21 @@ func (fw *frameWriter) write(b []byte) error {
 func (fw *frameWriter) flush() error {
 	_ = fw.rc.SetWriteDeadline(time.Now().Add(fw.timeout))
 	return fw.rc.Flush()
+}
+
+// jsonFrame writes head, v encoded as JSON, and tail as one frame, and flushes it.
+func (fw *frameWriter) jsonFrame(head string, v any, tail string) error {
+	obj, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b := &fw.buf
+	b.Reset()
+	b.WriteString(head)
+	b.Write(obj)
+	b.WriteString(tail)
+	if err := fw.write(b.Bytes()); err != nil {
+		return err
+	}
+	return fw.flush()
 }

@@ -210,17 +210,5 @@ func (kw *kubeWriter) bookmark(rv uint64, initialEnd bool) error {
 
 // status writes an ERROR event holding st and flushes it.
 func (kw *kubeWriter) status(st any) error {
-	obj, err := json.Marshal(st)
-	if err != nil {
-		return err
-	}
-	b := &kw.buf
-	b.Reset()
-	b.WriteString(`{"type":"ERROR","object":`)
-	b.Write(obj)
-	b.WriteString("}\n")
-	if err := kw.write(b.Bytes()); err != nil {
-		return err
-	}
-	return kw.flush()
+	return kw.jsonFrame(`{"type":"ERROR","object":`, st, "}\n")
 }

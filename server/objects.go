@@ -23,18 +23,11 @@ func (s *Server) getObject(c *echo.Context) error {
 		return echo.ErrMethodNotAllowed
 	}
 	if t.sub == "" && wantsTable(c.Request()) {
-		if err := validIncludeObject(c.QueryParam("includeObject")); err != nil {
-			return err
-		}
 		o, err := s.cfg.Store.Get(c.Request().Context(), t.key)
 		if err != nil {
 			return err
 		}
-		tbl, err := table(t.kind, []*cache.Object{o}, metav1.ListMeta{ResourceVersion: formatRV(o.ResourceVersion())}, c.QueryParam("includeObject"), true)
-		if err != nil {
-			return err
-		}
-		return c.JSON(http.StatusOK, tbl)
+		return answerTable(c, t, []*cache.Object{o}, metav1.ListMeta{ResourceVersion: formatRV(o.ResourceVersion())})
 	}
 	body, err := s.get(c.Request().Context(), t)
 	if err != nil {
@@ -60,14 +53,7 @@ func (s *Server) listObjects(c *echo.Context) error {
 		return err
 	}
 	if wantsTable(c.Request()) {
-		if err := validIncludeObject(c.QueryParam("includeObject")); err != nil {
-			return err
-		}
-		tbl, err := table(t.kind, items, meta, c.QueryParam("includeObject"), true)
-		if err != nil {
-			return err
-		}
-		return c.JSON(http.StatusOK, tbl)
+		return answerTable(c, t, items, meta)
 	}
 	return writeRaw(c, http.StatusOK, encodeList(t.kind.GroupVersion(), t.kind.ListKind, meta, items))
 }
@@ -256,4 +242,17 @@ func parseDeleteOptions(c *echo.Context, body []byte, o writeOptions) (cache.Pre
 		}
 	}
 	return pre, o, nil
+}
+
+// answerTable sends objs as a meta.k8s.io/v1 Table (kubectl get).
+func answerTable(c *echo.Context, t target, objs []*cache.Object, meta metav1.ListMeta) error {
+	include := c.QueryParam("includeObject")
+	if err := validIncludeObject(include); err != nil {
+		return err
+	}
+	tbl, err := table(t.kind, objs, meta, include, true)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, tbl)
 }

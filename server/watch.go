@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -118,19 +117,7 @@ func (sw *sseWriter) event(ev cache.Event) error {
 // errorFrame writes an ERROR frame holding st with an empty id, so a browser reconnects from
 // now rather than from a version that cannot be served, and flushes it.
 func (sw *sseWriter) errorFrame(st any) error {
-	obj, err := json.Marshal(st)
-	if err != nil {
-		return err
-	}
-	b := &sw.buf
-	b.Reset()
-	b.WriteString("id:\ndata: {\"type\":\"ERROR\",\"object\":")
-	b.Write(obj)
-	b.WriteString("}\n\n")
-	if err := sw.write(b.Bytes()); err != nil {
-		return err
-	}
-	return sw.flush()
+	return sw.jsonFrame("id:\ndata: {\"type\":\"ERROR\",\"object\":", st, "}\n\n")
 }
 
 // Resources SSE watches by kind name besides custom resources.

@@ -18,7 +18,7 @@ import (
 
 // The write path without HTTP: these call Server.create and Server.update directly.
 
-func newWriteServer(t *testing.T) (*Server, target) {
+func newWriteServer(t testing.TB) (*Server, target) {
 	t.Helper()
 	crds, err := crd.New()
 	require.NoError(t, err)
@@ -32,6 +32,8 @@ func newWriteServer(t *testing.T) (*Server, target) {
 	require.True(t, ok)
 	return s, target{kind: k, key: cache.Key{Group: k.Group, Resource: k.Plural, Namespace: "default", Name: "web"}}
 }
+
+func jsonNumber(s string) json.Number { return json.Number(s) }
 
 func appObj(replicas any, image string) map[string]any {
 	return map[string]any{

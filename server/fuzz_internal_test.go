@@ -1,0 +1,125 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/opemu/opemu/cache"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// Fuzz targets for the parsers reachable from HTTP. None may panic; every rejection is a
+// Status with a 4xx code.
+
+func requireClientError(t *testing.T, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		var cerr *cache.Error
+		if errors.As(err, &cerr) {
+			return // mapped to a Status in errors.go
+		}
+		t.Fatalf("not a Status error: %T %v", err, err)
+	}
+	if c := st.Status().Code; c < 400 || c >= 500 {
+		t.Fatalf("rejection with code %d: %v", c, err)
+	}
+}
+
+func FuzzDecodeObject(f *testing.F) {
+	f.Add("application/json", []byte(`{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","metadata":{"name":"x"},"spec":{"replicas":1,"image":"a"}}`))
+	f.Add("application/yaml", []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n"))
+	f.Add("application/json", []byte(`[[[[[[[[[[]]]]]]]]]]`))
+	f.Add("application/yaml", []byte("a: &a [*a, *a]"))
+	f.Add("application/vnd.kubernetes.protobuf", []byte("k8s\x00\n\x0b\n\x02v1\x12\x05Event"))
+	s, tg := newWriteServer(f)
+	ns := builtinKinds[[3]string{"", "v1", "namespaces"}]
+	f.Fuzz(func(t *testing.T, contentType string, body []byte) {
+		for _, target := range []target{tg, {kind: ns}} {
+			obj, err := decodeObject(target, contentType, body)
+			requireClientError(t, err)
+			if err == nil && obj == nil {
+				t.Fatal("no object and no error")
+			}
+		}
+		_ = s
+	})
+}
+
+func FuzzListQuery(f *testing.F) {
+	f.Add("labelSelector=a%3Db,c+in+(d)&fieldSelector=metadata.name%3Dx&limit=5&continue=eyJydiI6MSwibmFtZSI6IngifQ&resourceVersion=12&resourceVersionMatch=NotOlderThan")
+	f.Add("labelSelector=!!!&limit=-1")
+	f.Add("continue=%ff%fe&resourceVersion=abc")
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		_, err = parseListQuery(q)
+		requireClientError(t, err)
+	})
+}
+
+func FuzzSSEQuery(f *testing.F) {
+	f.Add("kind=Application,Namespace&namespace=default&labelSelector=a%3Db&initial=true&resourceVersion=5", "17")
+	f.Add("kind=all", "")
+	f.Add("kind=,,,", "not-a-number")
+	s, _ := newWriteServer(f)
+	f.Fuzz(func(t *testing.T, query, lastEventID string) {
+		r, err := http.NewRequest("GET", "/watch?"+query, nil)
+		if err != nil {
+			return
+		}
+		r.Header.Set("Last-Event-ID", lastEventID)
+		_, err = s.parseSSE(r)
+		requireClientError(t, err)
+	})
+}
+
+// FuzzPatch applies arbitrary patches of every type to a stored Application: the result is a
+// Status error or a valid stored object, and a failed patch leaves the object untouched.
+func FuzzPatch(f *testing.F) {
+	f.Add(mergePatchType, []byte(`{"spec":{"replicas":5}}`))
+	f.Add(jsonPatchType, []byte(`[{"op":"replace","path":"/spec/replicas","value":7},{"op":"test","path":"/spec/image","value":"x"}]`))
+	f.Add(applyPatchType, []byte("apiVersion: cloudnative.elide.dev/v1\nkind: Application\nmetadata: {name: web}\nspec: {replicas: 2, image: nginx:1}\n"))
+	f.Add(strategicPatchType, []byte(`{}`))
+	f.Add(mergePatchType, []byte(`{"metadata":{"name":"other","resourceVersion":"1"},"spec":null}`))
+	s, tg := newWriteServer(f)
+	ctx := context.Background()
+	if _, err := s.create(ctx, tg, appObj(jsonNumber("1"), "nginx:1"), writeOptions{}); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, patchType string, body []byte) {
+		before, err := s.cfg.Store.Get(ctx, tg.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = s.patch(ctx, tg, patchType, body, writeOptions{fieldValidation: "Strict", fieldManager: "fuzz"})
+		requireClientError(t, err)
+		after, getErr := s.cfg.Store.Get(ctx, tg.key)
+		if getErr != nil {
+			t.Fatalf("the object is gone after a patch: %v", getErr)
+		}
+		if err != nil && after != before {
+			t.Fatal("a rejected patch changed the stored object")
+		}
+		if errs := tg.kind.Validate(mustDecode(t, after)); len(errs) > 0 {
+			t.Fatalf("an invalid object was stored: %v", errs)
+		}
+	})
+}
+
+func mustDecode(t *testing.T, o *cache.Object) map[string]any {
+	t.Helper()
+	m, err := o.Decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}

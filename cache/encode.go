@@ -55,3 +55,16 @@ func (s *Store) specHash(obj map[string]any) uint64 {
 	}
 	return maphash.Bytes(s.seed, b)
 }
+
+// FieldSelectable reports whether a field selector on gr may name label: metadata.name,
+// metadata.namespace, or a field Config.SelectableFields gives for gr.
+func (s *Store) FieldSelectable(gr GroupResource, label string) bool {
+	if label == "metadata.name" || label == "metadata.namespace" {
+		return true
+	}
+	if s.cfg.SelectableFields == nil {
+		return false
+	}
+	_, ok := s.cfg.SelectableFields(gr, map[string]any{})[label]
+	return ok
+}

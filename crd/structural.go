@@ -2,6 +2,7 @@ package crd
 
 import (
 	"encoding/json"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,7 +16,8 @@ var rootKeep = map[string]bool{"apiVersion": true, "kind": true, "metadata": tru
 // Prune removes, in place, every field the structural schema does not know (as Kubernetes
 // does for CRDs) and returns their dotted paths, sorted: "spec.foo", "spec.items[0].x".
 // x-kubernetes-preserve-unknown-fields keeps unknown fields below it; additionalProperties
-// schemas are maps whose values are pruned by that schema.
+// schemas are maps whose values are pruned by that schema. Integral numbers at integer fields
+// (1.0, 1e2) are rewritten as integers, as Kubernetes' decoding of custom resources does.
 func (k *Kind) Prune(obj map[string]any) []string {
 	var unknown []string
 	pruneObject(obj, k.Schema, "", true, &unknown)
@@ -35,6 +37,7 @@ func pruneValue(v any, s *apiextv1.JSONSchemaProps, path string, unknown *[]stri
 			return
 		}
 		for i, e := range v {
+			v[i] = integral(e, s.Items.Schema)
 			pruneValue(e, s.Items.Schema, path+"["+strconv.Itoa(i)+"]", unknown)
 		}
 	}
@@ -59,6 +62,7 @@ func pruneObject(m map[string]any, s *apiextv1.JSONSchemaProps, path string, roo
 		}
 		child := joinPath(path, key)
 		if prop, ok := s.Properties[key]; ok {
+			m[key] = integral(v, &prop)
 			pruneValue(v, &prop, child, unknown)
 			continue
 		}
@@ -72,6 +76,23 @@ func pruneObject(m map[string]any, s *apiextv1.JSONSchemaProps, path string, roo
 		delete(m, key)
 		*unknown = append(*unknown, child)
 	}
+}
+
+// integral returns v as an integer when s is an integer schema and v a non-canonical
+// json.Number with an integral value; anything else is returned unchanged.
+func integral(v any, s *apiextv1.JSONSchemaProps) any {
+	n, ok := v.(json.Number)
+	if !ok || s.Type != "integer" {
+		return v
+	}
+	if _, err := n.Int64(); err == nil {
+		return v
+	}
+	f, err := n.Float64()
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return v
+	}
+	return json.Number(strconv.FormatInt(int64(f), 10))
 }
 
 func joinPath(path, key string) string {

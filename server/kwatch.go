@@ -25,9 +25,9 @@ type watchQuery struct {
 	sendInitialEvents *bool
 }
 
-func parseWatchQuery(c *echo.Context) (watchQuery, error) {
+func parseWatchQuery(c *echo.Context, selectable func(string) bool) (watchQuery, error) {
 	q := c.Request().URL.Query()
-	lq, err := parseListQuery(q)
+	lq, err := parseListQuery(q, selectable)
 	if err != nil {
 		return watchQuery{}, err
 	}
@@ -53,7 +53,7 @@ func parseWatchQuery(c *echo.Context) (watchQuery, error) {
 // starts with synthetic ADDED events for the current objects; N starts after N, or answers an
 // ERROR event with a 410 Status when N is no longer (or never was) served.
 func (s *Server) kubeWatch(c *echo.Context, t target) error {
-	wq, err := parseWatchQuery(c)
+	wq, err := parseWatchQuery(c, s.selectable(t))
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,7 @@ func (s *Server) listObjects(c *echo.Context) error {
 	if isWatch(c.Request()) {
 		return s.kubeWatch(c, t)
 	}
-	q, err := parseListQuery(c.Request().URL.Query())
+	q, err := parseListQuery(c.Request().URL.Query(), s.selectable(t))
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func (s *Server) createObject(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	obj, err := decodeObject(t, mediaType(c.Request()), body)
+	obj, dups, err := decodeObject(t, mediaType(c.Request()), body, o.fieldValidation)
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func (s *Server) createObject(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	setWarnings(c, res.warnings)
+	setWarnings(c, append(dups, res.warnings...))
 	return writeRaw(c, http.StatusCreated, res.obj.Raw())
 }
 
@@ -97,7 +97,7 @@ func (s *Server) updateObject(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	obj, err := decodeObject(t, mediaType(c.Request()), body)
+	obj, dups, err := decodeObject(t, mediaType(c.Request()), body, o.fieldValidation)
 	if err != nil {
 		return err
 	}
@@ -105,6 +105,7 @@ func (s *Server) updateObject(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	res.warnings = append(dups, res.warnings...)
 	return s.answerWrite(c, t, res, http.StatusOK)
 }
 
@@ -197,7 +198,7 @@ func (s *Server) deleteCollection(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	q, err := parseListQuery(c.Request().URL.Query())
+	q, err := parseListQuery(c.Request().URL.Query(), s.selectable(t))
 	if err != nil {
 		return err
 	}

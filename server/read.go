@@ -51,7 +51,9 @@ func decodeContinue(s string) (*continueToken, error) {
 	return &c, nil
 }
 
-func parseListQuery(q map[string][]string) (listQuery, error) {
+// parseListQuery parses a list or watch query; selectable says which fields a field selector
+// may name (nil: any).
+func parseListQuery(q map[string][]string, selectable func(label string) bool) (listQuery, error) {
 	get := func(k string) string {
 		if v := q[k]; len(v) > 0 {
 			return v[0]
@@ -65,6 +67,11 @@ func parseListQuery(q map[string][]string) (listQuery, error) {
 	}
 	if lq.field, err = fields.ParseSelector(get("fieldSelector")); err != nil {
 		return lq, badRequest("invalid field selector: %v", err)
+	}
+	for _, r := range lq.field.Requirements() {
+		if selectable != nil && !selectable(r.Field) {
+			return lq, badRequest("field label not supported: %s", r.Field)
+		}
 	}
 	if l := get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
@@ -197,4 +204,9 @@ func (s *Server) get(ctx context.Context, t target) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(scaleOf(t, obj))
+}
+
+// selectable says which fields a field selector on t's resource may name.
+func (s *Server) selectable(t target) func(string) bool {
+	return func(label string) bool { return s.cfg.Store.FieldSelectable(t.key.GroupResource(), label) }
 }

@@ -43,6 +43,12 @@ func (s *Server) recordRejection(ctx context.Context, t target, o writeOptions, 
 	if !errors.As(err, &st) {
 		return
 	}
+	if t.kind.Namespaced {
+		// A rejected write does not create the namespace it was aimed at.
+		if _, err := s.cfg.Store.Get(ctx, cache.Key{Resource: cache.NamespacesResource.Resource, Name: t.key.Namespace}); err != nil {
+			return
+		}
+	}
 	reason := ""
 	switch st.Status().Code {
 	case http.StatusUnprocessableEntity:

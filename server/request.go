@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	sigsjson "sigs.k8s.io/json"
 	"strings"
 	"time"
 
@@ -103,25 +104,49 @@ func mediaType(r *http.Request) string {
 const objectMediaTypes = "application/json, application/yaml"
 
 // decodeObject decodes a create or update body (JSON, YAML, or protobuf for built-in kinds)
-// into a JSON object.
-func decodeObject(t target, contentType string, body []byte) (map[string]any, error) {
+// into a JSON object. A field given twice is an error under fieldValidation=Strict and a
+// warning under Warn, as in Kubernetes; the last value given is the one kept.
+func decodeObject(t target, contentType string, body []byte, fieldValidation string) (map[string]any, []string, error) {
+	obj, js, err := decodeObjectBody(t, contentType, body)
+	if err != nil || js == nil || fieldValidation == "Ignore" {
+		return obj, nil, err
+	}
+	var discard any
+	dups, err := sigsjson.UnmarshalStrict(js, &discard, sigsjson.DisallowDuplicateFields)
+	if err != nil || len(dups) == 0 {
+		return obj, nil, nil
+	}
+	msgs := make([]string, len(dups))
+	for i, d := range dups {
+		msgs[i] = strings.TrimPrefix(d.Error(), "json: ")
+	}
+	if fieldValidation == "Strict" {
+		return nil, nil, badRequest("strict decoding error: %s", strings.Join(msgs, ", "))
+	}
+	return obj, msgs, nil
+}
+
+// decodeObjectBody decodes body and returns the JSON it was read from (nil for protobuf).
+func decodeObjectBody(t target, contentType string, body []byte) (map[string]any, []byte, error) {
 	switch contentType {
 	case protobufType:
 		if !isBuiltin(t.kind) {
-			return nil, unsupportedMediaType(objectMediaTypes)
+			return nil, nil, unsupportedMediaType(objectMediaTypes)
 		}
-		return decodeProtobuf(body)
+		obj, err := decodeProtobuf(body)
+		return obj, nil, err
 	case "", "application/json", "*/*":
 	case "application/yaml", "application/x-yaml", "text/yaml":
 		j, err := yaml.YAMLToJSON(body)
 		if err != nil {
-			return nil, badRequest("the body of the request is not valid YAML: %v", err)
+			return nil, nil, badRequest("the body of the request is not valid YAML: %v", err)
 		}
 		body = j
 	default:
-		return nil, unsupportedMediaType(objectMediaTypes)
+		return nil, nil, unsupportedMediaType(objectMediaTypes)
 	}
-	return decodeJSONObject(body)
+	obj, err := decodeJSONObject(body)
+	return obj, body, err
 }
 
 // decodeJSONObject decodes body, which must be one JSON object.

@@ -122,6 +122,10 @@ func (s *Server) update(ctx context.Context, t target, o writeOptions, mutate mu
 		if ns, _ := md["namespace"].(string); ns != "" && ns != t.key.Namespace && t.kind.Namespaced {
 			return writeResult{}, badRequest("the namespace of the provided object does not match the namespace sent on the request")
 		}
+		if uid, _ := md["uid"].(string); uid != "" && uid != curObj.UID() {
+			return writeResult{}, apierrors.NewConflict(t.gr(), t.key.Name,
+				fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, curObj.UID()))
+		}
 		if t.sub == "status" {
 			next = withStatusOf(cur, next)
 		} else if t.kind.StatusSubresource {
@@ -257,8 +261,20 @@ func (s *Server) pruneAndDefault(t target, obj map[string]any, o writeOptions) (
 
 // validate checks metadata as Kubernetes' ObjectMeta rules say and the object against the
 // kind's schema; every failure is one cause of a 422.
+//
+// Null label and annotation values are written as "", as decoding into ObjectMeta does in
+// Kubernetes, so nothing stored holds a null where clients expect a string.
 func (s *Server) validate(t target, obj map[string]any) error {
 	md := metadataOf(obj)
+	for _, f := range []string{"labels", "annotations"} {
+		if m, ok := md[f].(map[string]any); ok {
+			for k, v := range m {
+				if v == nil {
+					m[k] = ""
+				}
+			}
+		}
+	}
 	raw, err := json.Marshal(md)
 	if err != nil {
 		return badRequest("metadata: %v", err)

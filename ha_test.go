@@ -33,10 +33,10 @@ type replica struct {
 	p    *proc
 }
 
-func startReplica(t *testing.T, name, leaseFile string) *replica {
+func startReplica(t *testing.T, name, leaseFile string, env ...string) *replica {
 	t.Helper()
-	p := start(t, "POD_NAME="+name, "LEASE_FILE="+leaseFile,
-		"LEASE_DURATION="+haLease.String(), "RENEW_DEADLINE="+haRenew.String(), "RETRY_PERIOD="+haRetry.String())
+	p := start(t, append([]string{"POD_NAME=" + name, "LEASE_FILE=" + leaseFile,
+		"LEASE_DURATION=" + haLease.String(), "RENEW_DEADLINE=" + haRenew.String(), "RETRY_PERIOD=" + haRetry.String()}, env...)...)
 	return &replica{name: name, p: p}
 }
 
@@ -185,6 +185,75 @@ func TestHAFailover(t *testing.T) {
 	assert.LessOrEqual(t, took, time.Duration(2.2*float64(haRetry))+time.Second+slack)
 	assert.Equal(t, 0, second.p.wait(t, 5*time.Second), "exit code after SIGTERM")
 	assert.Equal(t, http.StatusOK, third.readyz())
+}
+
+// TestHAKillLeaderMidRollout: kill -9 of the leader while one of its Applications is half
+// rolled out. The follower, which held its own Applications un-reconciled while it followed
+// (each replica has its own memory store), takes over within the bound and rolls them out.
+func TestHAKillLeaderMidRollout(t *testing.T) {
+	t.Parallel()
+	lease := filepath.Join(t.TempDir(), "ha.lease")
+	step := "ROLLOUT_STEP=300ms"
+	first := startReplica(t, "rollout-1", lease, step)
+	leader, _ := waitLeader(t, 2*haRetry, first)
+	require.Equal(t, first, leader)
+	second := startReplica(t, "rollout-2", lease, step)
+	s := newSampler(first, second)
+	defer s.finish(t)
+
+	apps := func(r *replica) string {
+		return "http://" + r.p.addr + "/apis/cloudnative.elide.dev/v1/namespaces/default/applications"
+	}
+	body := func(name string, replicas int) string {
+		return fmt.Sprintf(`{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","metadata":{"name":%q},"spec":{"replicas":%d,"image":"nginx:1.27"}}`, name, replicas)
+	}
+	status := func(r *replica, name string) (phase string, ready float64, readyTrue bool) {
+		_, obj := httpJSON(t, "GET", apps(r)+"/"+name, "")
+		st, _ := obj["status"].(map[string]any)
+		phase, _ = st["phase"].(string)
+		ready, _ = st["readyReplicas"].(float64)
+		conds, _ := st["conditions"].([]any)
+		for _, c := range conds {
+			if c := c.(map[string]any); c["type"] == "Ready" && c["status"] == "True" {
+				readyTrue = true
+			}
+		}
+		return phase, ready, readyTrue
+	}
+
+	// The follower takes writes but reconciles nothing.
+	for i := range 3 {
+		code, _ := httpJSON(t, "POST", apps(second), body(fmt.Sprint("queued-", i), 2+i))
+		require.Equal(t, http.StatusCreated, code)
+	}
+	time.Sleep(3 * haRetry) // a negative across processes: nothing may happen in this time
+	for i := range 3 {
+		phase, _, _ := status(second, fmt.Sprint("queued-", i))
+		assert.Empty(t, phase, "a follower does not reconcile")
+	}
+	// The leader starts a rollout of 8 replicas: 4 steps of 300 ms.
+	code, _ := httpJSON(t, "POST", apps(first), body("big", 8))
+	require.Equal(t, http.StatusCreated, code)
+	require.Eventually(t, func() bool { _, ready, _ := status(first, "big"); return ready > 0 }, 5*time.Second, 10*time.Millisecond)
+
+	// kill -9 while "big" is mid-rollout.
+	phase, ready, _ := status(first, "big")
+	require.Less(t, ready, 8.0, "still rolling out when killed (phase %s)", phase)
+	require.NoError(t, first.p.cmd.Process.Signal(syscall.SIGKILL))
+	killed := time.Now()
+	_, took := waitLeader(t, haLease+time.Duration(2.2*float64(haRetry)), second)
+	t.Logf("after kill -9 mid-rollout (%v of 8 ready), rollout-2 leads in %v", ready, took)
+	assert.LessOrEqual(t, took, haLease+time.Duration(2.2*float64(haRetry))+slack)
+
+	// Everything written to it while it followed now rolls out to Ready.
+	for i := range 3 {
+		name := fmt.Sprint("queued-", i)
+		require.Eventually(t, func() bool {
+			phase, ready, ok := status(second, name)
+			return phase == "Running" && ok && ready == float64(2+i)
+		}, 10*time.Second, 20*time.Millisecond, "%s rolls out once its replica leads", name)
+	}
+	t.Logf("queued Applications Ready %v after the kill", time.Since(killed))
 }
 
 // TestHANewReplicaWaitsForExpiry: a replica started right after the holder crashed does not

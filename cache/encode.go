@@ -5,8 +5,7 @@ import (
 	"encoding/json"
 	"hash/maphash"
 	"io"
-
-	"k8s.io/apimachinery/pkg/fields"
+	"slices"
 )
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
@@ -25,35 +24,84 @@ func (s *Store) build(key Key, obj map[string]any) (*Object, error) {
 		uid:         stringField(md, "uid"),
 		rv:          rv,
 		generation:  int64Field(md, "generation"),
-		labels:      stringMap(md["labels"]),
-		annotations: stringMap(md["annotations"]),
+		labels:      pairsOfJSON(md["labels"]),
+		annotations: pairsOfJSON(md["annotations"]),
 		finalizers:  stringSlice(md["finalizers"]),
 		deleting:    stringField(md, "deletionTimestamp") != "",
 		specHash:    s.specHash(obj),
 	}
-	o.fields = fields.Set{"metadata.name": key.Name, "metadata.namespace": key.Namespace}
 	if s.cfg.SelectableFields != nil {
-		for k, v := range s.cfg.SelectableFields(key.GroupResource(), obj) {
-			o.fields[k] = v
-		}
+		o.fields = pairsOf(s.cfg.SelectableFields(key.GroupResource(), obj))
 	}
 	return o, nil
 }
 
 // specHash hashes everything outside metadata and status: the part whose change bumps
-// metadata.generation.
+// metadata.generation. It walks the decoded object (keys in sorted order, numbers as their
+// JSON text), so equal JSON hashes equal without encoding it a second time.
 func (s *Store) specHash(obj map[string]any) uint64 {
-	rest := make(map[string]any, len(obj))
-	for k, v := range obj {
+	var h maphash.Hash
+	h.SetSeed(s.seed)
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
 		if k != "metadata" && k != "status" && k != "apiVersion" && k != "kind" {
-			rest[k] = v
+			keys = append(keys, k)
 		}
 	}
-	b, err := json.Marshal(rest)
-	if err != nil {
-		return 0
+	slices.Sort(keys)
+	for _, k := range keys {
+		h.WriteString(k)
+		h.WriteByte(0)
+		hashValue(&h, obj[k])
 	}
-	return maphash.Bytes(s.seed, b)
+	return h.Sum64()
+}
+
+// hashValue writes v to h with a type tag, so "1" and 1, or {} and [], differ.
+func hashValue(h *maphash.Hash, v any) {
+	switch v := v.(type) {
+	case nil:
+		h.WriteByte('n')
+	case bool:
+		if v {
+			h.WriteByte('t')
+		} else {
+			h.WriteByte('f')
+		}
+	case string:
+		h.WriteByte('s')
+		h.WriteString(v)
+		h.WriteByte(0)
+	case json.Number:
+		h.WriteByte('#')
+		h.WriteString(string(v))
+		h.WriteByte(0)
+	case []any:
+		h.WriteByte('[')
+		for _, e := range v {
+			hashValue(h, e)
+		}
+		h.WriteByte(']')
+	case map[string]any:
+		h.WriteByte('{')
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			h.WriteString(k)
+			h.WriteByte(0)
+			hashValue(h, v[k])
+		}
+		h.WriteByte('}')
+	default:
+		// Other numbers (int, float64 from Go callers): their JSON text, as json.Number has.
+		b, _ := json.Marshal(v)
+		h.WriteByte('#')
+		h.Write(b)
+		h.WriteByte(0)
+	}
 }
 
 // FieldSelectable reports whether a field selector on gr may name label: metadata.name,

@@ -95,7 +95,7 @@ func matches(o *Object, label labels.Selector, field fields.Selector) bool {
 	if label != nil && !label.Empty() && !label.Matches(o.labels) {
 		return false
 	}
-	if field != nil && !field.Empty() && !field.Matches(o.fields) {
+	if field != nil && !field.Empty() && !field.Matches(objectFields{&o.key, o.fields}) {
 		return false
 	}
 	return true

@@ -2,9 +2,9 @@ package cache
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -54,9 +54,9 @@ type Object struct {
 	uid         string
 	rv          uint64
 	generation  int64
-	labels      labels.Set
-	annotations map[string]string
-	fields      fields.Set
+	labels      pairs
+	annotations pairs
+	fields      pairs // beyond metadata.name and metadata.namespace, which come from key
 	finalizers  []string
 	deleting    bool
 	specHash    uint64
@@ -77,15 +77,23 @@ func (o *Object) ResourceVersion() uint64 { return o.rv }
 // Generation returns metadata.generation.
 func (o *Object) Generation() int64 { return o.generation }
 
-// Labels returns metadata.labels. The map is shared: callers must not modify it.
-func (o *Object) Labels() labels.Set { return o.labels }
+// Labels returns metadata.labels as a fresh map the caller owns.
+func (o *Object) Labels() labels.Set { return o.labels.Map() }
 
-// Annotations returns metadata.annotations. The map is shared: callers must not modify it.
-func (o *Object) Annotations() map[string]string { return o.annotations }
+// Annotations returns metadata.annotations as a fresh map the caller owns.
+func (o *Object) Annotations() map[string]string { return o.annotations.Map() }
 
-// Fields returns the selectable fields (metadata.name, metadata.namespace and any the store's
-// Config.SelectableFields adds). The map is shared: callers must not modify it.
-func (o *Object) Fields() fields.Set { return o.fields }
+// Annotation returns one annotation's value, "" when absent.
+func (o *Object) Annotation(key string) string { return o.annotations.Get(key) }
+
+// SameLabelsAndAnnotations reports whether o and other carry the same labels and annotations.
+func (o *Object) SameLabelsAndAnnotations(other *Object) bool {
+	return slices.Equal(o.labels, other.labels) && slices.Equal(o.annotations, other.annotations)
+}
+
+// Field returns a selectable field's value (metadata.name, metadata.namespace, or one the
+// store's Config.SelectableFields adds), "" when absent.
+func (o *Object) Field(name string) string { return objectFields{&o.key, o.fields}.Get(name) }
 
 // Finalizers returns metadata.finalizers. The slice is shared: callers must not modify it.
 func (o *Object) Finalizers() []string { return o.finalizers }
@@ -125,20 +133,6 @@ func stringField(m map[string]any, k string) string {
 	return s
 }
 
-func stringMap(v any) map[string]string {
-	m, ok := v.(map[string]any)
-	if !ok || len(m) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		if s, ok := v.(string); ok {
-			out[k] = s
-		}
-	}
-	return out
-}
-
 func stringSlice(v any) []string {
 	l, ok := v.([]any)
 	if !ok || len(l) == 0 {
@@ -147,7 +141,7 @@ func stringSlice(v any) []string {
 	out := make([]string, 0, len(l))
 	for _, v := range l {
 		if s, ok := v.(string); ok {
-			out = append(out, s)
+			out = append(out, intern(s))
 		}
 	}
 	return out

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bytes"
 	"context"
 	"hash/maphash"
 	"math/rand/v2"
@@ -356,8 +357,26 @@ func (s *Store) deleteLocked(cur *Object, opts WriteOptions) (*Object, bool, err
 	if opts.DryRun {
 		return cur, true, nil
 	}
+	if o := s.withNextVersionLocked(cur); o != nil {
+		s.commitLocked(Deleted, o, cur)
+		return o, true, nil
+	}
 	o, err := s.rewriteLocked(cur, Deleted, false, nil)
 	return o, err == nil, err
+}
+
+// withNextVersionLocked returns cur as it is but for the next resourceVersion, by replacing the
+// version in its encoding, or nil when that encoding holds the version text more than once
+// (say, also as a label value) and only a full rewrite is safe.
+func (s *Store) withNextVersionLocked(cur *Object) *Object {
+	old := []byte(`"resourceVersion":"` + formatRV(cur.rv) + `"`)
+	if bytes.Count(cur.raw, old) != 1 {
+		return nil
+	}
+	o := *cur
+	o.rv = s.rv + 1
+	o.raw = bytes.Replace(cur.raw, old, []byte(`"resourceVersion":"`+formatRV(o.rv)+`"`), 1)
+	return &o
 }
 
 // rewriteLocked writes cur again, changed by mutate (may be nil), as an event of type t with

@@ -39,7 +39,7 @@ func (r *Recorder) Sweep(ctx context.Context) {
 	var keep []aged
 	var drop []cache.Key
 	for _, o := range res.Items {
-		last, _ := time.Parse(time.RFC3339, o.Fields()["lastTimestamp"])
+		last, _ := time.Parse(time.RFC3339, o.Field("lastTimestamp"))
 		if !last.IsZero() && last.Before(cutoff) {
 			drop = append(drop, o.Key())
 			continue

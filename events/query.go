@@ -64,7 +64,7 @@ func (r *Recorder) Query(ctx context.Context, q Query) ([]json.RawMessage, error
 	if !q.Since.IsZero() {
 		kept := items[:0:0]
 		for _, o := range items {
-			if t, err := time.Parse(time.RFC3339, o.Fields()["lastTimestamp"]); err == nil && !t.Before(q.Since.Truncate(time.Second)) {
+			if t, err := time.Parse(time.RFC3339, o.Field("lastTimestamp")); err == nil && !t.Before(q.Since.Truncate(time.Second)) {
 				kept = append(kept, o)
 			}
 		}
@@ -88,7 +88,7 @@ func (r *Recorder) Query(ctx context.Context, q Query) ([]json.RawMessage, error
 // sortByLast orders Events by lastTimestamp, then by resourceVersion (write order).
 func sortByLast(items []*cache.Object) {
 	sort.SliceStable(items, func(i, j int) bool {
-		a, b := items[i].Fields()["lastTimestamp"], items[j].Fields()["lastTimestamp"]
+		a, b := items[i].Field("lastTimestamp"), items[j].Field("lastTimestamp")
 		if a != b {
 			return a < b
 		}
@@ -115,18 +115,18 @@ func (r *Recorder) Stats(ctx context.Context) (Stats, error) {
 	st := Stats{ByType: map[string]int{}, BySeverity: map[string]int{}}
 	hourAgo := r.cfg.Now().Add(-time.Hour)
 	for _, o := range res.Items {
-		f := o.Fields()
+		f := o.Field
 		st.Total++
-		if t, err := time.Parse(time.RFC3339, f["lastTimestamp"]); err == nil && !t.Before(hourAgo.Truncate(time.Second)) {
+		if t, err := time.Parse(time.RFC3339, f("lastTimestamp")); err == nil && !t.Before(hourAgo.Truncate(time.Second)) {
 			st.LastHour++
 		}
-		if f["type"] != "" {
-			st.ByType[f["type"]]++
+		if f("type") != "" {
+			st.ByType[f("type")]++
 		}
-		if f["severity"] != "" {
-			st.BySeverity[f["severity"]]++
+		if f("severity") != "" {
+			st.BySeverity[f("severity")]++
 		}
-		if c, err := strconv.Atoi(f["count"]); err == nil && c > 1 {
+		if c, err := strconv.Atoi(f("count")); err == nil && c > 1 {
 			st.Aggregated++
 		}
 	}

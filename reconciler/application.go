@@ -231,7 +231,7 @@ func (a *Application) rollout(ctx context.Context, key cache.Key, obj *cache.Obj
 
 // simulateFailure fails this attempt when the simulate-failures annotation says so.
 func (a *Application) simulateFailure(ctx context.Context, key cache.Key, obj *cache.Object, app map[string]any, st appStatus, now time.Time) (pass, error, bool) {
-	v := obj.Annotations()[SimulateFailuresAnnotation]
+	v := obj.Annotation(SimulateFailuresAnnotation)
 	if v == "" {
 		return pass{}, nil, false
 	}

@@ -217,7 +217,7 @@ func (c *Controller) handle(q workqueue.TypedRateLimitingInterface[cache.Key], e
 		delete(c.phase, key)
 	} else {
 		c.known[key] = ev.Object
-		c.phase[key] = ev.Object.Fields()["status.phase"]
+		c.phase[key] = ev.Object.Field("status.phase")
 	}
 	c.mu.Unlock()
 	switch {
@@ -234,8 +234,7 @@ func (c *Controller) handle(q workqueue.TypedRateLimitingInterface[cache.Key], e
 func matters(old, cur *cache.Object) bool {
 	return old.Generation() != cur.Generation() ||
 		old.Deleting() != cur.Deleting() ||
-		!maps.Equal(old.Labels(), cur.Labels()) ||
-		!maps.Equal(old.Annotations(), cur.Annotations()) ||
+		!old.SameLabelsAndAnnotations(cur) ||
 		!slices.Equal(old.Finalizers(), cur.Finalizers())
 }
 

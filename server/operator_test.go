@@ -110,7 +110,7 @@ func TestReconcileAndHistoryRoutes(t *testing.T) {
 
 // kubeStream reads a Kubernetes watch stream line by line.
 type kubeStream struct {
-	t     *testing.T
+	t     testing.TB
 	lines chan string
 	resp  *http.Response
 }

@@ -22,7 +22,7 @@ import (
 
 // env is one server under test, reached over real HTTP.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	store   *cache.Store
 	metrics *metrics.Registry
 	srv     *server.Server
@@ -31,7 +31,7 @@ type env struct {
 
 const appsPath = "/apis/cloudnative.elide.dev/v1/namespaces/default/applications"
 
-func newEnv(t *testing.T, tweak ...func(*server.Config, *cache.Config)) *env {
+func newEnv(t testing.TB, tweak ...func(*server.Config, *cache.Config)) *env {
 	t.Helper()
 	cfg := server.Config{}
 	scfg := cache.Config{}

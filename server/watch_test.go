@@ -29,7 +29,7 @@ type frame struct {
 
 // sseClient reads frames from a /watch response.
 type sseClient struct {
-	t      *testing.T
+	t      testing.TB
 	resp   *http.Response
 	frames chan frame
 	cancel context.CancelFunc

@@ -93,6 +93,9 @@ func setMapEntry(md map[string]any, field, key, value string) []PatchOperation {
 
 // escapePointer escapes a JSON Pointer token (RFC 6901).
 func escapePointer(s string) string {
+	if !strings.ContainsAny(s, "~/") {
+		return s
+	}
 	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
 }
 

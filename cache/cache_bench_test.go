@@ -28,17 +28,22 @@ func seed(b *testing.B, n int) *cache.Store {
 	return s
 }
 
+// BenchmarkStoreCreate adds objects to a store already holding 10,000 or 100,000.
 func BenchmarkStoreCreate(b *testing.B) {
-	s := cache.New(cache.Config{})
-	defer s.Close()
-	ctx := context.Background()
-	i := 0
-	b.ReportAllocs()
-	for b.Loop() {
-		i++
-		if _, err := s.Create(ctx, cachetest.Key("default", fmt.Sprint("app-", i)), cachetest.App("x", 1), cache.WriteOptions{}); err != nil {
-			b.Fatal(err)
-		}
+	for _, n := range []int{10000, 100000} {
+		b.Run(fmt.Sprint("objects=", n), func(b *testing.B) {
+			s := seed(b, n)
+			defer s.Close()
+			ctx := context.Background()
+			i := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				i++
+				if _, err := s.Create(ctx, cachetest.Key("default", fmt.Sprint("new-", i)), cachetest.App("x", 1), cache.WriteOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

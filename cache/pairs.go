@@ -33,14 +33,14 @@ func pairsOfJSON(v any) pairs {
 	return p.sorted()
 }
 
-// pairsOf indexes m.
+// pairsOf indexes m; its keys are interned, its values (mostly unique, like timestamps) not.
 func pairsOf(m map[string]string) pairs {
 	if len(m) == 0 {
 		return nil
 	}
 	p := make(pairs, 0, 2*len(m))
 	for k, v := range m {
-		p = append(p, intern(k), intern(v))
+		p = append(p, intern(k), v)
 	}
 	return p.sorted()
 }

@@ -154,6 +154,9 @@ type WriteOptions struct {
 // namespace is created if missing; a Terminating namespace refuses new objects (ErrForbidden).
 func (s *Store) Create(_ context.Context, key Key, obj map[string]any, opts WriteOptions) (*Object, error) {
 	md := metadataOf(obj)
+	// The key outlives the request: share the repeated parts, and copy the name so it does not
+	// hold on to the request's buffers.
+	key = Key{Group: intern(key.Group), Resource: intern(key.Resource), Namespace: intern(key.Namespace), Name: strings.Clone(key.Name)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// phaseResult is one phase of the api mode: every request counts in Ops, a failed one (an
+// error or a non-2xx answer) in Errors as well; the latencies are those of all requests.
+type phaseResult struct {
+	Phase     string  `json:"phase"`
+	Ops       int     `json:"ops"`
+	Errors    int     `json:"errors"`
+	Seconds   float64 `json:"seconds"`
+	OpsPerSec float64 `json:"opsPerSec"`
+	latencySummary
+	// Items is the length of the list the list phase reads, counted once after it.
+	Items      int     `json:"items,omitempty"`
+	LoadCPU    float64 `json:"loadCPU"`
+	FirstError string  `json:"firstError,omitempty"`
+}
+
+// apiResult is one run of the api phases against one server.
+type apiResult struct {
+	Mode      string        `json:"mode"`
+	Target    string        `json:"target"`
+	Namespace string        `json:"namespace"`
+	Conns     int           `json:"conns"`
+	Phases    []phaseResult `json:"phases"`
+}
+
+// apiRun is the state of one run: the phases run one after another, each with o.conns
+// workers; names is written by the create phase and only read after it.
+type apiRun struct {
+	o      options
+	c      *http.Client
+	target string
+	ns     string
+	names  []string
+}
+
+// runAPI runs o.phases against target in namespace ns, which should not exist yet. It returns
+// an error only when the run could not start (target unreachable, list seeding failed);
+// failed requests are counted in the result.
+func runAPI(ctx context.Context, o options, target, ns string) (*apiResult, error) {
+	r := &apiRun{o: o, c: newClient(o.conns, 30*time.Second), target: target, ns: ns}
+	defer closeClient(r.c)
+	if _, err := do(ctx, r.c, http.MethodGet, target+"/healthz", "", nil, false); err != nil {
+		return nil, fmt.Errorf("target %s: %w", target, err)
+	}
+	res := &apiResult{Mode: "api", Target: target, Namespace: ns, Conns: o.conns}
+	for _, p := range o.phases {
+		var pr phaseResult
+		switch p {
+		case "create":
+			pr = r.create(ctx)
+		case "get":
+			pr = r.get(ctx)
+		case "update":
+			pr = r.update(ctx)
+		case "list":
+			var err error
+			if pr, err = r.list(ctx); err != nil {
+				return nil, err
+			}
+		}
+		res.Phases = append(res.Phases, pr)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+	return res, nil
+}
+
+// create POSTs new Applications named load-<worker>-<i> and keeps the names that were created.
+func (r *apiRun) create(ctx context.Context) phaseResult {
+	url := appsURL(r.target, r.ns)
+	created := make([][]string, r.o.conns) // one slice per worker
+	pr := r.phase(ctx, "create", r.o.n, func(ctx context.Context, w, i int) error {
+		name := "load-" + strconv.Itoa(w) + "-" + strconv.Itoa(i)
+		_, err := do(ctx, r.c, http.MethodPost, url, "application/json", appBody(name, r.ns, 3), false)
+		if err == nil {
+			created[w] = append(created[w], name)
+		}
+		return err
+	})
+	for _, c := range created {
+		r.names = append(r.names, c...)
+	}
+	return pr
+}
+
+// get reads Applications picked at random among those created.
+func (r *apiRun) get(ctx context.Context) phaseResult {
+	url := appsURL(r.target, r.ns) + "/"
+	return r.phase(ctx, "get", r.o.n, func(ctx context.Context, _, _ int) error {
+		if len(r.names) == 0 {
+			return errNothingCreated
+		}
+		_, err := do(ctx, r.c, http.MethodGet, url+r.names[rand.IntN(len(r.names))], "", nil, false)
+		return err
+	})
+}
+
+// update replaces Applications (PUT without a resourceVersion, so it never conflicts),
+// changing spec.replicas each time. Worker w takes objects w, w+conns, ... so no two workers
+// write one object at once until the objects run out and the sequence wraps.
+func (r *apiRun) update(ctx context.Context) phaseResult {
+	url := appsURL(r.target, r.ns) + "/"
+	return r.phase(ctx, "update", r.o.n, func(ctx context.Context, w, i int) error {
+		if len(r.names) == 0 {
+			return errNothingCreated
+		}
+		k := w + i*r.o.conns
+		name := r.names[k%len(r.names)]
+		replicas := 4 + k/len(r.names)%2
+		_, err := do(ctx, r.c, http.MethodPut, url+name, "application/json", appBody(name, r.ns, replicas), false)
+		return err
+	})
+}
+
+// list reads the whole list of the run's namespace, or with -list-items of a namespace seeded
+// beforehand with that many objects; with -list-limit, its first page.
+func (r *apiRun) list(ctx context.Context) (phaseResult, error) {
+	ns := r.ns
+	if r.o.listItems > 0 {
+		ns += "-list"
+		if err := r.seed(ctx, ns, r.o.listItems); err != nil {
+			return phaseResult{}, fmt.Errorf("seed %s: %w", ns, err)
+		}
+	}
+	url := appsURL(r.target, ns)
+	if r.o.listLimit > 0 {
+		url += "?limit=" + strconv.Itoa(r.o.listLimit)
+	}
+	pr := r.phase(ctx, "list", r.o.listN, func(ctx context.Context, _, _ int) error {
+		_, err := do(ctx, r.c, http.MethodGet, url, "", nil, false)
+		return err
+	})
+	if body, err := do(ctx, r.c, http.MethodGet, url, "", nil, true); err == nil {
+		var l struct{ Items []json.RawMessage }
+		if json.Unmarshal(body, &l) == nil {
+			pr.Items = len(l.Items)
+		}
+	}
+	return pr, nil
+}
+
+// seed creates count Applications in ns, untimed.
+func (r *apiRun) seed(ctx context.Context, ns string, count int) error {
+	url := appsURL(r.target, ns)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, r.o.conns)
+	for w := range r.o.conns {
+		wg.Go(func() {
+			for i := int(next.Add(1)); i <= count && errs[w] == nil; i = int(next.Add(1)) {
+				name := "seed-" + strconv.Itoa(i)
+				_, errs[w] = do(ctx, r.c, http.MethodPost, url, "application/json", appBody(name, ns, 3), false)
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var errNothingCreated = errors.New("load: no object was created to read or write")
+
+// phase runs op from o.conns workers until n requests were sent in all (n > 0) or o.duration
+// has passed, and summarizes them. op(ctx, worker, i) is called with i = 0, 1, ... per worker;
+// each worker calls it sequentially, so state indexed by worker needs no lock.
+func (r *apiRun) phase(ctx context.Context, name string, n int, op func(ctx context.Context, worker, i int) error) phaseResult {
+	type workerStats struct {
+		lat      []time.Duration
+		errs     int
+		firstErr string
+	}
+	stats := make([]workerStats, r.o.conns)
+	var sent atomic.Int64
+	var wg sync.WaitGroup
+	cpu := startCPU()
+	start := time.Now()
+	deadline := start.Add(r.o.duration)
+	for w := range r.o.conns {
+		wg.Go(func() {
+			st := &stats[w]
+			for i := 0; ctx.Err() == nil; i++ {
+				if n > 0 && sent.Add(1) > int64(n) || n == 0 && !time.Now().Before(deadline) {
+					return
+				}
+				t := time.Now()
+				err := op(ctx, w, i)
+				st.lat = append(st.lat, time.Since(t))
+				if err != nil {
+					if st.errs == 0 {
+						st.firstErr = err.Error()
+					}
+					st.errs++
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	pr := phaseResult{Phase: name, Seconds: round3(elapsed.Seconds()), LoadCPU: cpu.cores()}
+	var all []time.Duration
+	for _, st := range stats {
+		all = append(all, st.lat...)
+		pr.Errors += st.errs
+		if pr.FirstError == "" {
+			pr.FirstError = st.firstErr
+		}
+	}
+	pr.Ops = len(all)
+	pr.OpsPerSec = rate(pr.Ops, elapsed)
+	pr.latencySummary = summarize(all)
+	return pr
+}
+
+func (res *apiResult) writeTable(w io.Writer) {
+	fmt.Fprintf(w, "target %s  namespace %s  conns %d\n", res.Target, res.Namespace, res.Conns)
+	rows := [][]string{{"phase", "ops", "ops/s", "p50 ms", "p99 ms", "max ms", "errors", "items", "loadCPU"}}
+	for _, p := range res.Phases {
+		rows = append(rows, []string{p.Phase, strconv.Itoa(p.Ops), f0(p.OpsPerSec), f2(p.P50Ms), f2(p.P99Ms),
+			f2(p.MaxMs), strconv.Itoa(p.Errors), strconv.Itoa(p.Items), f2(p.LoadCPU)})
+	}
+	table(w, rows)
+	for _, p := range res.Phases {
+		if p.FirstError != "" {
+			fmt.Fprintf(w, "%s: first error: %s\n", p.Phase, p.FirstError)
+		}
+	}
+}
+
+func (res *apiResult) failure() error {
+	return phasesFailure(res.Phases)
+}
+
+// phasesFailure reports the failed requests of phases, if any.
+func phasesFailure(phases []phaseResult) error {
+	n, first := 0, ""
+	for _, p := range phases {
+		n += p.Errors
+		if first == "" {
+			first = p.FirstError
+		}
+	}
+	if n > 0 {
+		return fmt.Errorf("%d requests failed; first: %s", n, first)
+	}
+	return nil
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// appsURL is the Applications collection of namespace ns on target.
+func appsURL(target, ns string) string {
+	return target + "/apis/cloudnative.elide.dev/v1/namespaces/" + ns + "/applications"
+}
+
+// newClient returns a client for conns workers that each send one request at a time: one
+// Transport keeps up to conns idle connections per host, so every worker reuses its own
+// keep-alive connection. Compression is off so opemu and the baseline are compared on the same
+// bytes. timeout bounds each request; zero means none (streams).
+func newClient(conns int, timeout time.Duration) *http.Client {
+	tr := &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        conns + 8,
+		MaxIdleConnsPerHost: conns + 8,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+	return &http.Client{Transport: tr, Timeout: timeout}
+}
+
+// closeClient closes c's idle connections; the caller has finished with it.
+func closeClient(c *http.Client) { c.CloseIdleConnections() }
+
+// statusError is a non-2xx answer, with the start of its body.
+type statusError struct {
+	method, url string
+	code        int
+	body        string
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("%s %s: %d %s", e.method, e.url, e.code, e.body)
+}
+
+// do sends one request and reads the whole answer, so the connection can be reused. It
+// returns the body when keep is set, and a *statusError for a non-2xx answer.
+func do(ctx context.Context, c *http.Client, method, url, ctype string, body []byte, keep bool) ([]byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return nil, err
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil, &statusError{method, url, resp.StatusCode, string(bytes.TrimSpace(b))}
+	}
+	if keep {
+		return io.ReadAll(resp.Body)
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	return nil, err
+}
+
+// appBody is an Application as the load tool creates and replaces it.
+func appBody(name, ns string, replicas int) []byte {
+	b := make([]byte, 0, 192)
+	b = append(b, `{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","metadata":{"name":"`...)
+	b = append(b, name...)
+	b = append(b, `","namespace":"`...)
+	b = append(b, ns...)
+	b = append(b, `"},"spec":{"replicas":`...)
+	b = strconv.AppendInt(b, int64(replicas), 10)
+	return append(b, `,"image":"nginx:1.27"}}`...)
+}

@@ -1,0 +1,398 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestModes builds opemu and the baseline, starts opemu twice (controller off for the API
+// modes, on with ROLLOUT_STEP=0 for e2e and fanout) and the baseline once, and runs every mode
+// briefly through run, as the command line would.
+func TestModes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts servers")
+	}
+	bins := buildServers(t)
+	apiURL := startServer(t, filepath.Join(bins, "opemu"), nil, "ENABLE_CONTROLLER=false")
+	ctrlURL := startServer(t, filepath.Join(bins, "opemu"), nil, "ROLLOUT_STEP=0")
+	baseURL := startServer(t, filepath.Join(bins, "baseline"), []string{"-addr", "127.0.0.1:{port}"})
+
+	t.Run("baseline serves opemu's shape", func(t *testing.T) { checkBaseline(t, baseURL) })
+
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr bool
+		check   func(t *testing.T, out []byte)
+	}{
+		{name: "api against opemu", args: []string{"-target", apiURL, "-duration", "300ms", "-conns", "4"},
+			check: checkAPI(4)},
+		{name: "api against the baseline", args: []string{"-target", baseURL, "-duration", "300ms", "-conns", "4"},
+			check: checkAPI(4)},
+		{name: "api by count with a list limit", args: []string{"-target", apiURL, "-n", "200", "-list-n", "10", "-list-limit", "50"},
+			check: func(t *testing.T, out []byte) {
+				res := decode[apiResult](t, out)
+				require.Len(t, res.Phases, 4)
+				for _, p := range res.Phases[:3] {
+					assert.Equal(t, 200, p.Ops, p.Phase)
+				}
+				assert.Equal(t, 10, res.Phases[3].Ops)
+				assert.Equal(t, 50, res.Phases[3].Items)
+			}},
+		{name: "api lists a seeded namespace", args: []string{"-target", baseURL, "-n", "20", "-phases", "list", "-list-items", "30"},
+			check: func(t *testing.T, out []byte) {
+				res := decode[apiResult](t, out)
+				require.Len(t, res.Phases, 1)
+				assert.Equal(t, 30, res.Phases[0].Items)
+				assert.Zero(t, res.Phases[0].Errors)
+			}},
+		{name: "ab", args: []string{"-mode=ab", "-a", apiURL, "-b", baseURL, "-rounds", "2", "-duration", "200ms"},
+			check: func(t *testing.T, out []byte) {
+				res := decode[abResult](t, out)
+				require.Len(t, res.Phases, 4)
+				require.Len(t, res.ARuns, 2)
+				require.Len(t, res.BRuns, 2)
+				for _, p := range res.Phases {
+					assert.Positive(t, p.AOpsPerSec, p.Phase)
+					assert.Positive(t, p.BOpsPerSec, p.Phase)
+					assert.InDelta(t, p.AOpsPerSec/p.BOpsPerSec, p.Ratio, 0.01, p.Phase)
+					assert.Positive(t, p.AP99Ms, p.Phase)
+					assert.Zero(t, p.AErrors+p.BErrors, p.Phase)
+				}
+				assert.NotEqual(t, res.ARuns[0].Namespace, res.ARuns[1].Namespace)
+			}},
+		{name: "e2e", args: []string{"-mode=e2e", "-target", ctrlURL, "-n", "50", "-timeout", "30s"},
+			check: func(t *testing.T, out []byte) {
+				res := decode[e2eResult](t, out)
+				assert.Equal(t, 50, res.Created)
+				assert.Equal(t, 50, res.Ready)
+				assert.Zero(t, res.CreateErrors)
+				assert.False(t, res.TimedOut)
+				assert.Positive(t, res.ReadyPerSec)
+				assert.Positive(t, res.P99Ms)
+				assert.GreaterOrEqual(t, res.Events, 50)
+			}},
+		{name: "e2e paced", args: []string{"-mode=e2e", "-target", ctrlURL, "-n", "10", "-rate", "50", "-conns", "2"},
+			check: func(t *testing.T, out []byte) {
+				res := decode[e2eResult](t, out)
+				assert.Equal(t, 10, res.Ready)
+				assert.GreaterOrEqual(t, res.Seconds, 0.18) // 10 creates at 50/s span 180 ms
+			}},
+		{name: "e2e fails when nothing becomes Ready", args: []string{"-mode=e2e", "-target", apiURL, "-n", "5", "-timeout", "300ms"},
+			wantErr: true,
+			check: func(t *testing.T, out []byte) {
+				res := decode[e2eResult](t, out)
+				assert.Equal(t, 5, res.Created)
+				assert.Zero(t, res.Ready)
+				assert.True(t, res.TimedOut)
+			}},
+		{name: "fanout", args: []string{"-mode=fanout", "-target", ctrlURL, "-clients", "20", "-rate", "20", "-duration", "1s"},
+			check: func(t *testing.T, out []byte) {
+				res := decode[fanoutResult](t, out)
+				assert.Equal(t, 20, res.Changes)
+				assert.Zero(t, res.WriteErrors)
+				assert.Equal(t, int64(20*20), res.Expected)
+				assert.Equal(t, res.Expected, res.Received)
+				assert.Zero(t, res.Lost)
+				assert.Zero(t, res.Duplicates)
+				assert.Zero(t, res.ClientsEnded)
+				assert.Positive(t, res.P99FromSendMs)
+				assert.Positive(t, res.Stalled.Bytes, "the stalled client had frames waiting")
+			}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			var out, errOut bytes.Buffer
+			err := run(ctx, append(tc.args, "-json"), &out, &errOut)
+			if tc.wantErr {
+				require.Error(t, err)
+			} else {
+				require.NoError(t, err, "stdout: %s\nstderr: %s", out.String(), errOut.String())
+			}
+			tc.check(t, out.Bytes())
+		})
+	}
+}
+
+// TestRunRejects covers what fails before any request: help, bad flags, an unreachable target.
+func TestRunRejects(t *testing.T) {
+	t.Parallel()
+	dead := "http://" + freeAddr(t)
+	tests := []struct {
+		name string
+		args []string
+		is   error
+	}{
+		{name: "help", args: []string{"-h"}, is: flag.ErrHelp},
+		{name: "unknown mode", args: []string{"-mode=soak"}},
+		{name: "get without create", args: []string{"-phases", "get"}},
+		{name: "unknown phase", args: []string{"-phases", "create,delete"}},
+		{name: "no connections", args: []string{"-conns", "0"}},
+		{name: "stray argument", args: []string{"extra"}},
+		{name: "unreachable target", args: []string{"-target", dead, "-n", "1"}},
+		{name: "unreachable e2e target", args: []string{"-mode=e2e", "-target", dead, "-n", "1"}},
+		{name: "unreachable fanout target", args: []string{"-mode=fanout", "-target", dead, "-clients", "1"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var out bytes.Buffer
+			err := run(context.Background(), tc.args, &out, io.Discard)
+			require.Error(t, err)
+			if tc.is != nil {
+				require.ErrorIs(t, err, tc.is)
+			}
+			assert.Empty(t, out.String())
+		})
+	}
+}
+
+func TestSSEReader(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", 20<<10) // longer than the reader's buffer
+	stream := "retry: 2000\n\n" +
+		": ping\n\n" +
+		"id: 7\ndata: {\"type\":\"ADDED\",\"object\":{}}\n\n" +
+		"id: 8\r\ndata: {\"type\":\"MODIFIED\",\"object\":{\"v\":\"" + long + "\"}}\r\n\r\n" +
+		"id: 9\ndata: a\ndata: b\n\n" +
+		"id:\ndata: {\"type\":\"ERROR\",\"object\":{\"code\":410}}\n\n"
+	want := []sseFrame{
+		{Retry: true},
+		{HasID: true, ID: 7, Data: []byte(`{"type":"ADDED","object":{}}`)},
+		{HasID: true, ID: 8, Data: []byte(`{"type":"MODIFIED","object":{"v":"` + long + `"}}`)},
+		{HasID: true, ID: 9, Data: []byte("a\nb")},
+		{HasID: true, Error: true, Data: []byte(`{"type":"ERROR","object":{"code":410}}`)},
+	}
+	for _, keep := range []bool{true, false} {
+		t.Run("keepData="+strconv.FormatBool(keep), func(t *testing.T) {
+			r := newSSEReader(strings.NewReader(stream), keep)
+			for i, w := range want {
+				f, err := r.next()
+				require.NoError(t, err, "frame %d", i)
+				if !keep {
+					w.Data = nil
+				}
+				f.Data = bytes.Clone(f.Data)
+				assert.Equal(t, w, f, "frame %d", i)
+			}
+			_, err := r.next()
+			require.ErrorIs(t, err, io.EOF)
+		})
+	}
+	t.Run("ends inside a frame", func(t *testing.T) {
+		_, err := newSSEReader(strings.NewReader("id: 1\ndata: {"), false).next()
+		require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	})
+	t.Run("bad id", func(t *testing.T) {
+		_, err := newSSEReader(strings.NewReader("id: x\n\n"), false).next()
+		require.Error(t, err)
+	})
+}
+
+func TestStats(t *testing.T) {
+	t.Parallel()
+	ms := func(v ...int) []time.Duration {
+		out := make([]time.Duration, len(v))
+		for i, x := range v {
+			out[i] = time.Duration(x) * time.Millisecond
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		in   []time.Duration
+		want latencySummary
+	}{
+		{name: "empty", in: nil, want: latencySummary{}},
+		{name: "one", in: ms(3), want: latencySummary{P50Ms: 3, P99Ms: 3, MaxMs: 3}},
+		{name: "unsorted", in: ms(5, 1, 4, 2, 3), want: latencySummary{P50Ms: 3, P99Ms: 5, MaxMs: 5}},
+		{name: "hundred", in: ms(seq(100)...), want: latencySummary{P50Ms: 50, P99Ms: 99, MaxMs: 100}},
+		{name: "negative", in: ms(-2, 1), want: latencySummary{P50Ms: -2, P99Ms: 1, MaxMs: 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, summarize(tc.in))
+		})
+	}
+	assert.InDelta(t, 2.5, median([]float64{4, 1, 3, 2}), 1e-9)
+	assert.InDelta(t, 3.0, median([]float64{5, 3, 1}), 1e-9)
+	assert.Zero(t, median(nil))
+}
+
+func seq(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i + 1
+	}
+	return out
+}
+
+// checkBaseline walks the baseline through create, conflict, get, replace and list.
+func checkBaseline(t *testing.T, base string) {
+	ns := "baseline-check"
+	apps := appsURL(base, ns)
+	steps := []struct {
+		name, method, url, body string
+		code                    int
+	}{
+		{"create b", http.MethodPost, apps, string(appBody("b", ns, 3)), http.StatusCreated},
+		{"create a", http.MethodPost, apps, string(appBody("a", ns, 3)), http.StatusCreated},
+		{"create again", http.MethodPost, apps, string(appBody("a", ns, 3)), http.StatusConflict},
+		{"no name", http.MethodPost, apps, `{"metadata":{}}`, http.StatusBadRequest},
+		{"not JSON", http.MethodPost, apps, `[`, http.StatusBadRequest},
+		{"get", http.MethodGet, apps + "/a", "", http.StatusOK},
+		{"get missing", http.MethodGet, apps + "/zz", "", http.StatusNotFound},
+		{"replace", http.MethodPut, apps + "/a", string(appBody("a", ns, 5)), http.StatusOK},
+		{"replace missing", http.MethodPut, apps + "/zz", string(appBody("zz", ns, 5)), http.StatusNotFound},
+		{"health", http.MethodGet, base + "/healthz", "", http.StatusOK},
+	}
+	got := map[string]map[string]any{}
+	for _, s := range steps {
+		req, err := http.NewRequest(s.method, s.url, strings.NewReader(s.body))
+		require.NoError(t, err)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, s.code, resp.StatusCode, "%s: %s", s.name, body)
+		var obj map[string]any
+		if json.Unmarshal(body, &obj) == nil {
+			got[s.name] = obj
+		}
+	}
+	created, replaced := got["create a"]["metadata"].(map[string]any), got["replace"]["metadata"].(map[string]any)
+	assert.Equal(t, ns, created["namespace"])
+	assert.NotEmpty(t, created["uid"])
+	assert.NotEmpty(t, created["creationTimestamp"])
+	assert.Equal(t, created["uid"], replaced["uid"])
+	assert.Equal(t, created["creationTimestamp"], replaced["creationTimestamp"])
+	assert.NotEqual(t, created["resourceVersion"], replaced["resourceVersion"])
+	assert.Equal(t, got["create a"], got["get"])
+	assert.EqualValues(t, 5, got["replace"]["spec"].(map[string]any)["replicas"])
+
+	body, err := do(context.Background(), http.DefaultClient, http.MethodGet, apps, "", nil, true)
+	require.NoError(t, err)
+	var list struct {
+		APIVersion, Kind string
+		Metadata         struct{ ResourceVersion string }
+		Items            []struct{ Metadata struct{ Name string } }
+	}
+	require.NoError(t, json.Unmarshal(body, &list))
+	assert.Equal(t, "cloudnative.elide.dev/v1", list.APIVersion)
+	assert.Equal(t, "ApplicationList", list.Kind)
+	assert.NotEmpty(t, list.Metadata.ResourceVersion)
+	require.Len(t, list.Items, 2)
+	assert.Equal(t, "a", list.Items[0].Metadata.Name)
+	assert.Equal(t, "b", list.Items[1].Metadata.Name)
+}
+
+func checkAPI(conns int) func(t *testing.T, out []byte) {
+	return func(t *testing.T, out []byte) {
+		res := decode[apiResult](t, out)
+		assert.Equal(t, conns, res.Conns)
+		require.Len(t, res.Phases, 4)
+		for i, want := range []string{"create", "get", "update", "list"} {
+			p := res.Phases[i]
+			assert.Equal(t, want, p.Phase)
+			assert.Positive(t, p.Ops, want)
+			assert.Positive(t, p.OpsPerSec, want)
+			assert.Positive(t, p.P99Ms, want)
+			assert.GreaterOrEqual(t, p.P99Ms, p.P50Ms, want)
+			assert.Zero(t, p.Errors, "%s: %s", want, p.FirstError)
+		}
+		assert.Equal(t, res.Phases[0].Ops, res.Phases[3].Items, "the list holds every created object")
+	}
+}
+
+func decode[T any](t *testing.T, out []byte) T {
+	t.Helper()
+	var v T
+	require.NoError(t, json.Unmarshal(out, &v), "output: %s", out)
+	return v
+}
+
+// buildServers builds opemu and the baseline into a temporary directory and returns it.
+func buildServers(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	gotool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if p, err := exec.LookPath("go"); err == nil {
+		gotool = p
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(gotool, "build", "-o", dir+string(filepath.Separator), "github.com/opemu/opemu", "./examples/load/baseline")
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return dir
+}
+
+// startServer starts bin on a free port ("{port}" in args is replaced by it, and PORT is set),
+// waits for /healthz to answer 200, and kills the process when the test ends. env adds to the
+// test's environment.
+func startServer(t *testing.T, bin string, args []string, env ...string) string {
+	t.Helper()
+	addr := freeAddr(t)
+	_, port, err := net.SplitHostPort(addr)
+	require.NoError(t, err)
+	for i := range args {
+		args[i] = strings.ReplaceAll(args[i], "{port}", port)
+	}
+	logPath := filepath.Join(t.TempDir(), filepath.Base(bin)+".log")
+	logFile, err := os.Create(logPath)
+	require.NoError(t, err)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "ADDR=", "PORT="+port, "ENABLE_LEADER_ELECTION=false", "LOG_LEVEL=warn")
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		_ = logFile.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("%s %v log:\n%s", bin, env, b[max(len(b)-4096, 0):])
+		}
+	})
+	url := "http://" + addr
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(url + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 20*time.Second, 20*time.Millisecond, "%s did not become healthy", bin)
+	return url
+}
+
+// freeAddr returns a loopback address nothing listens on (just now).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}

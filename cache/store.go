@@ -157,6 +157,17 @@ func (s *Store) Create(_ context.Context, key Key, obj map[string]any, opts Writ
 	// The key outlives the request: share the repeated parts, and copy the name so it does not
 	// hold on to the request's buffers.
 	key = Key{Group: intern(key.Group), Resource: intern(key.Resource), Namespace: intern(key.Namespace), Name: strings.Clone(key.Name)}
+	var pre *Object
+	if key.Name != "" {
+		// Encode outside the lock, with a placeholder version stamped under it.
+		stampCreate(s, key, md)
+		md["resourceVersion"] = rvPlaceholder
+		o, err := s.build(key, obj)
+		if err != nil {
+			return nil, err
+		}
+		pre = o
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -168,6 +179,7 @@ func (s *Store) Create(_ context.Context, key Key, obj map[string]any, opts Writ
 			return nil, &Error{Err: ErrInvalid, Key: key, Field: "metadata.name", Message: "name or generateName is required"}
 		}
 		key.Name = s.generateNameLocked(key, prefix)
+		stampCreate(s, key, md)
 	}
 	if key.Namespace != "" {
 		if ns := s.getLocked(namespaceKey(key.Namespace)); ns != nil && ns.deleting {
@@ -177,6 +189,30 @@ func (s *Store) Create(_ context.Context, key Key, obj map[string]any, opts Writ
 	if s.getLocked(key) != nil {
 		return nil, newErr(ErrAlreadyExists, key, "")
 	}
+	if opts.DryRun {
+		delete(md, "resourceVersion")
+		return s.build(key, obj)
+	}
+	if key.Namespace != "" {
+		if err := s.ensureNamespaceLocked(key.Namespace); err != nil {
+			return nil, err
+		}
+	}
+	o := stampVersion(pre, s.rv+1)
+	if o == nil {
+		md["resourceVersion"] = formatRV(s.rv + 1)
+		var err error
+		if o, err = s.build(key, obj); err != nil {
+			return nil, err
+		}
+	}
+	s.commitLocked(Added, o, nil)
+	return o, nil
+}
+
+// stampCreate sets the metadata a create gives: name and namespace from key, a new uid,
+// creationTimestamp and generation 1, and no deletion.
+func stampCreate(s *Store, key Key, md map[string]any) {
 	md["name"] = key.Name
 	if key.Namespace != "" {
 		md["namespace"] = key.Namespace
@@ -188,22 +224,24 @@ func (s *Store) Create(_ context.Context, key Key, obj map[string]any, opts Writ
 	md["generation"] = int64(1)
 	delete(md, "deletionTimestamp")
 	delete(md, "deletionGracePeriodSeconds")
-	if opts.DryRun {
-		delete(md, "resourceVersion")
-		return s.build(key, obj)
+}
+
+// rvPlaceholder is the resourceVersion an object is encoded with outside the store's lock;
+// stampVersion puts the real one in its place under the lock.
+const rvPlaceholder = "18446744073709551615"
+
+var rvPlaceholderField = []byte(`"resourceVersion":"` + rvPlaceholder + `"`)
+
+// stampVersion returns o, encoded with rvPlaceholder, as stored at version rv; nil when o is
+// nil or its encoding does not hold the placeholder exactly once (then only a full encode is
+// safe). o must not have been shared: its encoding is reused.
+func stampVersion(o *Object, rv uint64) *Object {
+	if o == nil || bytes.Count(o.raw, rvPlaceholderField) != 1 {
+		return nil
 	}
-	if key.Namespace != "" {
-		if err := s.ensureNamespaceLocked(key.Namespace); err != nil {
-			return nil, err
-		}
-	}
-	md["resourceVersion"] = formatRV(s.rv + 1)
-	o, err := s.build(key, obj)
-	if err != nil {
-		return nil, err
-	}
-	s.commitLocked(Added, o, nil)
-	return o, nil
+	o.raw = bytes.Replace(o.raw, rvPlaceholderField, []byte(`"resourceVersion":"`+formatRV(rv)+`"`), 1)
+	o.rv = rv
+	return o
 }
 
 const nameChars = "bcdfghjklmnpqrstvwxz2456789"
@@ -235,27 +273,66 @@ func (s *Store) generateNameLocked(key Key, prefix string) string {
 // unchanged and no event is emitted.
 func (s *Store) Update(_ context.Context, key Key, obj map[string]any, opts WriteOptions) (*Object, error) {
 	md := metadataOf(obj)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, newErr(ErrClosed, key, "")
+	want := stringField(md, "resourceVersion")
+	// Optimistic: prepare and encode against the current object outside the lock, then commit
+	// under it if that object is still current, or prepare again.
+	for {
+		s.mu.RLock()
+		closed, cur := s.closed, s.getLocked(key)
+		s.mu.RUnlock()
+		if closed {
+			return nil, newErr(ErrClosed, key, "")
+		}
+		if cur == nil {
+			return nil, newErr(ErrNotFound, key, "")
+		}
+		o, removing, err := s.prepareUpdate(key, cur, obj, md, want)
+		if err != nil || o == cur {
+			return o, err
+		}
+		if opts.DryRun {
+			md["resourceVersion"] = formatRV(cur.rv)
+			return s.build(key, obj)
+		}
+		s.mu.Lock()
+		if s.closed || s.getLocked(key) != cur {
+			s.mu.Unlock()
+			continue
+		}
+		stamped := stampVersion(o, s.rv+1)
+		if stamped == nil {
+			md["resourceVersion"] = formatRV(s.rv + 1)
+			if stamped, err = s.build(key, obj); err != nil {
+				s.mu.Unlock()
+				return nil, err
+			}
+		}
+		if removing {
+			s.commitLocked(Deleted, stamped, cur)
+		} else {
+			s.commitLocked(Modified, stamped, cur)
+		}
+		s.mu.Unlock()
+		return stamped, nil
 	}
-	cur := s.getLocked(key)
-	if cur == nil {
-		return nil, newErr(ErrNotFound, key, "")
-	}
-	if want := stringField(md, "resourceVersion"); want != "" {
+}
+
+// prepareUpdate checks obj against cur and encodes it as the next version of cur, with
+// rvPlaceholder for its resourceVersion. It returns cur itself when the update changes
+// nothing, and whether the update removes the object (the last finalizer of one being deleted).
+func (s *Store) prepareUpdate(key Key, cur *Object, obj, md map[string]any, want string) (*Object, bool, error) {
+	if want != "" {
 		rv, err := ParseResourceVersion(want)
 		if err != nil {
-			return nil, &Error{Err: ErrInvalid, Key: key, Field: "metadata.resourceVersion", Message: "must be a decimal resourceVersion"}
+			return nil, false, &Error{Err: ErrInvalid, Key: key, Field: "metadata.resourceVersion", Message: "must be a decimal resourceVersion"}
 		}
 		if rv != cur.rv {
-			return nil, newErr(ErrConflict, key, "the object has been modified; please apply your changes to the latest version and try again")
+			return nil, false, newErr(ErrConflict, key, "the object has been modified; please apply your changes to the latest version and try again")
 		}
 	}
 	old, err := cur.Decode()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	oldMD := metadataOf(old)
 	for _, f := range []string{"name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"} {
@@ -279,33 +356,33 @@ func (s *Store) Update(_ context.Context, key Key, obj map[string]any, opts Writ
 			}
 		}
 		if len(added) > 0 {
-			return nil, &Error{Err: ErrInvalid, Key: key, Field: "metadata.finalizers",
+			return nil, false, &Error{Err: ErrInvalid, Key: key, Field: "metadata.finalizers",
 				Message: "no new finalizers can be added if the object is being deleted, found new finalizers [" + strings.Join(added, " ") + "]"}
 		}
 	}
-	md["resourceVersion"] = formatRV(cur.rv)
-	candidate, err := s.build(key, obj)
-	if err != nil {
-		return nil, err
-	}
-	removing := cur.deleting && len(finalizers) == 0
-	if !removing && string(candidate.raw) == string(cur.raw) {
-		return cur, nil
-	}
-	if opts.DryRun {
-		return candidate, nil
-	}
-	md["resourceVersion"] = formatRV(s.rv + 1)
+	md["resourceVersion"] = rvPlaceholder
 	o, err := s.build(key, obj)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if removing {
-		s.commitLocked(Deleted, o, cur)
-	} else {
-		s.commitLocked(Modified, o, cur)
+	removing := cur.deleting && len(finalizers) == 0
+	if !removing && sameButVersion(o.raw, cur.raw, formatRV(cur.rv)) {
+		return cur, false, nil
 	}
-	return o, nil
+	return o, removing, nil
+}
+
+// sameButVersion reports whether next (encoded with rvPlaceholder) equals cur (encoded at
+// version curRV) in everything but the version.
+func sameButVersion(next, cur []byte, curRV string) bool {
+	i := bytes.Index(next, rvPlaceholderField)
+	if i < 0 {
+		return false
+	}
+	curField := `"resourceVersion":"` + curRV + `"`
+	rest := next[i+len(rvPlaceholderField):]
+	return len(cur) == i+len(curField)+len(rest) &&
+		bytes.Equal(cur[:i], next[:i]) && string(cur[i:i+len(curField)]) == curField && bytes.Equal(cur[i+len(curField):], rest)
 }
 
 // Preconditions must hold for a delete to proceed (ErrConflict otherwise). Empty means any.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/distribution/reference"
 )
@@ -15,7 +16,15 @@ type ImagePolicy struct {
 	allowed    map[string]bool // normalised registries; empty = any
 	allowedRaw []string
 	blocked    map[string]string // normalised repository → the entry as configured
+
+	// verdicts remembers the denial message ("" for allowed) of recently checked references:
+	// parsing one is most of a write's policy cost, and images repeat. Cleared when full.
+	mu       sync.Mutex
+	verdicts map[string]string
 }
+
+// maxVerdicts bounds ImagePolicy.verdicts.
+const maxVerdicts = 4096
 
 var _ Handler = (*ImagePolicy)(nil)
 
@@ -60,15 +69,35 @@ func (p *ImagePolicy) Handle(_ context.Context, req *Request) Response {
 
 // Check judges one image reference.
 func (p *ImagePolicy) Check(image string) Response {
-	named, err := reference.ParseNormalizedNamed(image)
-	if err != nil {
-		return Denied(fmt.Sprintf("invalid image reference %q: %v", image, err))
+	p.mu.Lock()
+	denial, seen := p.verdicts[image]
+	p.mu.Unlock()
+	if !seen {
+		denial = p.judge(image)
+		p.mu.Lock()
+		if len(p.verdicts) >= maxVerdicts || p.verdicts == nil {
+			p.verdicts = make(map[string]string, maxVerdicts)
+		}
+		p.verdicts[strings.Clone(image)] = denial
+		p.mu.Unlock()
 	}
-	if domain := reference.Domain(named); len(p.allowed) > 0 && !p.allowed[domain] {
-		return Denied(fmt.Sprintf("Registry '%s' is not allowed. Allowed registries: %s", domain, strings.Join(p.allowedRaw, ", ")))
-	}
-	if entry, ok := p.blocked[named.Name()]; ok {
-		return Denied(fmt.Sprintf("Base image '%s' is not allowed. Use distroless or specific application images.", entry))
+	if denial != "" {
+		return Denied(denial)
 	}
 	return Allowed()
+}
+
+// judge returns why image is denied, or "" when it is allowed.
+func (p *ImagePolicy) judge(image string) string {
+	named, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		return fmt.Sprintf("invalid image reference %q: %v", image, err)
+	}
+	if domain := reference.Domain(named); len(p.allowed) > 0 && !p.allowed[domain] {
+		return fmt.Sprintf("Registry '%s' is not allowed. Allowed registries: %s", domain, strings.Join(p.allowedRaw, ", "))
+	}
+	if entry, ok := p.blocked[named.Name()]; ok {
+		return fmt.Sprintf("Base image '%s' is not allowed. Use distroless or specific application images.", entry)
+	}
+	return ""
 }

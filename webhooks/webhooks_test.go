@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -298,4 +299,20 @@ func FuzzImagePolicy(f *testing.F) {
 			t.Fatalf("a denial must be a 403 with a message: %+v", res)
 		}
 	})
+}
+
+// TestImagePolicyRemembersVerdicts: verdicts stay right when they come from the policy's
+// memory, also past the point where it is cleared.
+func TestImagePolicyRemembersVerdicts(t *testing.T) {
+	p, err := webhooks.NewImagePolicy([]string{"docker.io"}, []string{"ubuntu"})
+	require.NoError(t, err)
+	for round := range 2 {
+		for i := range 5000 {
+			require.True(t, p.Check(fmt.Sprintf("nginx:1.%d", i)).Allowed, "round %d image %d", round, i)
+		}
+		res := p.Check("ubuntu:22.04")
+		require.False(t, res.Allowed)
+		assert.Contains(t, res.Result.Message, "Base image 'ubuntu' is not allowed")
+		assert.False(t, p.Check("quay.io/x/y:1").Allowed)
+	}
 }

@@ -55,7 +55,7 @@ func (s *Server) listObjects(c *echo.Context) error {
 	if wantsTable(c.Request()) {
 		return answerTable(c, t, items, meta)
 	}
-	return writeRaw(c, http.StatusOK, encodeList(t.kind.GroupVersion(), t.kind.ListKind, meta, items))
+	return answerList(c, t.kind.GroupVersion(), t.kind.ListKind, meta, items)
 }
 
 // parseWrite parses what every write handler needs: the target, the write options and the body.
@@ -207,7 +207,7 @@ func (s *Server) deleteCollection(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return writeRaw(c, http.StatusOK, encodeList(t.kind.GroupVersion(), t.kind.ListKind, meta, objs))
+	return answerList(c, t.kind.GroupVersion(), t.kind.ListKind, meta, objs)
 }
 
 // parseDeleteOptions reads an optional DeleteOptions body (JSON or protobuf).

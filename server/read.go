@@ -1,7 +1,7 @@
 package server
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/labstack/echo/v5"
 	"github.com/opemu/opemu/cache"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -143,36 +144,35 @@ func (s *Server) list(ctx context.Context, t target, q listQuery) ([]*cache.Obje
 	return res.Items, meta, nil
 }
 
-// encodeList writes a <Kind>List around the stored objects' shared bytes, without re-encoding
-// them.
-func encodeList(apiVersion, kind string, meta metav1.ListMeta, items []*cache.Object) []byte {
-	size := 128
-	for _, o := range items {
-		size += len(o.Raw()) + 1
+// answerList streams a <Kind>List around the stored objects' shared bytes, without
+// re-encoding them or gathering the whole answer in memory first.
+func answerList(c *echo.Context, apiVersion, kind string, meta metav1.ListMeta, items []*cache.Object) error {
+	m, err := json.Marshal(meta)
+	if err != nil {
+		return err
 	}
-	var b bytes.Buffer
-	b.Grow(size)
-	b.WriteString(`{"apiVersion":`)
-	writeJSONString(&b, apiVersion)
-	b.WriteString(`,"items":[`)
+	av, _ := json.Marshal(apiVersion)
+	k, _ := json.Marshal(kind)
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, "application/json")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 32<<10)
+	bw.WriteString(`{"apiVersion":`)
+	bw.Write(av)
+	bw.WriteString(`,"items":[`)
 	for i, o := range items {
 		if i > 0 {
-			b.WriteByte(',')
+			bw.WriteByte(',')
 		}
-		b.Write(o.Raw())
+		bw.Write(o.Raw())
 	}
-	b.WriteString(`],"kind":`)
-	writeJSONString(&b, kind)
-	b.WriteString(`,"metadata":`)
-	m, _ := json.Marshal(meta)
-	b.Write(m)
-	b.WriteByte('}')
-	return b.Bytes()
-}
-
-func writeJSONString(b *bytes.Buffer, s string) {
-	q, _ := json.Marshal(s)
-	b.Write(q)
+	bw.WriteString(`],"kind":`)
+	bw.Write(k)
+	bw.WriteString(`,"metadata":`)
+	bw.Write(m)
+	bw.WriteByte('}')
+	// A failure here is the client going away: the status line is already sent.
+	return bw.Flush()
 }
 
 // tooLargeResourceVersion is the 504 the kube-apiserver answers for a version it has not

@@ -40,13 +40,7 @@ func TestBadInputMatrix(t *testing.T) {
 	obj := appsPath + "/keep-0"
 	spec := `{"replicas":1,"image":"nginx:1"}`
 
-	tests := []struct {
-		name, method, path, ctype, body string
-		code                            int
-		reason                          string
-		cause                           string // a field named in details.causes
-		message                         string // a part of the message
-	}{
+	tests := []statusCase{
 		// Content types.
 		{name: "xml", method: "POST", path: appsPath, ctype: "application/xml", body: "<a/>", code: 415, reason: "UnsupportedMediaType"},
 		{name: "form", method: "POST", path: appsPath, ctype: "application/x-www-form-urlencoded", body: "a=b", code: 415, reason: "UnsupportedMediaType"},
@@ -66,23 +60,23 @@ func TestBadInputMatrix(t *testing.T) {
 		{name: "two objects", method: "POST", path: appsPath, body: appJSON(`{"name":"two"}`, spec) + "{}", code: 400, reason: "BadRequest"},
 		{name: "truncated JSON", method: "POST", path: appsPath, body: `{"apiVersion":"cloudnative.elide.dev/v1","kind":`, code: 400, reason: "BadRequest"},
 		{name: "metadata a string", method: "POST", path: appsPath, body: appJSON(`"x"`, spec), code: 400, reason: "BadRequest"},
-		{name: "metadata null", method: "POST", path: appsPath, body: appJSON(`null`, spec), code: 422, reason: "Invalid", cause: "metadata.name"},
-		{name: "spec null", method: "POST", path: appsPath, body: appJSON(`{"name":"x"}`, `null`), code: 422, reason: "Invalid", cause: "spec.replicas"},
-		{name: "spec an array", method: "POST", path: appsPath, body: appJSON(`{"name":"x"}`, `[]`), code: 422, reason: "Invalid", cause: "spec"},
-		{name: "spec null by merge patch", method: "PATCH", path: obj, ctype: "application/merge-patch+json", body: `{"spec":null}`, code: 422, reason: "Invalid", cause: "spec.replicas"},
+		{name: "metadata null", method: "POST", path: appsPath, body: appJSON(`null`, spec), code: 422, reason: "Invalid", causes: []string{"metadata.name"}},
+		{name: "spec null", method: "POST", path: appsPath, body: appJSON(`{"name":"x"}`, `null`), code: 422, reason: "Invalid", causes: []string{"spec.replicas"}},
+		{name: "spec an array", method: "POST", path: appsPath, body: appJSON(`{"name":"x"}`, `[]`), code: 422, reason: "Invalid", causes: []string{"spec"}},
+		{name: "spec null by merge patch", method: "PATCH", path: obj, ctype: "application/merge-patch+json", body: `{"spec":null}`, code: 422, reason: "Invalid", causes: []string{"spec.replicas"}},
 		// Names and labels.
-		{name: "no name", method: "POST", path: appsPath, body: appJSON(`{}`, spec), code: 422, reason: "Invalid", cause: "metadata.name"},
-		{name: "upper-case name", method: "POST", path: appsPath, body: appJSON(`{"name":"Web"}`, spec), code: 422, reason: "Invalid", cause: "metadata.name"},
-		{name: "name too long", method: "POST", path: appsPath, body: appJSON(`{"name":"`+strings.Repeat("a", 254)+`"}`, spec), code: 422, reason: "Invalid", cause: "metadata.name"},
-		{name: "unicode name", method: "POST", path: appsPath, body: appJSON(`{"name":"wéb"}`, spec), code: 422, reason: "Invalid", cause: "metadata.name"},
+		{name: "no name", method: "POST", path: appsPath, body: appJSON(`{}`, spec), code: 422, reason: "Invalid", causes: []string{"metadata.name"}},
+		{name: "upper-case name", method: "POST", path: appsPath, body: appJSON(`{"name":"Web"}`, spec), code: 422, reason: "Invalid", causes: []string{"metadata.name"}},
+		{name: "name too long", method: "POST", path: appsPath, body: appJSON(`{"name":"`+strings.Repeat("a", 254)+`"}`, spec), code: 422, reason: "Invalid", causes: []string{"metadata.name"}},
+		{name: "unicode name", method: "POST", path: appsPath, body: appJSON(`{"name":"wéb"}`, spec), code: 422, reason: "Invalid", causes: []string{"metadata.name"}},
 		{name: "name a number", method: "POST", path: appsPath, body: appJSON(`{"name":7}`, spec), code: 400, reason: "BadRequest"},
-		{name: "label key with spaces", method: "POST", path: appsPath, body: appJSON(`{"name":"l","labels":{"a b":"c"}}`, spec), code: 422, reason: "Invalid", cause: "metadata.labels"},
-		{name: "unicode label value", method: "POST", path: appsPath, body: appJSON(`{"name":"l","labels":{"a":"日本"}}`, spec), code: 422, reason: "Invalid", cause: "metadata.labels"},
-		{name: "label value too long", method: "POST", path: appsPath, body: appJSON(`{"name":"l","labels":{"a":"`+strings.Repeat("v", 64)+`"}}`, spec), code: 422, reason: "Invalid", cause: "metadata.labels"},
+		{name: "label key with spaces", method: "POST", path: appsPath, body: appJSON(`{"name":"l","labels":{"a b":"c"}}`, spec), code: 422, reason: "Invalid", causes: []string{"metadata.labels"}},
+		{name: "unicode label value", method: "POST", path: appsPath, body: appJSON(`{"name":"l","labels":{"a":"日本"}}`, spec), code: 422, reason: "Invalid", causes: []string{"metadata.labels"}},
+		{name: "label value too long", method: "POST", path: appsPath, body: appJSON(`{"name":"l","labels":{"a":"`+strings.Repeat("v", 64)+`"}}`, spec), code: 422, reason: "Invalid", causes: []string{"metadata.labels"}},
 		{name: "label value a number", method: "POST", path: appsPath, body: appJSON(`{"name":"l","labels":{"a":1}}`, spec), code: 400, reason: "BadRequest"},
-		{name: "null finalizer", method: "POST", path: appsPath, body: appJSON(`{"name":"f","finalizers":[null]}`, spec), code: 422, reason: "Invalid", cause: "metadata.finalizers"},
-		{name: "empty owner reference", method: "POST", path: appsPath, body: appJSON(`{"name":"o","ownerReferences":[{}]}`, spec), code: 422, reason: "Invalid", cause: "metadata.ownerReferences[0].uid"},
-		{name: "invalid namespace on the URL", method: "POST", path: "/apis/cloudnative.elide.dev/v1/namespaces/Bad_NS/applications", body: appJSON(`{"name":"x"}`, spec), code: 422, reason: "Invalid", cause: "metadata.namespace"},
+		{name: "null finalizer", method: "POST", path: appsPath, body: appJSON(`{"name":"f","finalizers":[null]}`, spec), code: 422, reason: "Invalid", causes: []string{"metadata.finalizers"}},
+		{name: "empty owner reference", method: "POST", path: appsPath, body: appJSON(`{"name":"o","ownerReferences":[{}]}`, spec), code: 422, reason: "Invalid", causes: []string{"metadata.ownerReferences[0].uid"}},
+		{name: "invalid namespace on the URL", method: "POST", path: "/apis/cloudnative.elide.dev/v1/namespaces/Bad_NS/applications", body: appJSON(`{"name":"x"}`, spec), code: 422, reason: "Invalid", causes: []string{"metadata.namespace"}},
 		// The URL and the body disagree.
 		{name: "apiVersion of another group", method: "POST", path: appsPath, body: strings.Replace(appJSON(`{"name":"x"}`, spec), "cloudnative.elide.dev/v1", "apps/v1", 1), code: 400, reason: "BadRequest"},
 		{name: "apiVersion missing", method: "POST", path: appsPath, body: `{"kind":"Application","metadata":{"name":"x"},"spec":` + spec + `}`, code: 400, reason: "BadRequest"},
@@ -92,15 +86,15 @@ func TestBadInputMatrix(t *testing.T) {
 		{name: "name mismatch on update", method: "PUT", path: obj, body: appJSON(`{"name":"keep-1"}`, spec), code: 400, reason: "BadRequest"},
 		{name: "uid mismatch on update", method: "PUT", path: obj, body: appJSON(`{"name":"keep-0","uid":"not-the-uid"}`, spec), code: 409, reason: "Conflict", message: "Precondition failed: UID"},
 		{name: "stale resourceVersion", method: "PUT", path: obj, body: appJSON(`{"name":"keep-0","resourceVersion":"1"}`, spec), code: 409, reason: "Conflict"},
-		{name: "resourceVersion not a number", method: "PUT", path: obj, body: appJSON(`{"name":"keep-0","resourceVersion":"abc"}`, spec), code: 422, reason: "Invalid", cause: "metadata.resourceVersion"},
+		{name: "resourceVersion not a number", method: "PUT", path: obj, body: appJSON(`{"name":"keep-0","resourceVersion":"abc"}`, spec), code: 422, reason: "Invalid", causes: []string{"metadata.resourceVersion"}},
 		// Numbers and values.
-		{name: "negative replicas", method: "POST", path: appsPath, body: appJSON(`{"name":"n"}`, `{"replicas":-1,"image":"nginx:1"}`), code: 422, reason: "Invalid", cause: "spec.replicas"},
-		{name: "fractional replicas", method: "POST", path: appsPath, body: appJSON(`{"name":"n"}`, `{"replicas":2.5,"image":"nginx:1"}`), code: 422, reason: "Invalid", cause: "spec.replicas"},
-		{name: "replicas beyond float64", method: "POST", path: appsPath, body: appJSON(`{"name":"n"}`, `{"replicas":1e400,"image":"nginx:1"}`), code: 422, reason: "Invalid", cause: "spec.replicas"},
-		{name: "replicas a string", method: "POST", path: appsPath, body: appJSON(`{"name":"n"}`, `{"replicas":"3","image":"nginx:1"}`), code: 422, reason: "Invalid", cause: "spec.replicas"},
-		{name: "replicas null", method: "POST", path: appsPath, body: appJSON(`{"name":"n"}`, `{"replicas":null,"image":"nginx:1"}`), code: 422, reason: "Invalid", cause: "spec.replicas"},
-		{name: "image null", method: "POST", path: appsPath, body: appJSON(`{"name":"n"}`, `{"replicas":1,"image":null}`), code: 422, reason: "Invalid", cause: "spec.image"},
-		{name: "fractional replicas by patch", method: "PATCH", path: obj, ctype: "application/merge-patch+json", body: `{"spec":{"replicas":0.5}}`, code: 422, reason: "Invalid", cause: "spec.replicas"},
+		{name: "negative replicas", method: "POST", path: appsPath, body: appJSON(`{"name":"n"}`, `{"replicas":-1,"image":"nginx:1"}`), code: 422, reason: "Invalid", causes: []string{"spec.replicas"}},
+		{name: "fractional replicas", method: "POST", path: appsPath, body: appJSON(`{"name":"n"}`, `{"replicas":2.5,"image":"nginx:1"}`), code: 422, reason: "Invalid", causes: []string{"spec.replicas"}},
+		{name: "replicas beyond float64", method: "POST", path: appsPath, body: appJSON(`{"name":"n"}`, `{"replicas":1e400,"image":"nginx:1"}`), code: 422, reason: "Invalid", causes: []string{"spec.replicas"}},
+		{name: "replicas a string", method: "POST", path: appsPath, body: appJSON(`{"name":"n"}`, `{"replicas":"3","image":"nginx:1"}`), code: 422, reason: "Invalid", causes: []string{"spec.replicas"}},
+		{name: "replicas null", method: "POST", path: appsPath, body: appJSON(`{"name":"n"}`, `{"replicas":null,"image":"nginx:1"}`), code: 422, reason: "Invalid", causes: []string{"spec.replicas"}},
+		{name: "image null", method: "POST", path: appsPath, body: appJSON(`{"name":"n"}`, `{"replicas":1,"image":null}`), code: 422, reason: "Invalid", causes: []string{"spec.image"}},
+		{name: "fractional replicas by patch", method: "PATCH", path: obj, ctype: "application/merge-patch+json", body: `{"spec":{"replicas":0.5}}`, code: 422, reason: "Invalid", causes: []string{"spec.replicas"}},
 		{name: "unicode image", method: "POST", path: appsPath, body: appJSON(`{"name":"n"}`, `{"replicas":1,"image":"nginx:日本"}`), code: 403, reason: "Forbidden", message: "invalid image reference"},
 		{name: "NUL in image", method: "POST", path: appsPath, body: appJSON(`{"name":"n"}`, `{"replicas":1,"image":"nginx:1\u0000"}`), code: 403, reason: "Forbidden", message: "invalid image reference"},
 		// Strict decoding.
@@ -115,7 +109,7 @@ func TestBadInputMatrix(t *testing.T) {
 		{name: "merge patch not JSON", method: "PATCH", path: obj, ctype: "application/merge-patch+json", body: `{spec}`, code: 400, reason: "BadRequest"},
 		{name: "merge patch changes the uid", method: "PATCH", path: obj, ctype: "application/merge-patch+json", body: `{"metadata":{"uid":"x"}}`, code: 409, reason: "Conflict"},
 		{name: "strategic merge patch on a custom resource", method: "PATCH", path: obj, ctype: "application/strategic-merge-patch+json", body: `{}`, code: 415, reason: "UnsupportedMediaType"},
-		{name: "apply without a field manager", method: "PATCH", path: obj, ctype: "application/apply-patch+yaml", body: appJSON(`{"name":"keep-0"}`, spec), code: 422, reason: "Invalid", cause: "fieldManager"},
+		{name: "apply without a field manager", method: "PATCH", path: obj, ctype: "application/apply-patch+yaml", body: appJSON(`{"name":"keep-0"}`, spec), code: 422, reason: "Invalid", causes: []string{"fieldManager"}},
 		{name: "patch of nothing", method: "PATCH", path: appsPath + "/missing", ctype: "application/merge-patch+json", body: `{}`, code: 404, reason: "NotFound"},
 		// Reads and watches.
 		{name: "bad limit", method: "GET", path: appsPath + "?limit=-3", code: 400, reason: "BadRequest"},
@@ -123,21 +117,7 @@ func TestBadInputMatrix(t *testing.T) {
 		{name: "bad field selector", method: "GET", path: appsPath + "?fieldSelector=spec.replicas%3D1", code: 400, reason: "BadRequest"},
 		{name: "unicode in a label selector", method: "GET", path: appsPath + "?labelSelector=a%3D%E6%97%A5", code: 400, reason: "BadRequest"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ctype := tt.ctype
-			if ctype == "" && tt.body != "" {
-				ctype = "application/json"
-			}
-			m := status(t, e.do(tt.method, tt.path, ctype, tt.body), tt.code, tt.reason)
-			if tt.cause != "" {
-				assert.Contains(t, causes(m), tt.cause)
-			}
-			if tt.message != "" {
-				assert.Contains(t, m["message"], tt.message)
-			}
-		})
-	}
+	runStatusCases(t, e, tests)
 	after := snapshot(t, e)
 	a, _ := json.Marshal(after)
 	b, _ := json.Marshal(before)

@@ -53,13 +53,7 @@ func TestWriteErrors(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	require.Equal(t, http.StatusCreated, e.do("POST", appsPath, "application/json", app("exists", 1, "nginx:1.27")).code)
-	tests := []struct {
-		name, method, path, ctype, body string
-		code                            int
-		reason                          string
-		causes                          []string
-		message                         string
-	}{
+	tests := []statusCase{
 		{name: "replicas over 100", method: "POST", path: appsPath, body: app("invalid", 150, "nginx:latest"), code: 422, reason: "Invalid", causes: []string{"spec.replicas"}},
 		{name: "missing image", method: "POST", path: appsPath, body: app("invalid", 3, ""), code: 422, reason: "Invalid", causes: []string{"spec.image"}},
 		{name: "negative replicas", method: "POST", path: appsPath, body: app("invalid", -1, "nginx:1"), code: 422, reason: "Invalid", causes: []string{"spec.replicas"}},
@@ -92,28 +86,41 @@ func TestWriteErrors(t *testing.T) {
 		{name: "bad continue", method: "GET", path: appsPath + "?limit=1&continue=not-a-token!", code: 400, reason: "BadRequest"},
 		{name: "future resourceVersion", method: "GET", path: appsPath + "?resourceVersion=99999999999999999", code: 504, reason: "Timeout"},
 	}
-	for _, tt := range tests {
+	runStatusCases(t, e, tests)
+	// Nothing stored was lost or changed by the rejected writes.
+	list := e.do("GET", appsPath, "", "").json(t)
+	require.Len(t, list["items"], 1)
+	assert.EqualValues(t, 1, field(list["items"].([]any)[0].(map[string]any), "spec", "replicas"))
+}
+
+// statusCase is one request that must be answered with a failure Status.
+type statusCase struct {
+	name, method, path, ctype, body string
+	code                            int
+	reason                          string
+	causes                          []string // each a prefix of a field in details.causes
+	message                         string   // a part of the message
+}
+
+// runStatusCases sends each case (JSON unless it says otherwise) and checks its Status.
+func runStatusCases(t *testing.T, e *env, cases []statusCase) {
+	t.Helper()
+	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
 			ctype := tt.ctype
 			if ctype == "" && tt.body != "" {
 				ctype = "application/json"
 			}
 			m := status(t, e.do(tt.method, tt.path, ctype, tt.body), tt.code, tt.reason)
-			if tt.causes != nil {
+			for _, c := range tt.causes {
 				got := causes(m)
-				for _, c := range tt.causes {
-					assert.True(t, containsPrefix(got, c), "causes %v should name %s", got, c)
-				}
+				assert.True(t, containsPrefix(got, c), "causes %v should name %s", got, c)
 			}
 			if tt.message != "" {
 				assert.Contains(t, m["message"], tt.message)
 			}
 		})
 	}
-	// Nothing stored was lost or changed by the rejected writes.
-	list := e.do("GET", appsPath, "", "").json(t)
-	require.Len(t, list["items"], 1)
-	assert.EqualValues(t, 1, field(list["items"].([]any)[0].(map[string]any), "spec", "replicas"))
 }
 
 func containsPrefix(l []string, p string) bool {

@@ -2,13 +2,16 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
 	"testing"
 
 	"github.com/opemu/opemu/cache"
+	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Fuzz targets for the parsers reachable from HTTP. None may panic; every rejection is a
@@ -106,4 +109,24 @@ func mustDecode(t *testing.T, o *cache.Object) map[string]any {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// FuzzObjectMeta: whenever metadata is read directly, the result is what the JSON round trip
+// into ObjectMeta gives.
+func FuzzObjectMeta(f *testing.F) {
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		md, err := decodeJSONObject(raw)
+		if err != nil {
+			return
+		}
+		direct, ok := simpleObjectMeta(md)
+		if !ok {
+			return
+		}
+		b, err := json.Marshal(md)
+		require.NoError(t, err)
+		var viaJSON metav1.ObjectMeta
+		require.NoError(t, json.Unmarshal(b, &viaJSON), "read directly, but the round trip fails: %s", b)
+		require.Equal(t, viaJSON, direct, "metadata %s", b)
+	})
 }

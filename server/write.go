@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -275,12 +274,8 @@ func (s *Server) validate(t target, obj map[string]any) error {
 			}
 		}
 	}
-	raw, err := json.Marshal(md)
+	meta, err := objectMetaOf(md)
 	if err != nil {
-		return badRequest("metadata: %v", err)
-	}
-	var meta metav1.ObjectMeta
-	if err := json.Unmarshal(raw, &meta); err != nil {
 		return badRequest("metadata: %v", err)
 	}
 	errs := apivalidation.ValidateObjectMeta(&meta, t.kind.Namespaced, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))

@@ -1,0 +1,107 @@
+package server
+
+import (
+	"encoding/json"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// objectMetaOf decodes a JSON object's metadata into ObjectMeta, as Kubernetes does before
+// validating it. The common shape (string fields, an integer generation, a creation time,
+// string maps for labels and annotations, a list of finalizers) is read directly; anything
+// else goes through a JSON round trip, which also gives its errors.
+func objectMetaOf(md map[string]any) (metav1.ObjectMeta, error) {
+	if meta, ok := simpleObjectMeta(md); ok {
+		return meta, nil
+	}
+	var meta metav1.ObjectMeta
+	raw, err := json.Marshal(md)
+	if err != nil {
+		return meta, err
+	}
+	err = json.Unmarshal(raw, &meta)
+	return meta, err
+}
+
+// simpleObjectMeta reads md when every field it holds is of the common shape; ok is false
+// (and nothing is to be trusted) otherwise.
+func simpleObjectMeta(md map[string]any) (meta metav1.ObjectMeta, ok bool) {
+	for k, v := range md {
+		switch k {
+		case "name", "generateName", "namespace", "uid", "resourceVersion":
+			s, isString := v.(string)
+			if !isString {
+				return meta, false
+			}
+			switch k {
+			case "name":
+				meta.Name = s
+			case "generateName":
+				meta.GenerateName = s
+			case "namespace":
+				meta.Namespace = s
+			case "uid":
+				meta.UID = types.UID(s)
+			case "resourceVersion":
+				meta.ResourceVersion = s
+			}
+		case "generation":
+			n, isNumber := v.(json.Number)
+			if !isNumber {
+				return meta, false
+			}
+			g, err := n.Int64()
+			if err != nil {
+				return meta, false
+			}
+			meta.Generation = g
+		case "creationTimestamp":
+			s, isString := v.(string)
+			if !isString {
+				return meta, false
+			}
+			ts, err := time.Parse(time.RFC3339, s)
+			if err != nil {
+				return meta, false
+			}
+			meta.CreationTimestamp = metav1.NewTime(ts.Local())
+		case "labels", "annotations":
+			m, isMap := v.(map[string]any)
+			if !isMap {
+				return meta, false
+			}
+			out := make(map[string]string, len(m))
+			for mk, mv := range m {
+				s, isString := mv.(string)
+				if !isString {
+					return meta, false
+				}
+				out[mk] = s
+			}
+			if k == "labels" {
+				meta.Labels = out
+			} else {
+				meta.Annotations = out
+			}
+		case "finalizers":
+			l, isList := v.([]any)
+			if !isList {
+				return meta, false
+			}
+			out := make([]string, len(l))
+			for i, e := range l {
+				s, isString := e.(string)
+				if !isString {
+					return meta, false
+				}
+				out[i] = s
+			}
+			meta.Finalizers = out
+		default:
+			return meta, false
+		}
+	}
+	return meta, true
+}

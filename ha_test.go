@@ -188,8 +188,9 @@ func TestHAFailover(t *testing.T) {
 }
 
 // TestHAKillLeaderMidRollout: kill -9 of the leader while one of its Applications is half
-// rolled out. The follower, which held its own Applications un-reconciled while it followed
-// (each replica has its own memory store), takes over within the bound and rolls them out.
+// rolled out. The followers hold their own Applications un-reconciled while they follow (each
+// replica has its own memory store); one takes over within the bound and rolls out its own,
+// while the other still follows and still reconciles nothing.
 func TestHAKillLeaderMidRollout(t *testing.T) {
 	t.Parallel()
 	lease := filepath.Join(t.TempDir(), "ha.lease")
@@ -197,8 +198,8 @@ func TestHAKillLeaderMidRollout(t *testing.T) {
 	first := startReplica(t, "rollout-1", lease, step)
 	leader, _ := waitLeader(t, 2*haRetry, first)
 	require.Equal(t, first, leader)
-	second := startReplica(t, "rollout-2", lease, step)
-	s := newSampler(first, second)
+	followers := []*replica{startReplica(t, "rollout-2", lease, step), startReplica(t, "rollout-3", lease, step)}
+	s := newSampler(first, followers[0], followers[1])
 	defer s.finish(t)
 
 	apps := func(r *replica) string {
@@ -221,15 +222,22 @@ func TestHAKillLeaderMidRollout(t *testing.T) {
 		return phase, ready, readyTrue
 	}
 
-	// The follower takes writes but reconciles nothing.
-	for i := range 3 {
-		code, _ := httpJSON(t, "POST", apps(second), body(fmt.Sprint("queued-", i), 2+i))
-		require.Equal(t, http.StatusCreated, code)
+	// Followers take writes but reconcile nothing.
+	unreconciled := func(r *replica) {
+		for i := range 3 {
+			phase, _, _ := status(r, fmt.Sprint("queued-", i))
+			assert.Empty(t, phase, "%s follows and does not reconcile", r.name)
+		}
+	}
+	for _, f := range followers {
+		for i := range 3 {
+			code, _ := httpJSON(t, "POST", apps(f), body(fmt.Sprint("queued-", i), 2+i))
+			require.Equal(t, http.StatusCreated, code)
+		}
 	}
 	time.Sleep(3 * haRetry) // a negative across processes: nothing may happen in this time
-	for i := range 3 {
-		phase, _, _ := status(second, fmt.Sprint("queued-", i))
-		assert.Empty(t, phase, "a follower does not reconcile")
+	for _, f := range followers {
+		unreconciled(f)
 	}
 	// The leader starts a rollout of 8 replicas: 4 steps of 300 ms.
 	code, _ := httpJSON(t, "POST", apps(first), body("big", 8))
@@ -241,8 +249,8 @@ func TestHAKillLeaderMidRollout(t *testing.T) {
 	require.Less(t, ready, 8.0, "still rolling out when killed (phase %s)", phase)
 	require.NoError(t, first.p.cmd.Process.Signal(syscall.SIGKILL))
 	killed := time.Now()
-	_, took := waitLeader(t, haLease+time.Duration(2.2*float64(haRetry)), second)
-	t.Logf("after kill -9 mid-rollout (%v of 8 ready), rollout-2 leads in %v", ready, took)
+	second, took := waitLeader(t, haLease+time.Duration(2.2*float64(haRetry)), followers...)
+	t.Logf("after kill -9 mid-rollout (%v of 8 ready), %s leads in %v", ready, second.name, took)
 	assert.LessOrEqual(t, took, haLease+time.Duration(2.2*float64(haRetry))+slack)
 
 	// Everything written to it while it followed now rolls out to Ready.
@@ -254,6 +262,7 @@ func TestHAKillLeaderMidRollout(t *testing.T) {
 		}, 10*time.Second, 20*time.Millisecond, "%s rolls out once its replica leads", name)
 	}
 	t.Logf("queued Applications Ready %v after the kill", time.Since(killed))
+	unreconciled(without(followers, second)[0])
 }
 
 // TestHANewReplicaWaitsForExpiry: a replica started right after the holder crashed does not

@@ -235,16 +235,16 @@ func TestHAKillLeaderMidRollout(t *testing.T) {
 			require.Equal(t, http.StatusCreated, code)
 		}
 	}
-	time.Sleep(3 * haRetry) // a negative across processes: nothing may happen in this time
-	for _, f := range followers {
-		unreconciled(f)
-	}
 	// The leader starts a rollout of 8 replicas: 4 steps of 300 ms.
 	code, _ := httpJSON(t, "POST", apps(first), body("big", 8))
 	require.Equal(t, http.StatusCreated, code)
 	require.Eventually(t, func() bool { _, ready, _ := status(first, "big"); return ready > 0 }, 5*time.Second, 10*time.Millisecond)
 
-	// kill -9 while "big" is mid-rollout.
+	// kill -9 while "big" is mid-rollout. The followers have held their Applications for at
+	// least one rollout step by now, and reconciled none of them.
+	for _, f := range followers {
+		unreconciled(f)
+	}
 	phase, ready, _ := status(first, "big")
 	require.Less(t, ready, 8.0, "still rolling out when killed (phase %s)", phase)
 	require.NoError(t, first.p.cmd.Process.Signal(syscall.SIGKILL))

@@ -198,7 +198,7 @@ func (s *Store) Create(_ context.Context, key Key, obj map[string]any, opts Writ
 			return nil, err
 		}
 	}
-	o := stampVersion(pre, s.rv+1)
+	o := withVersion(pre, rvPlaceholder, s.rv+1)
 	if o == nil {
 		md["resourceVersion"] = formatRV(s.rv + 1)
 		var err error
@@ -227,21 +227,25 @@ func stampCreate(s *Store, key Key, md map[string]any) {
 }
 
 // rvPlaceholder is the resourceVersion an object is encoded with outside the store's lock;
-// stampVersion puts the real one in its place under the lock.
+// withVersion puts the real one in its place under the lock.
 const rvPlaceholder = "18446744073709551615"
 
-var rvPlaceholderField = []byte(`"resourceVersion":"` + rvPlaceholder + `"`)
+var rvPlaceholderField = versionField(rvPlaceholder)
 
-// stampVersion returns o, encoded with rvPlaceholder, as stored at version rv; nil when o is
-// nil or its encoding does not hold the placeholder exactly once (then only a full encode is
-// safe). o must not have been shared: its encoding is reused.
-func stampVersion(o *Object, rv uint64) *Object {
-	if o == nil || bytes.Count(o.raw, rvPlaceholderField) != 1 {
+func versionField(rv string) []byte { return []byte(`"resourceVersion":"` + rv + `"`) }
+
+// withVersion returns a copy of o, whose encoding holds resourceVersion from, as stored at
+// version rv, by replacing the version in the encoding; nil when o is nil or its encoding holds
+// that field text more than once (say, also as an annotation) and only a full encode is safe.
+func withVersion(o *Object, from string, rv uint64) *Object {
+	old := versionField(from)
+	if o == nil || bytes.Count(o.raw, old) != 1 {
 		return nil
 	}
-	o.raw = bytes.Replace(o.raw, rvPlaceholderField, []byte(`"resourceVersion":"`+formatRV(rv)+`"`), 1)
-	o.rv = rv
-	return o
+	next := *o
+	next.rv = rv
+	next.raw = bytes.Replace(o.raw, old, versionField(formatRV(rv)), 1)
+	return &next
 }
 
 const nameChars = "bcdfghjklmnpqrstvwxz2456789"
@@ -299,7 +303,7 @@ func (s *Store) Update(_ context.Context, key Key, obj map[string]any, opts Writ
 			s.mu.Unlock()
 			continue
 		}
-		stamped := stampVersion(o, s.rv+1)
+		stamped := withVersion(o, rvPlaceholder, s.rv+1)
 		if stamped == nil {
 			md["resourceVersion"] = formatRV(s.rv + 1)
 			if stamped, err = s.build(key, obj); err != nil {
@@ -379,7 +383,7 @@ func sameButVersion(next, cur []byte, curRV string) bool {
 	if i < 0 {
 		return false
 	}
-	curField := `"resourceVersion":"` + curRV + `"`
+	curField := string(versionField(curRV))
 	rest := next[i+len(rvPlaceholderField):]
 	return len(cur) == i+len(curField)+len(rest) &&
 		bytes.Equal(cur[:i], next[:i]) && string(cur[i:i+len(curField)]) == curField && bytes.Equal(cur[i+len(curField):], rest)
@@ -437,26 +441,12 @@ func (s *Store) deleteLocked(cur *Object, opts WriteOptions) (*Object, bool, err
 	if opts.DryRun {
 		return cur, true, nil
 	}
-	if o := s.withNextVersionLocked(cur); o != nil {
+	if o := withVersion(cur, formatRV(cur.rv), s.rv+1); o != nil {
 		s.commitLocked(Deleted, o, cur)
 		return o, true, nil
 	}
 	o, err := s.rewriteLocked(cur, Deleted, false, nil)
 	return o, err == nil, err
-}
-
-// withNextVersionLocked returns cur as it is but for the next resourceVersion, by replacing the
-// version in its encoding, or nil when that encoding holds the version text more than once
-// (say, also as a label value) and only a full rewrite is safe.
-func (s *Store) withNextVersionLocked(cur *Object) *Object {
-	old := []byte(`"resourceVersion":"` + formatRV(cur.rv) + `"`)
-	if bytes.Count(cur.raw, old) != 1 {
-		return nil
-	}
-	o := *cur
-	o.rv = s.rv + 1
-	o.raw = bytes.Replace(cur.raw, old, []byte(`"resourceVersion":"`+formatRV(o.rv)+`"`), 1)
-	return &o
 }
 
 // rewriteLocked writes cur again, changed by mutate (may be nil), as an event of type t with

@@ -34,35 +34,38 @@ func BenchmarkAPIPath(b *testing.B) {
 			b.Fatalf("seed create: %d", code)
 		}
 	}
-	b.Run("create", func(b *testing.B) {
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			i++
-			if code := e.serve("POST", appsPath, "application/json", body(fmt.Sprint("c-", i), 3)); code != http.StatusCreated {
-				b.Fatalf("create: %d", code)
-			}
-		}
-	})
-	b.Run("get", func(b *testing.B) {
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			i++
-			if code := e.serve("GET", fmt.Sprintf("%s/seed-%d", appsPath, i%seeded), "", ""); code != http.StatusOK {
-				b.Fatalf("get: %d", code)
-			}
-		}
-	})
-	b.Run("update", func(b *testing.B) {
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			i++
+	// Each scenario's i-th request: creates of new objects, gets and updates of seeded ones.
+	scenarios := []struct {
+		name    string
+		request func(i int) (method, path, body string)
+		want    int
+	}{
+		{"create", func(i int) (string, string, string) {
+			return "POST", appsPath, body(fmt.Sprint("c-", i), 3)
+		}, http.StatusCreated},
+		{"get", func(i int) (string, string, string) {
+			return "GET", fmt.Sprintf("%s/seed-%d", appsPath, i%seeded), ""
+		}, http.StatusOK},
+		{"update", func(i int) (string, string, string) {
 			name := fmt.Sprint("seed-", i%seeded)
-			if code := e.serve("PUT", appsPath+"/"+name, "application/json", body(name, 1+i%5)); code != http.StatusOK {
-				b.Fatalf("update: %d", code)
+			return "PUT", appsPath + "/" + name, body(name, 1+i%5)
+		}, http.StatusOK},
+	}
+	for _, sc := range scenarios {
+		b.Run(sc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				method, path, reqBody := sc.request(i)
+				ctype := ""
+				if reqBody != "" {
+					ctype = "application/json"
+				}
+				if code := e.serve(method, path, ctype, reqBody); code != sc.want {
+					b.Fatalf("%s: %d", sc.name, code)
+				}
 			}
-		}
-	})
+		})
+	}
 }

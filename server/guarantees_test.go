@@ -166,12 +166,14 @@ func TestAbandonedWatchersAreReleased(t *testing.T) {
 		runtime.ReadMemStats(&ms)
 		return runtime.NumGoroutine(), ms.HeapAlloc
 	}
-	settle := func(g0 int, h0 uint64) (int, uint64) {
-		g, h := measure()
-		for deadline := time.Now().Add(15 * time.Second); (g > g0+10 || float64(h) > float64(h0)*1.2) && time.Now().Before(deadline); {
-			time.Sleep(50 * time.Millisecond)
+	// settle waits until goroutines are back within 10 of g0 and the heap within 20% of h0,
+	// and returns the last measure.
+	settle := func(g0 int, h0 uint64) (g int, h uint64) {
+		assert.EventuallyWithT(t, func(c *assert.CollectT) {
 			g, h = measure()
-		}
+			assert.LessOrEqual(c, g, g0+10, "goroutines back within 10 of the start")
+			assert.LessOrEqual(c, float64(h), float64(h0)*1.2, "heap within 20%")
+		}, 15*time.Second, 50*time.Millisecond)
 		return g, h
 	}
 	cycle := func() int {
@@ -204,13 +206,10 @@ func TestAbandonedWatchersAreReleased(t *testing.T) {
 	gOpen := cycle()
 	require.Greater(t, gOpen, g0+500, "the watchers were really open")
 	g1, h1 := settle(g0, math.MaxUint64)
-	assert.LessOrEqual(t, g1, g0+10, "goroutines back within 10 of the start after the first cycle")
 	cycle()
 	cycle()
 	g2, h2 := settle(g0, h1)
 	t.Logf("goroutines %d -> %d with 500 watchers -> %d after one cycle, %d after three; heap %d -> %d bytes", g0, gOpen, g1, g2, h1, h2)
-	assert.LessOrEqual(t, g2, g0+10, "goroutines back within 10 of the start")
-	assert.LessOrEqual(t, float64(h2), float64(h1)*1.2, "heap within 20%")
 }
 
 // TestClientsThatLeaveMidRequest: bodies that stop halfway (the client hangs up, or gives up

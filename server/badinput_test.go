@@ -104,6 +104,7 @@ func TestBadInputMatrix(t *testing.T) {
 		// Patches.
 		{name: "JSON patch not an array", method: "PATCH", path: obj, ctype: "application/json-patch+json", body: `{"op":"add"}`, code: 400, reason: "BadRequest"},
 		{name: "JSON patch unknown op", method: "PATCH", path: obj, ctype: "application/json-patch+json", body: `[{"op":"frob","path":"/spec"}]`, code: 400, reason: "BadRequest", message: "unsupported operation"},
+		{name: "JSON patch test without a value", method: "PATCH", path: obj, ctype: "application/json-patch+json", body: `[{"op":"test","path":""}]`, code: 400, reason: "BadRequest", message: `has no "value"`},
 		{name: "JSON patch path to nowhere", method: "PATCH", path: obj, ctype: "application/json-patch+json", body: `[{"op":"replace","path":"/spec/a/b/c","value":1}]`, code: 422, reason: "Invalid"},
 		{name: "JSON patch changes the kind", method: "PATCH", path: obj, ctype: "application/json-patch+json", body: `[{"op":"replace","path":"/kind","value":"Pod"}]`, code: 400, reason: "BadRequest"},
 		{name: "merge patch not JSON", method: "PATCH", path: obj, ctype: "application/merge-patch+json", body: `{spec}`, code: 400, reason: "BadRequest"},

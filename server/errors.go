@@ -86,6 +86,9 @@ func (s *Server) errorHandler(c *echo.Context, err error) {
 		return
 	}
 	st := toStatus(err)
+	if st.Code == http.StatusInternalServerError {
+		s.log.Error("internal error", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+	}
 	if st.Code == http.StatusTooManyRequests {
 		c.Response().Header().Set("Retry-After", "1")
 	}

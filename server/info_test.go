@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/server"
+	"github.com/opemu/opemu/webhooks"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -154,4 +156,17 @@ func TestMaxInflight(t *testing.T) {
 	pw.Close()
 	wg.Wait()
 	assert.Equal(t, http.StatusOK, e.do("GET", "/healthz", "", "").code, "the slot is free again")
+}
+
+// TestPanicIsAStatus: a handler that panics answers 500 with an InternalError Status, and the
+// server goes on serving.
+func TestPanicIsAStatus(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *server.Config, _ *cache.Config) {
+		c.Admission = &webhooks.Chain{Mutating: []webhooks.Named{{Name: "broken", Handler: webhooks.HandlerFunc(
+			func(context.Context, *webhooks.Request) webhooks.Response { panic("broken webhook") })}}}
+	})
+	m := status(t, e.do("POST", appsPath, "application/json", app("web", 1, "nginx:1")), http.StatusInternalServerError, "InternalError")
+	assert.Contains(t, m["message"], "broken webhook")
+	status(t, e.do("GET", appsPath+"/web", "", ""), http.StatusNotFound, "NotFound")
 }

@@ -40,6 +40,9 @@ func (s *Server) patch(ctx context.Context, t target, patchType string, body []b
 	switch patchType {
 	case jsonPatchType:
 		p, err := jsonpatch.DecodePatch(body)
+		if err == nil {
+			err = requireMembers(p)
+		}
 		if err != nil {
 			return writeResult{}, false, badRequest("the body of the request is not a valid JSON Patch: %v", err)
 		}
@@ -187,4 +190,22 @@ func setPath(obj map[string]any, path []string, v any) {
 		m = next
 	}
 	m[path[len(path)-1]] = v
+}
+
+// requireMembers checks what RFC 6902 requires and the JSON Patch library does not: add, replace
+// and test carry a value; move and copy carry a from.
+func requireMembers(p jsonpatch.Patch) error {
+	for i, op := range p {
+		member := ""
+		switch op.Kind() {
+		case "add", "replace", "test":
+			member = "value"
+		case "move", "copy":
+			member = "from"
+		}
+		if _, ok := op[member]; member != "" && !ok {
+			return fmt.Errorf("operation %d (%s) has no %q", i, op.Kind(), member)
+		}
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v5"
+	"github.com/labstack/echo/v5/middleware"
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/crd"
 	"github.com/opemu/opemu/events"
@@ -139,7 +140,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.echo = echo.New()
 	s.echo.HTTPErrorHandler = s.errorHandler
-	s.echo.Use(s.observe, s.limit)
+	// A panic in a handler (say, in a library parsing a request) is answered as a 500 Status and
+	// logged by errorHandler, instead of dropping the connection.
+	s.echo.Use(s.observe, s.limit, middleware.RecoverWithConfig(middleware.RecoverConfig{DisablePrintStack: true}))
 	s.routes()
 	if err := s.storeRegisteredCRDs(); err != nil {
 		return nil, err

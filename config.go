@@ -13,40 +13,17 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	opemu "github.com/opemu/opemu/app"
 )
 
-// config is every setting of SPEC §1. Each has an environment variable and an equivalent flag
-// (the flag wins); parseConfig fills defaults and rejects invalid values.
+// config is every setting of SPEC §1: the server's (app.Config) and the logger's. Each has an
+// environment variable and an equivalent flag (the flag wins); parseConfig fills the binary's
+// defaults and rejects invalid values.
 type config struct {
-	Addr                 string
-	PodName              string
-	EnableLeaderElection bool
-	LeaseBackend         string
-	LeaseName            string
-	LeaseNamespace       string
-	LeaseFile            string
-	LeaseDuration        time.Duration
-	RenewDeadline        time.Duration
-	RetryPeriod          time.Duration
-	EnableController     bool
-	WorkerCount          int
-	ReconcileInterval    time.Duration
-	MaxRetries           int
-	BackoffBase          time.Duration
-	BackoffMax           time.Duration
-	QueueQPS             float64
-	QueueBurst           int
-	RolloutStep          time.Duration
-	WatchHistory         int
-	EventLimit           int
-	EventTTL             time.Duration
-	AllowedRegistries    []string
-	BlockedImages        []string
-	MaxBody              int64
-	MaxInflight          int
-	LogLevel             string
-	LogFormat            string
-	PProf                bool
+	opemu.Config
+	LogLevel  string
+	LogFormat string
 }
 
 // setting is one configurable value: its variable, its flag, its default and how to parse it.

@@ -12,13 +12,13 @@ import (
 // clients created), every SweepInterval, until ctx is done.
 func (r *Recorder) Run(ctx context.Context) error {
 	interval := min(r.cfg.TTL/10, time.Minute)
-	t := time.NewTicker(interval)
+	t := r.cfg.Clock.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-t.C():
 			r.Sweep(ctx)
 		}
 	}
@@ -35,7 +35,7 @@ func (r *Recorder) Sweep(ctx context.Context) {
 		last time.Time
 		rv   uint64
 	}
-	cutoff := r.cfg.Now().Add(-r.cfg.TTL)
+	cutoff := r.cfg.Clock.Now().Add(-r.cfg.TTL)
 	var keep []aged
 	var drop []cache.Key
 	for _, o := range res.Items {

@@ -113,7 +113,7 @@ func (r *Recorder) Stats(ctx context.Context) (Stats, error) {
 		return Stats{}, err
 	}
 	st := Stats{ByType: map[string]int{}, BySeverity: map[string]int{}}
-	hourAgo := r.cfg.Now().Add(-time.Hour)
+	hourAgo := r.cfg.Clock.Now().Add(-time.Hour)
 	for _, o := range res.Items {
 		f := o.Field
 		st.Total++

@@ -13,6 +13,7 @@ import (
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/metrics"
+	"k8s.io/utils/clock"
 )
 
 // Resource is where Events are stored.
@@ -62,8 +63,8 @@ type Config struct {
 	TTL time.Duration
 	// Window is how recent an identical Event must be to be aggregated. Zero means 60 s.
 	Window time.Duration
-	// Now is the clock. Nil means time.Now.
-	Now     func() time.Time
+	// Clock stamps Events and paces the expiry sweep. Nil means the real clock.
+	Clock   clock.WithTicker
 	Metrics *metrics.Registry
 	Logger  *slog.Logger
 }
@@ -103,8 +104,8 @@ func New(cfg Config) *Recorder {
 	if cfg.Window <= 0 {
 		cfg.Window = time.Minute
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -128,7 +129,7 @@ func (r *Recorder) Record(ctx context.Context, ev Event) {
 		}
 	}
 	r.cfg.Metrics.RecordEvent(ev.Type, string(ev.Severity))
-	now := r.cfg.Now()
+	now := r.cfg.Clock.Now()
 	k := aggKey{ev.Object.UID, ev.Object.Kind, ev.Object.Namespace, ev.Object.Name, ev.Type, ev.Reason, ev.Source}
 
 	r.mu.Lock()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,29 +12,17 @@ import (
 	"github.com/opemu/opemu/metrics"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
 )
-
-// clock is an injected, settable clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 var ctx = context.Background()
 
-func newRecorder(t testing.TB, limit int) (*events.Recorder, *cache.Store, *clock, *metrics.Registry) {
+func newRecorder(t testing.TB, limit int) (*events.Recorder, *cache.Store, *clocktesting.FakeClock, *metrics.Registry) {
 	t.Helper()
 	store := cache.New(cache.Config{SelectableFields: events.SelectableFields})
-	c := &clock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+	c := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 	reg := metrics.New()
-	r := events.New(events.Config{Store: store, Host: "pod-1", Limit: limit, TTL: time.Hour, Now: c.Now, Metrics: reg})
+	r := events.New(events.Config{Store: store, Host: "pod-1", Limit: limit, TTL: time.Hour, Clock: c, Metrics: reg})
 	return r, store, c, reg
 }
 
@@ -91,7 +78,7 @@ func TestAggregation(t *testing.T) {
 	t.Parallel()
 	r, _, c, _ := newRecorder(t, 0)
 	r.Record(ctx, ev("web", "Scaling"))
-	c.Add(30 * time.Second)
+	c.Step(30 * time.Second)
 	e := ev("web", "Scaling")
 	e.Message = "the latest message"
 	r.Record(ctx, e)
@@ -109,7 +96,7 @@ func TestAggregation(t *testing.T) {
 	r.Record(ctx, w)
 	assert.Len(t, all(t, r, events.Query{}), 4, "another reason, object or type is another Event")
 
-	c.Add(61 * time.Second)
+	c.Step(61 * time.Second)
 	r.Record(ctx, ev("web", "Scaling"))
 	assert.Len(t, all(t, r, events.Query{Reason: "Scaling", Name: "web", Type: "Normal"}), 2, "after the window a new Event starts")
 
@@ -128,7 +115,7 @@ func TestLimitHoldsUnderFlood(t *testing.T) {
 	r, store, c, _ := newRecorder(t, limit)
 	for i := range 50000 {
 		if i%100 == 0 {
-			c.Add(time.Second)
+			c.Step(time.Second)
 		}
 		r.Record(ctx, ev(fmt.Sprint("obj-", i), "Flood"))
 	}
@@ -144,7 +131,7 @@ func TestSweepExpiresAndLimitsClientEvents(t *testing.T) {
 	t.Parallel()
 	r, store, c, _ := newRecorder(t, 2)
 	r.Record(ctx, ev("old", "A"))
-	c.Add(2 * time.Hour)
+	c.Step(2 * time.Hour)
 	r.Record(ctx, ev("new", "A"))
 	// Events written by clients count too.
 	for i := range 3 {
@@ -166,11 +153,11 @@ func TestQueryFilters(t *testing.T) {
 	t.Parallel()
 	r, _, c, _ := newRecorder(t, 0)
 	r.Record(ctx, ev("web", "Created"))
-	c.Add(time.Minute)
+	c.Step(time.Minute)
 	warn := ev("web", "ValidationFailed")
 	warn.Type, warn.Severity = events.TypeWarning, events.Warning
 	r.Record(ctx, warn)
-	c.Add(time.Minute)
+	c.Step(time.Minute)
 	other := ev("db", "Created")
 	other.Object.Namespace = "team"
 	r.Record(ctx, other)

@@ -15,6 +15,7 @@ import (
 	"github.com/opemu/opemu/metrics"
 	"k8s.io/client-go/tools/leaderelection"
 	rl "k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/clock"
 )
 
 // Backends.
@@ -45,6 +46,9 @@ type Config struct {
 	OnEvent func(reason, message string)
 	Metrics *metrics.Registry
 	Logger  *slog.Logger
+	// Clock paces the file backend's mirror. Nil means the real clock. (client-go's elector
+	// keeps its own real clock: leases are judged in real time.)
+	Clock clock.WithTicker
 }
 
 // Elector runs client-go's leader election for this process.
@@ -87,6 +91,9 @@ func New(cfg Config) (*Elector, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
 	e := &Elector{cfg: cfg}
 	e.leader.Store("")
 	onRecord := func(msg string) {
@@ -112,6 +119,20 @@ func New(cfg Config) (*Elector, error) {
 	}
 	return e, nil
 }
+
+// Backend is the backend in use (BackendFile or BackendMemory).
+func (e *Elector) Backend() string {
+	if e.file != nil {
+		return BackendFile
+	}
+	return BackendMemory
+}
+
+// LeaseName and LeaseNamespace name the lease (defaults applied).
+func (e *Elector) LeaseName() string { return e.cfg.LeaseName }
+
+// LeaseNamespace is the lease's namespace (defaults applied).
+func (e *Elector) LeaseNamespace() string { return e.cfg.LeaseNamespace }
 
 // MirrorKey is the Lease the file backend mirrors into the store (read-only to clients); ok is
 // false for the memory backend, whose Lease is the lock itself.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"time"
 
 	"github.com/opemu/opemu/cache"
 )
@@ -14,7 +13,7 @@ import (
 // write it (the server answers 403); only this loop does.
 func (e *Elector) mirror(ctx context.Context) {
 	key, _ := e.MirrorKey()
-	t := time.NewTicker(e.cfg.RetryPeriod)
+	t := e.cfg.Clock.NewTicker(e.cfg.RetryPeriod)
 	defer t.Stop()
 	for {
 		if r, ok := e.file.Peek(); ok {
@@ -23,7 +22,7 @@ func (e *Elector) mirror(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/events"
+	"k8s.io/utils/clock"
 )
 
 // Names the Application reconciler uses on objects.
@@ -33,8 +34,8 @@ type ApplicationConfig struct {
 	Events EventRecorder
 	// RolloutStep is the time between readiness steps; zero rolls out at once.
 	RolloutStep time.Duration
-	// Now is the clock. Nil means time.Now.
-	Now func() time.Time
+	// Clock stamps conditions and paces the rollout. Nil means the real clock.
+	Clock clock.PassiveClock
 }
 
 // Application reconciles Applications (SPEC §8): finalizer, cleanup on deletion, a simulated
@@ -60,8 +61,8 @@ var (
 
 // NewApplication returns the Application reconciler.
 func NewApplication(cfg ApplicationConfig) *Application {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
 	}
 	return &Application{cfg: cfg, next: map[cache.Key]time.Time{}, delta: map[cache.Key]int64{}, failures: map[failKey]int{}}
 }
@@ -86,7 +87,7 @@ type pass struct {
 
 // Reconcile does the next due step for the Application at key (level-based).
 func (a *Application) Reconcile(ctx context.Context, key cache.Key) (Result, error) {
-	start := a.cfg.Now()
+	start := a.cfg.Clock.Now()
 	obj, err := a.cfg.Store.Get(ctx, key)
 	if errors.Is(err, cache.ErrNotFound) {
 		a.forget(key, "")
@@ -104,7 +105,7 @@ func (a *Application) Reconcile(ctx context.Context, key cache.Key) (Result, err
 		}
 		a.history.add(key, Attempt{
 			Generation: obj.Generation(), Success: err == nil, Phase: p.phase, Message: msg,
-			StartTime: formatStart(start), Duration: a.cfg.Now().Sub(start).String(),
+			StartTime: formatStart(start), Duration: a.cfg.Clock.Now().Sub(start).String(),
 		})
 	}
 	return p.res, err
@@ -308,7 +309,7 @@ func (a *Application) Dropped(ctx context.Context, key cache.Key, cause error) {
 	st := statusOf(app)
 	st.Phase = "Failed"
 	msg := fmt.Sprintf("Giving up after repeated failures: %v", cause)
-	st.setCondition("Ready", "False", "ReconciliationFailed", msg, obj.Generation(), a.cfg.Now().UTC().Format(time.RFC3339))
+	st.setCondition("Ready", "False", "ReconciliationFailed", msg, obj.Generation(), a.cfg.Clock.Now().UTC().Format(time.RFC3339))
 	if _, err := a.writeStatus(ctx, key, obj, app, st); err != nil && !errors.Is(err, cache.ErrNotFound) {
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/metrics"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 )
 
 // Config configures a Controller. Store, Resource and Reconciler are required; zero values
@@ -38,6 +39,8 @@ type Config struct {
 	Metrics *metrics.Registry
 	// Logger nil means slog.Default().
 	Logger *slog.Logger
+	// Clock times requeues, backoff and resync. Nil means the real clock.
+	Clock clock.WithTicker
 }
 
 // Controller watches one resource and reconciles its objects with a work queue.
@@ -82,6 +85,9 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
 	return &Controller{cfg: cfg, known: map[cache.Key]*cache.Object{}, phase: map[cache.Key]string{}}, nil
 }
 
@@ -90,7 +96,7 @@ func New(cfg Config) (*Controller, error) {
 // its current item and exited. Run may be called again after it returns (each leadership term
 // calls it anew).
 func (c *Controller) Run(ctx context.Context) error {
-	q := newQueue(c.cfg.Name, c.cfg.BackoffBase, c.cfg.BackoffMax, c.cfg.QPS, c.cfg.Burst, c.cfg.Metrics)
+	q := newQueue(c.cfg.Name, c.cfg.BackoffBase, c.cfg.BackoffMax, c.cfg.QPS, c.cfg.Burst, c.cfg.Metrics, c.cfg.Clock)
 	c.mu.Lock()
 	c.queue = q
 	c.mu.Unlock()
@@ -152,7 +158,7 @@ func (c *Controller) PhaseCounts() map[string]int {
 // enqueue adds key now, or when the reconciler says its next step is due.
 func (c *Controller) enqueue(q workqueue.TypedRateLimitingInterface[cache.Key], key cache.Key) {
 	if s, ok := c.cfg.Reconciler.(Scheduler); ok {
-		if d := time.Until(s.NotBefore(key)); d > 0 {
+		if d := s.NotBefore(key).Sub(c.cfg.Clock.Now()); d > 0 {
 			q.AddAfter(key, d)
 			return
 		}
@@ -240,13 +246,13 @@ func matters(old, cur *cache.Object) bool {
 
 // resync enqueues every known object every ResyncInterval (drift detection).
 func (c *Controller) resync(ctx context.Context, q workqueue.TypedRateLimitingInterface[cache.Key]) {
-	t := time.NewTicker(c.cfg.ResyncInterval)
+	t := c.cfg.Clock.NewTicker(c.cfg.ResyncInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 			c.mu.Lock()
 			keys := slices.Collect(maps.Keys(c.known))
 			c.mu.Unlock()

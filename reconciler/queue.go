@@ -8,11 +8,12 @@ import (
 	"github.com/opemu/opemu/metrics"
 	"golang.org/x/time/rate"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 )
 
 // newQueue is client-go's rate-limiting work queue: per-key exponential backoff from base to
 // max and an overall token bucket; a rate-limited requeue waits for the larger of the two.
-func newQueue(name string, base, max time.Duration, qps float64, burst int, m *metrics.Registry) workqueue.TypedRateLimitingInterface[cache.Key] {
+func newQueue(name string, base, max time.Duration, qps float64, burst int, m *metrics.Registry, clk clock.WithTicker) workqueue.TypedRateLimitingInterface[cache.Key] {
 	limiter := workqueue.NewTypedMaxOfRateLimiter[cache.Key](
 		workqueue.NewTypedItemExponentialFailureRateLimiter[cache.Key](base, max),
 		&workqueue.TypedBucketRateLimiter[cache.Key]{Limiter: rate.NewLimiter(rate.Limit(qps), burst)},
@@ -20,6 +21,7 @@ func newQueue(name string, base, max time.Duration, qps float64, burst int, m *m
 	return workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[cache.Key]{
 		Name:            name,
 		MetricsProvider: queueMetrics{m},
+		Clock:           clk,
 	})
 }
 

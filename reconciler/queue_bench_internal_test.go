@@ -7,6 +7,7 @@ import (
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/metrics"
+	"k8s.io/utils/clock"
 )
 
 // BenchmarkQueueAddGet is one key through the controller's work queue (with its metrics):
@@ -14,7 +15,7 @@ import (
 func BenchmarkQueueAddGet(b *testing.B) {
 	for _, distinct := range []int{1, 1000} {
 		b.Run(fmt.Sprint("keys=", distinct), func(b *testing.B) {
-			q := newQueue("bench", time.Second, 16*time.Second, 10, 100, metrics.New())
+			q := newQueue("bench", time.Second, 16*time.Second, 10, 100, metrics.New(), clock.RealClock{})
 			defer q.ShutDown()
 			keys := make([]cache.Key, distinct)
 			for i := range keys {

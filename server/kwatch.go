@@ -93,7 +93,7 @@ func (s *Server) kubeWatch(c *echo.Context, t target) error {
 	resp.WriteHeader(http.StatusOK)
 	kw := &kubeWriter{frameWriter: newFrameWriter(resp, s.cfg.WriteTimeout), kind: t.kind.Kind, apiVersion: t.kind.GroupVersion()}
 	if wantsTable(r) {
-		kw.table, kw.includeObject = t.kind, c.QueryParam("includeObject")
+		kw.table, kw.includeObject, kw.now = t.kind, c.QueryParam("includeObject"), s.cfg.Clock.Now
 	}
 	if werr != nil {
 		_ = kw.status(toStatus(werr))
@@ -167,13 +167,14 @@ type kubeWriter struct {
 	// definitions, as kube-apiserver does.
 	table         *crd.Kind
 	includeObject string
+	now           func() time.Time
 	headersSent   bool
 }
 
 func (kw *kubeWriter) event(ev cache.Event) error {
 	obj := ev.Object.Raw()
 	if kw.table != nil {
-		tbl, err := table(kw.table, []*cache.Object{ev.Object}, metav1.ListMeta{ResourceVersion: strconv.FormatUint(ev.ResourceVersion, 10)}, kw.includeObject, !kw.headersSent)
+		tbl, err := table(kw.table, []*cache.Object{ev.Object}, metav1.ListMeta{ResourceVersion: strconv.FormatUint(ev.ResourceVersion, 10)}, kw.includeObject, !kw.headersSent, kw.now())
 		if err != nil {
 			return err
 		}

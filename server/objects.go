@@ -27,7 +27,7 @@ func (s *Server) getObject(c *echo.Context) error {
 		if err != nil {
 			return err
 		}
-		return answerTable(c, t, []*cache.Object{o}, metav1.ListMeta{ResourceVersion: formatRV(o.ResourceVersion())})
+		return s.answerTable(c, t, []*cache.Object{o}, metav1.ListMeta{ResourceVersion: formatRV(o.ResourceVersion())})
 	}
 	body, err := s.get(c.Request().Context(), t)
 	if err != nil {
@@ -53,7 +53,7 @@ func (s *Server) listObjects(c *echo.Context) error {
 		return err
 	}
 	if wantsTable(c.Request()) {
-		return answerTable(c, t, items, meta)
+		return s.answerTable(c, t, items, meta)
 	}
 	return answerList(c, t.kind.GroupVersion(), t.kind.ListKind, meta, items)
 }
@@ -246,12 +246,12 @@ func parseDeleteOptions(c *echo.Context, body []byte, o writeOptions) (cache.Pre
 }
 
 // answerTable sends objs as a meta.k8s.io/v1 Table (kubectl get).
-func answerTable(c *echo.Context, t target, objs []*cache.Object, meta metav1.ListMeta) error {
+func (s *Server) answerTable(c *echo.Context, t target, objs []*cache.Object, meta metav1.ListMeta) error {
 	include := c.QueryParam("includeObject")
 	if err := validIncludeObject(include); err != nil {
 		return err
 	}
-	tbl, err := table(t.kind, objs, meta, include, true)
+	tbl, err := table(t.kind, objs, meta, include, true, s.cfg.Clock.Now())
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	sigsjson "sigs.k8s.io/json"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v5"
 	"github.com/opemu/opemu/cache"
@@ -247,5 +246,3 @@ func formatWarning(msg string) string {
 func writeRaw(c *echo.Context, code int, body []byte) error {
 	return c.Blob(code, "application/json", body)
 }
-
-func nowRFC3339() string { return time.Now().UTC().Format(time.RFC3339) }

@@ -17,6 +17,7 @@ import (
 	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/metrics"
 	"github.com/opemu/opemu/webhooks"
+	"k8s.io/utils/clock"
 )
 
 // Config configures a Server. Store, CRDs and Admission are required; every other zero value
@@ -61,6 +62,9 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// PProf serves net/http/pprof under /debug/pprof/.
 	PProf bool
+	// Clock gives the time Tables compute ages from. Nil means the real clock. (Request
+	// deadlines, heartbeats and bookmarks are transport timing and stay on the real clock.)
+	Clock clock.PassiveClock
 }
 
 // LeaderStatus is what the server needs to know about leader election. The leader package
@@ -130,6 +134,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 4 * time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
 	}
 	s := &Server{
 		cfg:         cfg,

@@ -138,7 +138,7 @@ func printerColumn(pc apiextv1.CustomResourceColumnDefinition) column {
 }
 
 // table builds a Table of objs; includeObject is "", "Metadata", "Object" or "None".
-func table(k *crd.Kind, objs []*cache.Object, meta metav1.ListMeta, includeObject string, headers bool) (*metav1.Table, error) {
+func table(k *crd.Kind, objs []*cache.Object, meta metav1.ListMeta, includeObject string, headers bool, now time.Time) (*metav1.Table, error) {
 	cols := columns(k)
 	t := &metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"}, ListMeta: meta, Rows: []metav1.TableRow{}}
 	if headers {
@@ -147,7 +147,6 @@ func table(k *crd.Kind, objs []*cache.Object, meta metav1.ListMeta, includeObjec
 			t.ColumnDefinitions[i] = c.def
 		}
 	}
-	now := time.Now()
 	for _, o := range objs {
 		obj, err := o.Decode()
 		if err != nil {

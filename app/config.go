@@ -1,0 +1,68 @@
+package app
+
+import (
+	"log/slog"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// Config is every setting of one server (SPEC §1). The zero value serves the API in memory on
+// a free loopback port with the built-in controller and leader election off; main fills it from
+// flags and the environment with the binary's defaults.
+type Config struct {
+	// Addr is the listen address. Empty means 127.0.0.1:0 (a free port).
+	Addr string
+	// PodName is this process's identity in leader election and Event sources. Empty means
+	// "opemu".
+	PodName string
+	// EnableLeaderElection runs the elector; false means this process always leads.
+	EnableLeaderElection bool
+	// LeaseBackend is "file" or "memory" (leader.BackendFile, leader.BackendMemory). Empty means
+	// memory.
+	LeaseBackend string
+	// LeaseName and LeaseNamespace name the lease. Empty means elide-operator-leader/default.
+	LeaseName, LeaseNamespace string
+	// LeaseFile is the file backend's record. Empty means <tmp>/opemu-<ns>-<name>.lease.
+	LeaseFile string
+	// LeaseDuration, RenewDeadline and RetryPeriod are client-go's. Zero means 15 s, 10 s, 2 s.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// EnableController runs the built-in Application controller.
+	EnableController bool
+	// WorkerCount is how many reconcile workers run. Zero means 2.
+	WorkerCount int
+	// ReconcileInterval is the periodic resync; zero disables it.
+	ReconcileInterval time.Duration
+	// MaxRetries is how many retries a failing key gets before it is dropped. Zero means 5;
+	// negative means none (the first failure drops the key).
+	MaxRetries int
+	// BackoffBase and BackoffMax bound the per-key backoff. Zero means 1 s and 16 s.
+	BackoffBase, BackoffMax time.Duration
+	// QueueQPS and QueueBurst size the token bucket of rate-limited requeues. Zero means 10 and 100.
+	QueueQPS   float64
+	QueueBurst int
+	// RolloutStep is the time between simulated readiness steps; zero is instant.
+	RolloutStep time.Duration
+	// WatchHistory is how many watch events are kept per resource. Zero means 10000.
+	WatchHistory int
+	// EventLimit and EventTTL bound stored Events. Zero means 10000 and 1 h.
+	EventLimit int
+	EventTTL   time.Duration
+	// AllowedRegistries and BlockedImages are the image policy; empty means any and none.
+	AllowedRegistries []string
+	BlockedImages     []string
+	// MaxBody limits request bodies. Zero means 3 MiB.
+	MaxBody int64
+	// MaxInflight limits concurrent non-watch requests. Zero means 400.
+	MaxInflight int
+	// PProf serves /debug/pprof/.
+	PProf bool
+
+	// Version is what GET / reports. Empty means "dev".
+	Version string
+	// Logger receives every log line. Nil means slog.Default().
+	Logger *slog.Logger
+	// Clock is the one clock every part that stamps or waits reads (timestamps, rollout steps,
+	// backoff and requeue timers, resync, Event expiry). Nil means the real clock.
+	Clock clock.WithTicker
+}

@@ -6,17 +6,17 @@ import (
 	"net"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/utils/clock"
 
+	"github.com/opemu/opemu/application"
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/crd"
 	"github.com/opemu/opemu/events"
+	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/leader"
 	"github.com/opemu/opemu/metrics"
 	"github.com/opemu/opemu/reconciler"
 	"github.com/opemu/opemu/server"
-	"github.com/opemu/opemu/webhooks"
 )
 
 // Run listens on cfg.Addr and serves until ctx is done (see Serve). The first log line is
@@ -51,15 +51,22 @@ func Serve(ctx context.Context, cfg Config, ln net.Listener) error {
 		clk = clock.RealClock{}
 	}
 	reg := metrics.New()
-	store := cache.New(cache.Config{WatchHistory: cfg.WatchHistory, SelectableFields: selectableFields, Now: clk.Now})
+	served := kinds.New()
+	store := cache.New(cache.Config{WatchHistory: cfg.WatchHistory, SelectableFields: served.FieldSet, Now: clk.Now})
 	defer store.Close()
-	crds, err := crd.New()
+	crds, err := crd.New(crd.Config{Kinds: served, Drop: store.DropResource})
+	if err == nil {
+		err = served.Add(crds.Kind())
+	}
+	if err == nil {
+		err = crds.AddBuiltIn(application.CRD())
+	}
 	if err != nil {
 		_ = ln.Close()
 		return err
 	}
-	reg.SetResourceCounts(resourceCounts(store, crds))
-	admission, err := webhooks.NewApplicationChain(webhooks.Config{
+	reg.SetResourceCounts(resourceCounts(store, served))
+	admission, err := application.NewChain(application.ChainConfig{
 		AllowedRegistries: cfg.AllowedRegistries,
 		BlockedImages:     cfg.BlockedImages,
 		Recorder:          reg,
@@ -84,9 +91,9 @@ func Serve(ctx context.Context, cfg Config, ln net.Listener) error {
 	var routes server.Controller
 	var ctrl *reconciler.Controller
 	if cfg.EnableController {
-		app := reconciler.NewApplication(reconciler.ApplicationConfig{Store: store, Events: recorder, RolloutStep: cfg.RolloutStep, Clock: clk})
+		app := application.New(application.Config{Store: store, Events: recorder, RolloutStep: cfg.RolloutStep, Clock: clk})
 		ctrl, err = reconciler.New(reconciler.Config{
-			Store: store, Resource: applications, Reconciler: app, Name: "application",
+			Store: store, Resource: application.Resource, Reconciler: app, Name: "application",
 			Workers: cfg.WorkerCount, ResyncInterval: cfg.ReconcileInterval, MaxRetries: cfg.MaxRetries,
 			BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, QPS: cfg.QueueQPS, Burst: cfg.QueueBurst,
 			Metrics: reg, Logger: log, Clock: clk,
@@ -144,7 +151,9 @@ func Serve(ctx context.Context, cfg Config, ln net.Listener) error {
 
 	srv, err := server.New(server.Config{
 		Store:       store,
+		Kinds:       served,
 		CRDs:        crds,
+		PrimaryCRD:  application.CRDName,
 		Admission:   admission,
 		Metrics:     reg,
 		Events:      recorder,
@@ -170,59 +179,32 @@ func Serve(ctx context.Context, cfg Config, ln net.Listener) error {
 	return err
 }
 
-// applications is the resource the built-in controller reconciles.
-var applications = cache.GroupResource{Group: "cloudnative.elide.dev", Resource: "applications"}
-
-// selectableFields adds the field selectors beyond metadata.name/namespace: Events' and the
-// Applications' status.phase (the controller counts phases from it).
-func selectableFields(gr cache.GroupResource, obj map[string]any) fields.Set {
-	if gr == events.Resource {
-		return events.SelectableFields(gr, obj)
-	}
-	if gr == applications {
-		st, _ := obj["status"].(map[string]any)
-		phase, _ := st["phase"].(string)
-		return fields.Set{"status.phase": phase}
-	}
-	return nil
-}
-
 // controllerRoutes serves the controller's routes for Applications.
 type controllerRoutes struct {
 	ctrl *reconciler.Controller
-	app  *reconciler.Application
+	app  *application.Reconciler
 }
 
 func (c controllerRoutes) Enqueue(key cache.Key) bool {
-	return key.GroupResource() == applications && c.ctrl.Enqueue(key)
+	return key.GroupResource() == application.Resource && c.ctrl.Enqueue(key)
 }
 
 func (c controllerRoutes) History(key cache.Key) (any, bool) {
-	if key.GroupResource() != applications {
+	if key.GroupResource() != application.Resource {
 		return nil, false
 	}
 	return c.app.History(key), true
 }
 
-// builtinKinds names the kinds of the built-in resources for metrics.
-var builtinKinds = map[cache.GroupResource]string{
-	cache.NamespacesResource:                           "Namespace",
-	{Resource: "events"}:                               "Event",
-	{Group: "coordination.k8s.io", Resource: "leases"}: "Lease",
-}
-
 // resourceCounts feeds resource_count{kind,namespace} from the store's own counts.
-func resourceCounts(store *cache.Store, crds *crd.Registry) func() []metrics.Count {
+func resourceCounts(store *cache.Store, served *kinds.Registry) func() []metrics.Count {
 	return func() []metrics.Count {
 		counts := store.Counts()
 		out := make([]metrics.Count, 0, len(counts))
 		for _, c := range counts {
-			kind, ok := builtinKinds[c.GroupResource]
-			if k, found := crds.LookupResource(c.Group, c.Resource); found {
-				kind, ok = k.Kind, true
-			}
-			if !ok {
-				kind = c.GroupResource.String()
+			kind := c.GroupResource.String()
+			if k, ok := served.Resource(c.GroupResource); ok {
+				kind = k.Kind
 			}
 			out = append(out, metrics.Count{Labels: [2]string{kind, c.Namespace}, Value: float64(c.Count)})
 		}

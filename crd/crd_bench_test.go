@@ -3,21 +3,14 @@ package crd_test
 import (
 	"testing"
 
-	"github.com/opemu/opemu/crd"
+	"github.com/opemu/opemu/kinds"
 )
 
 const benchApp = `{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","metadata":{"name":"bench"},
 	"spec":{"replicas":3,"image":"nginx:1.27","strategy":"RollingUpdate","config":{"a":"b"},"resources":{"limits":{"cpu":"1","memory":"1Gi"}}},
 	"status":{"phase":"Running","replicas":3,"readyReplicas":3,"conditions":[{"type":"Ready","status":"True","reason":"ReconciliationSucceeded"}]}}`
 
-func benchKind(b *testing.B) *crd.Kind {
-	r, err := crd.New()
-	if err != nil {
-		b.Fatal(err)
-	}
-	k, _ := r.Lookup("cloudnative.elide.dev", "v1", "applications")
-	return k
-}
+func benchKind(b *testing.B) kinds.Schema { return applicationKind(b).Schema }
 
 func BenchmarkCRDValidate(b *testing.B) {
 	k := benchKind(b)

@@ -5,7 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/opemu/opemu/application"
+	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/crd"
+	"github.com/opemu/opemu/kinds"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -22,20 +25,28 @@ func decode(t testing.TB, s string) map[string]any {
 	return m
 }
 
-func application(t *testing.T) *crd.Kind {
+// newRegistry returns a CRD registry holding the built-in Application CRD, serving into ks.
+func newRegistry(t testing.TB) (*crd.Registry, *kinds.Registry) {
 	t.Helper()
-	r, err := crd.New()
+	ks := kinds.New()
+	r, err := crd.New(crd.Config{Kinds: ks})
 	require.NoError(t, err)
-	k, ok := r.Lookup("cloudnative.elide.dev", "v1", "applications")
+	require.NoError(t, r.AddBuiltIn(application.CRD()))
+	return r, ks
+}
+
+func applicationKind(t testing.TB) *kinds.Kind {
+	t.Helper()
+	_, ks := newRegistry(t)
+	k, ok := ks.Lookup("cloudnative.elide.dev", "v1", "applications")
 	require.True(t, ok)
 	return k
 }
 
 func TestBuiltInApplication(t *testing.T) {
 	t.Parallel()
-	r, err := crd.New()
-	require.NoError(t, err)
-	k, ok := r.Lookup("cloudnative.elide.dev", "v1", "applications")
+	r, ks := newRegistry(t)
+	k, ok := ks.Lookup("cloudnative.elide.dev", "v1", "applications")
 	require.True(t, ok)
 	assert.Equal(t, "Application", k.Kind)
 	assert.Equal(t, "ApplicationList", k.ListKind)
@@ -43,17 +54,17 @@ func TestBuiltInApplication(t *testing.T) {
 	assert.Equal(t, []string{"app", "apps"}, k.ShortNames)
 	assert.Equal(t, []string{"all"}, k.Categories)
 	assert.True(t, k.Namespaced)
-	assert.True(t, k.StatusSubresource)
+	assert.True(t, k.Status)
 	require.NotNil(t, k.Scale)
 	assert.Equal(t, ".spec.replicas", k.Scale.SpecReplicasPath)
 	var cols []string
-	for _, c := range k.PrinterColumns {
-		cols = append(cols, c.Name)
+	for _, c := range k.Columns[1:] {
+		cols = append(cols, c.Def.Name)
 	}
 	assert.Equal(t, []string{"Replicas", "Ready", "Phase", "Age"}, cols)
 	assert.Equal(t, "cloudnative.elide.dev/v1", k.GroupVersion())
 
-	c, ok := r.CRD(crd.ApplicationCRDName)
+	c, ok := r.CRD(application.CRDName)
 	require.True(t, ok)
 	assert.Equal(t, "CustomResourceDefinition", c.Kind)
 	assert.Equal(t, "apiextensions.k8s.io/v1", c.APIVersion)
@@ -64,14 +75,14 @@ func TestBuiltInApplication(t *testing.T) {
 	assert.Equal(t, apiextv1.ConditionTrue, conds[apiextv1.Established])
 	assert.Equal(t, apiextv1.ConditionTrue, conds[apiextv1.NamesAccepted])
 
-	require.ErrorIs(t, r.Unregister(crd.ApplicationCRDName), crd.ErrBuiltIn)
-	_, _, err = r.Register(crd.ApplicationCRD())
+	require.ErrorIs(t, r.Unregister(application.CRDName), crd.ErrBuiltIn)
+	_, _, err := r.Register(application.CRD())
 	require.ErrorIs(t, err, crd.ErrBuiltIn)
 }
 
 func TestValidate(t *testing.T) {
 	t.Parallel()
-	k := application(t)
+	k := applicationKind(t).Schema
 	tests := []struct {
 		name string
 		obj  string
@@ -123,7 +134,7 @@ func reason(e *field.Error) string {
 
 func TestValidateMessages(t *testing.T) {
 	t.Parallel()
-	k := application(t)
+	k := applicationKind(t).Schema
 	errs := k.Validate(decode(t, `{"spec":{"replicas":150,"image":"nginx"}}`))
 	require.Len(t, errs, 1)
 	assert.Equal(t, "spec.replicas: Invalid value: 150: must be less than or equal to 100", errs[0].Error())
@@ -131,7 +142,7 @@ func TestValidateMessages(t *testing.T) {
 
 func TestPrune(t *testing.T) {
 	t.Parallel()
-	k := application(t)
+	k := applicationKind(t).Schema
 	obj := decode(t, `{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","metadata":{"name":"x","whatever":1},
 		"top":1,"spec":{"replicas":1,"image":"x","foo":true,"config":{"any":"kept"},"resources":{"limits":{"cpu":"1","gpu":"2"}}},
 		"status":{"conditions":[{"type":"Ready","status":"True","extra":1}]}}`)
@@ -144,7 +155,7 @@ func TestPrune(t *testing.T) {
 
 func TestDefault(t *testing.T) {
 	t.Parallel()
-	k := application(t)
+	k := applicationKind(t).Schema
 	obj := decode(t, `{"spec":{"replicas":1,"image":"x"}}`)
 	k.Default(obj)
 	assert.Equal(t, "RollingUpdate", obj["spec"].(map[string]any)["strategy"])
@@ -198,42 +209,41 @@ func widgets(t *testing.T) *apiextv1.CustomResourceDefinition {
 
 func TestRegisterAndUnregister(t *testing.T) {
 	t.Parallel()
-	r, err := crd.New()
-	require.NoError(t, err)
-	gen := r.Generation()
+	r, ks := newRegistry(t)
+	gen := ks.Generation()
 	stored, errs, err := r.Register(widgets(t))
 	require.NoError(t, err)
 	require.Empty(t, errs)
 	assert.Equal(t, "widget", stored.Spec.Names.Singular)
 	assert.Equal(t, "WidgetList", stored.Spec.Names.ListKind)
-	assert.Greater(t, r.Generation(), gen)
+	assert.Greater(t, ks.Generation(), gen)
 
-	beta, ok := r.Lookup("example.com", "v1beta1", "widgets")
+	beta, ok := ks.Lookup("example.com", "v1beta1", "widgets")
 	require.True(t, ok)
-	v1, ok := r.Lookup("example.com", "v1", "widgets")
+	v1, ok := ks.Lookup("example.com", "v1", "widgets")
 	require.True(t, ok)
 	assert.False(t, v1.Namespaced)
 	assert.Equal(t, "v1", beta.StorageVersion)
-	storage, ok := r.LookupResource("example.com", "widgets")
+	storage, ok := ks.Resource(cache.GroupResource{Group: "example.com", Resource: "widgets"})
 	require.True(t, ok)
 	assert.Equal(t, "v1", storage.Version)
-	assert.Equal(t, "Age", v1.PrinterColumns[0].Name, "a CRD without columns gets Age")
-	assert.Len(t, r.Kinds(), 3)
+	assert.Equal(t, "Age", v1.Columns[1].Def.Name, "a CRD without columns gets Age")
+	assert.Len(t, ks.Custom(), 3)
 	assert.Len(t, r.CRDs(), 2)
 
 	// Each version has its own schema and defaults.
 	obj := decode(t, `{"spec":{"free":{"x":{"y":1}},"port":"http","note":null,"gone":1}}`)
-	assert.Equal(t, []string{"spec.gone"}, beta.Prune(obj))
-	beta.Default(obj)
+	assert.Equal(t, []string{"spec.gone"}, beta.Schema.Prune(obj))
+	beta.Schema.Default(obj)
 	assert.Equal(t, json.Number("1"), obj["spec"].(map[string]any)["size"])
-	assert.Empty(t, beta.Validate(obj), "int-or-string, nullable and preserved fields validate")
+	assert.Empty(t, beta.Schema.Validate(obj), "int-or-string, nullable and preserved fields validate")
 	obj = decode(t, `{"spec":{}}`)
-	v1.Default(obj)
+	v1.Schema.Default(obj)
 	assert.Equal(t, json.Number("3"), obj["spec"].(map[string]any)["size"])
-	assert.NotEmpty(t, v1.Validate(decode(t, `{"spec":{"size":0}}`)))
+	assert.NotEmpty(t, v1.Schema.Validate(decode(t, `{"spec":{"size":0}}`)))
 
 	require.NoError(t, r.Unregister("widgets.example.com"))
-	_, ok = r.Lookup("example.com", "v1", "widgets")
+	_, ok = ks.Lookup("example.com", "v1", "widgets")
 	assert.False(t, ok)
 	require.ErrorIs(t, r.Unregister("widgets.example.com"), crd.ErrNotFound)
 }
@@ -259,8 +269,7 @@ func TestRegisterRejectsInvalid(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r, err := crd.New()
-			require.NoError(t, err)
+			r, _ := newRegistry(t)
 			c := widgets(t)
 			tt.mutate(c)
 			_, errs, err := r.Register(c)
@@ -279,11 +288,7 @@ func TestRegisterRejectsInvalid(t *testing.T) {
 // FuzzValidate feeds arbitrary JSON through Prune, Default and Validate: none may panic, and
 // after pruning nothing unknown is left.
 func FuzzValidate(f *testing.F) {
-	r, err := crd.New()
-	if err != nil {
-		f.Fatal(err)
-	}
-	k, _ := r.Lookup("cloudnative.elide.dev", "v1", "applications")
+	k := applicationKind(f).Schema
 	f.Fuzz(func(t *testing.T, s string) {
 		dec := json.NewDecoder(strings.NewReader(s))
 		dec.UseNumber()

@@ -1,12 +1,14 @@
 package crd
 
 import (
+	"context"
 	"errors"
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 
+	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/kinds"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -14,219 +16,136 @@ import (
 )
 
 var (
-	// ErrBuiltIn is returned for an attempt to replace or delete the built-in Application CRD.
+	// ErrBuiltIn is returned for an attempt to replace or delete a built-in CRD.
 	ErrBuiltIn = errors.New("crd: built-in definition cannot be changed")
 	// ErrNotFound is returned for an unknown CRD name.
 	ErrNotFound = errors.New("crd: not found")
 )
 
-// Kind is one served version of a CRD: everything the server needs to serve and validate it.
-// It is immutable once returned.
-type Kind struct {
-	Group, Version, Kind, ListKind, Plural, Singular string
-	ShortNames, Categories                           []string
-	Namespaced                                       bool
-	StorageVersion                                   string
-	CRDName                                          string
-	StatusSubresource                                bool
-	Scale                                            *apiextv1.CustomResourceSubresourceScale
-	PrinterColumns                                   []apiextv1.CustomResourceColumnDefinition
-	Schema                                           *apiextv1.JSONSchemaProps
-	compiled                                         *compiledSchema
+// Config configures a Registry. Kinds is required.
+type Config struct {
+	// Kinds is where the kinds of registered CRDs are served.
+	Kinds *kinds.Registry
+	// Drop removes every stored object of a resource and ends its watches, as deleting a CRD
+	// does. Nil drops nothing (objects stay in the store, unserved).
+	Drop func(ctx context.Context, gr cache.GroupResource) (int, error)
 }
-
-// GroupVersion returns "group/version" (just "version" for the core group).
-func (k *Kind) GroupVersion() string {
-	if k.Group == "" {
-		return k.Version
-	}
-	return k.Group + "/" + k.Version
-}
-
-type gvr struct{ group, version, plural string }
-type grKey struct{ group, plural string }
 
 // entry is one registered CRD with its kinds per served version.
 type entry struct {
 	crd     *apiextv1.CustomResourceDefinition
-	kinds   []*Kind // served versions, in spec order
-	storage *Kind   // the storage version's Kind (served or not)
+	served  []*kinds.Kind // served versions, in spec order
+	storage *kinds.Kind   // the storage version's Kind (served or not)
+	builtIn bool
 }
 
-// Registry holds the registered CRDs. The zero value is not usable; call New.
+// Registry holds the registered CRDs and serves their kinds through a kinds.Registry. Create it
+// with New; the zero value is not usable.
 type Registry struct {
-	gen atomic.Uint64
-	// mu guards the maps below.
-	mu        sync.RWMutex
-	byName    map[string]*entry
-	byGVR     map[gvr]*Kind
-	byGR      map[grKey]*Kind
-	groupKind map[string]string // group+"/"+kind → CRD name, for conflict checks
+	cfg Config
+
+	// mu guards byName. Registering takes it across the conflict check and kinds.Replace, so two
+	// CRDs cannot take the same names.
+	mu     sync.Mutex
+	byName map[string]*entry
 }
 
-// New returns a registry holding the built-in Application CRD.
-func New() (*Registry, error) {
-	r := &Registry{byName: map[string]*entry{}, byGVR: map[gvr]*Kind{}, byGR: map[grKey]*Kind{}, groupKind: map[string]string{}}
-	if _, errs, err := r.register(ApplicationCRD(), true); err != nil || len(errs) > 0 {
-		if err == nil {
-			err = errs.ToAggregate()
-		}
-		return nil, err
+// New returns an empty registry.
+func New(cfg Config) (*Registry, error) {
+	if cfg.Kinds == nil {
+		return nil, errors.New("crd: Kinds is required")
 	}
-	return r, nil
+	return &Registry{cfg: cfg, byName: map[string]*entry{}}, nil
 }
 
-// Generation increases on every Register and Unregister; the server derives OpenAPI hashes
-// from it.
-func (r *Registry) Generation() uint64 { return r.gen.Load() }
-
-// Register validates crd, compiles each version's schema once and serves its kinds at once.
-// It returns the stored copy (with Established and NamesAccepted conditions), or the field
-// errors that make crd invalid. Registering an existing name replaces it, except the built-in
-// Application CRD (ErrBuiltIn).
-func (r *Registry) Register(crd *apiextv1.CustomResourceDefinition) (*apiextv1.CustomResourceDefinition, field.ErrorList, error) {
-	if crd.Name == ApplicationCRDName {
-		return nil, nil, ErrBuiltIn
+// AddBuiltIn registers a CRD the server itself defines (the Application CRD): it is served
+// like any other but cannot be replaced or deleted.
+func (r *Registry) AddBuiltIn(c *apiextv1.CustomResourceDefinition) error {
+	e, errs := prepare(c.DeepCopy())
+	if len(errs) > 0 {
+		return errs.ToAggregate()
 	}
-	return r.register(crd.DeepCopy(), false)
+	setConditions(e.crd)
+	e.builtIn = true
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if errs := r.conflictsLocked(e); len(errs) > 0 {
+		return errs.ToAggregate()
+	}
+	r.installLocked(e)
+	return nil
 }
 
-func (r *Registry) register(crd *apiextv1.CustomResourceDefinition, builtin bool) (*apiextv1.CustomResourceDefinition, field.ErrorList, error) {
-	fillDefaults(crd)
-	if errs := validateCRD(crd); len(errs) > 0 {
-		return nil, errs, nil
-	}
-	e := &entry{crd: crd}
-	var errs field.ErrorList
-	for i, v := range crd.Spec.Versions {
-		k := &Kind{
-			Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind, ListKind: crd.Spec.Names.ListKind,
-			Plural: crd.Spec.Names.Plural, Singular: crd.Spec.Names.Singular,
-			ShortNames: crd.Spec.Names.ShortNames, Categories: crd.Spec.Names.Categories,
-			Namespaced: crd.Spec.Scope == apiextv1.NamespaceScoped, CRDName: crd.Name,
-			Schema: v.Schema.OpenAPIV3Schema, PrinterColumns: v.AdditionalPrinterColumns,
-		}
-		if len(k.PrinterColumns) == 0 {
-			k.PrinterColumns = []apiextv1.CustomResourceColumnDefinition{{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"}}
-		}
-		if v.Subresources != nil {
-			k.StatusSubresource = v.Subresources.Status != nil
-			k.Scale = v.Subresources.Scale
-		}
-		c, err := compile(k.Schema)
-		if err != nil {
-			errs = append(errs, field.Invalid(field.NewPath("spec", "versions").Index(i).Child("schema", "openAPIV3Schema"), "", err.Error()))
-			continue
-		}
-		k.compiled = c
-		if v.Storage {
-			e.storage = k
-		}
-		if v.Served {
-			e.kinds = append(e.kinds, k)
-		}
-	}
+// Register validates c, compiles each version's schema once and serves its kinds at once. It
+// returns the stored copy (names defaulted, Established and NamesAccepted), or the field errors
+// that make c invalid. Registering an existing name replaces it, except a built-in CRD
+// (ErrBuiltIn).
+func (r *Registry) Register(c *apiextv1.CustomResourceDefinition) (*apiextv1.CustomResourceDefinition, field.ErrorList, error) {
+	e, errs := prepare(c.DeepCopy())
 	if len(errs) > 0 {
 		return nil, errs, nil
 	}
-	for _, k := range e.kinds {
-		k.StorageVersion = e.storage.Version
-	}
-	e.storage.StorageVersion = e.storage.Version
-
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if old, ok := r.byName[crd.Name]; ok && builtin == false && old.crd.Name == ApplicationCRDName {
+	if old, ok := r.byName[e.crd.Name]; ok && old.builtIn {
 		return nil, nil, ErrBuiltIn
 	}
-	gk := crd.Spec.Group + "/" + crd.Spec.Names.Kind
-	if owner, ok := r.groupKind[gk]; ok && owner != crd.Name {
-		return nil, field.ErrorList{field.Invalid(field.NewPath("spec", "names", "kind"), crd.Spec.Names.Kind, "is already in use by "+owner)}, nil
+	if errs := r.conflictsLocked(e); len(errs) > 0 {
+		return nil, errs, nil
 	}
-	if k, ok := r.byGR[grKey{crd.Spec.Group, crd.Spec.Names.Plural}]; ok && k.CRDName != crd.Name {
-		return nil, field.ErrorList{field.Invalid(field.NewPath("spec", "names", "plural"), crd.Spec.Names.Plural, "is already in use by "+k.CRDName)}, nil
+	if len(e.crd.Status.Conditions) == 0 {
+		setConditions(e.crd)
 	}
-	r.removeLocked(crd.Name)
-	setConditions(crd)
-	r.byName[crd.Name] = e
-	r.groupKind[gk] = crd.Name
-	r.byGR[grKey{crd.Spec.Group, crd.Spec.Names.Plural}] = e.storage
-	for _, k := range e.kinds {
-		r.byGVR[gvr{k.Group, k.Version, k.Plural}] = k
+	r.installLocked(e)
+	return e.crd.DeepCopy(), nil, nil
+}
+
+// Check returns what Register would store for c, or its field errors, registering nothing.
+func (r *Registry) Check(c *apiextv1.CustomResourceDefinition) (*apiextv1.CustomResourceDefinition, field.ErrorList, error) {
+	e, errs := prepare(c.DeepCopy())
+	if len(errs) > 0 {
+		return nil, errs, nil
 	}
-	r.gen.Add(1)
-	return crd.DeepCopy(), nil, nil
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old, ok := r.byName[e.crd.Name]; ok && old.builtIn {
+		return nil, nil, ErrBuiltIn
+	}
+	if errs := r.conflictsLocked(e); len(errs) > 0 {
+		return nil, errs, nil
+	}
+	setConditions(e.crd)
+	return e.crd, nil, nil
 }
 
 // Unregister removes the CRD name and stops serving its kinds.
 func (r *Registry) Unregister(name string) error {
-	if name == ApplicationCRDName {
-		return ErrBuiltIn
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.byName[name]; !ok {
+	e, ok := r.byName[name]
+	switch {
+	case !ok:
 		return ErrNotFound
+	case e.builtIn:
+		return ErrBuiltIn
 	}
-	r.removeLocked(name)
-	r.gen.Add(1)
+	delete(r.byName, name)
+	r.cfg.Kinds.Remove(name)
 	return nil
 }
 
-func (r *Registry) removeLocked(name string) {
+// IsBuiltIn reports whether name is a built-in CRD.
+func (r *Registry) IsBuiltIn(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	e, ok := r.byName[name]
-	if !ok {
-		return
-	}
-	delete(r.byName, name)
-	delete(r.groupKind, e.crd.Spec.Group+"/"+e.crd.Spec.Names.Kind)
-	delete(r.byGR, grKey{e.crd.Spec.Group, e.crd.Spec.Names.Plural})
-	for _, k := range e.kinds {
-		delete(r.byGVR, gvr{k.Group, k.Version, k.Plural})
-	}
-}
-
-// Lookup returns the kind served at group/version/plural.
-func (r *Registry) Lookup(group, version, plural string) (*Kind, bool) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	k, ok := r.byGVR[gvr{group, version, plural}]
-	return k, ok
-}
-
-// LookupResource returns the storage version's kind of group/plural.
-func (r *Registry) LookupResource(group, plural string) (*Kind, bool) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	k, ok := r.byGR[grKey{group, plural}]
-	return k, ok
-}
-
-// Kinds returns every served kind, sorted by group, version and plural.
-func (r *Registry) Kinds() []*Kind {
-	r.mu.RLock()
-	out := make([]*Kind, 0, len(r.byGVR))
-	for _, k := range r.byGVR {
-		out = append(out, k)
-	}
-	r.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Group != b.Group {
-			return a.Group < b.Group
-		}
-		if a.Version != b.Version {
-			return a.Version < b.Version
-		}
-		return a.Plural < b.Plural
-	})
-	return out
+	return ok && e.builtIn
 }
 
 // CRD returns a copy of the CRD name.
 func (r *Registry) CRD(name string) (*apiextv1.CustomResourceDefinition, bool) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	e, ok := r.byName[name]
 	if !ok {
 		return nil, false
@@ -236,14 +155,90 @@ func (r *Registry) CRD(name string) (*apiextv1.CustomResourceDefinition, bool) {
 
 // CRDs returns copies of every CRD, sorted by name.
 func (r *Registry) CRDs() []*apiextv1.CustomResourceDefinition {
-	r.mu.RLock()
+	r.mu.Lock()
 	out := make([]*apiextv1.CustomResourceDefinition, 0, len(r.byName))
 	for _, e := range r.byName {
 		out = append(out, e.crd.DeepCopy())
 	}
-	r.mu.RUnlock()
+	r.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// conflictsLocked checks that e takes no group/kind or resource another definition serves.
+func (r *Registry) conflictsLocked(e *entry) field.ErrorList {
+	spec := e.crd.Spec
+	if owner, ok := r.cfg.Kinds.Owner(spec.Group, spec.Names.Kind); ok && owner != e.crd.Name {
+		return field.ErrorList{field.Invalid(field.NewPath("spec", "names", "kind"), spec.Names.Kind, "is already in use by "+ownerName(owner))}
+	}
+	if k, ok := r.cfg.Kinds.Resource(cache.GroupResource{Group: spec.Group, Resource: spec.Names.Plural}); ok && k.CRDName != e.crd.Name {
+		return field.ErrorList{field.Invalid(field.NewPath("spec", "names", "plural"), spec.Names.Plural, "is already in use by "+ownerName(k.CRDName))}
+	}
+	return nil
+}
+
+func ownerName(crdName string) string {
+	if crdName == "" {
+		return "a built-in resource"
+	}
+	return crdName
+}
+
+func (r *Registry) installLocked(e *entry) {
+	r.byName[e.crd.Name] = e
+	r.cfg.Kinds.Replace(e.crd.Name, e.served, e.storage)
+}
+
+// prepare defaults c's names, validates it and compiles each version into a Kind.
+func prepare(c *apiextv1.CustomResourceDefinition) (*entry, field.ErrorList) {
+	fillDefaults(c)
+	if errs := validateCRD(c); len(errs) > 0 {
+		return nil, errs
+	}
+	e := &entry{crd: c}
+	var errs field.ErrorList
+	for i, v := range c.Spec.Versions {
+		k := &kinds.Kind{
+			Group: c.Spec.Group, Version: v.Name, Kind: c.Spec.Names.Kind, ListKind: c.Spec.Names.ListKind,
+			Plural: c.Spec.Names.Plural, Singular: c.Spec.Names.Singular,
+			ShortNames: c.Spec.Names.ShortNames, Categories: c.Spec.Names.Categories,
+			Namespaced: c.Spec.Scope == apiextv1.NamespaceScoped, CRDName: c.Name,
+		}
+		k.Columns = []kinds.Column{kinds.NameColumn}
+		for _, pc := range v.AdditionalPrinterColumns {
+			k.Columns = append(k.Columns, kinds.PrinterColumn(pc))
+		}
+		if len(k.Columns) == 1 {
+			k.Columns = append(k.Columns, kinds.AgeColumn("Age"))
+		}
+		for _, sf := range v.SelectableFields {
+			k.Fields = append(k.Fields, kinds.Field{Name: strings.TrimPrefix(sf.JSONPath, ".")})
+		}
+		if v.Subresources != nil {
+			k.Status = v.Subresources.Status != nil
+			k.Scale = v.Subresources.Scale
+		}
+		s, err := compile(v.Schema.OpenAPIV3Schema)
+		if err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("spec", "versions").Index(i).Child("schema", "openAPIV3Schema"), "", err.Error()))
+			continue
+		}
+		k.Schema = s
+		if v.Storage {
+			e.storage = k
+		}
+		if v.Served {
+			e.served = append(e.served, k)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	for _, k := range e.served {
+		k.StorageVersion = e.storage.Version
+	}
+	e.storage.StorageVersion = e.storage.Version
+	return e, nil
 }
 
 // fillDefaults sets the names Kubernetes derives: singular, listKind, apiVersion and kind.
@@ -336,6 +331,11 @@ func validateCRD(crd *apiextv1.CustomResourceDefinition) field.ErrorList {
 			}
 			if !strings.HasPrefix(sc.Scale.StatusReplicasPath, ".status.") {
 				errs = append(errs, field.Invalid(p.Child("subresources", "scale", "statusReplicasPath"), sc.Scale.StatusReplicasPath, "should be a json path under .status"))
+			}
+		}
+		for j, sf := range v.SelectableFields {
+			if !strings.HasPrefix(sf.JSONPath, ".") || strings.ContainsAny(sf.JSONPath, "[]*") {
+				errs = append(errs, field.Invalid(p.Child("selectableFields").Index(j).Child("jsonPath"), sf.JSONPath, "must be a simple path like .spec.color"))
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/opemu/opemu/kinds"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
@@ -17,14 +18,21 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// compiledSchema is one version's schema, compiled once at registration.
-type compiledSchema struct {
-	schema *jsonschema.Schema
+// schema is one version's structural schema, compiled once at registration; it is the
+// kinds.Schema of that version's Kind.
+type schema struct {
+	props    *apiextv1.JSONSchemaProps
+	compiled *jsonschema.Schema
 }
+
+var _ kinds.Schema = (*schema)(nil)
+
+// OpenAPI returns the schema as the CRD gives it.
+func (s *schema) OpenAPI() *apiextv1.JSONSchemaProps { return s.props }
 
 // compile translates an OpenAPI v3 structural schema into JSON Schema (draft 4, which OpenAPI
 // 3.0 follows) and compiles it.
-func compile(props *apiextv1.JSONSchemaProps) (*compiledSchema, error) {
+func compile(props *apiextv1.JSONSchemaProps) (*schema, error) {
 	raw, err := json.Marshal(props)
 	if err != nil {
 		return nil, err
@@ -44,7 +52,7 @@ func compile(props *apiextv1.JSONSchemaProps) (*compiledSchema, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &compiledSchema{schema: s}, nil
+	return &schema{props: props, compiled: s}, nil
 }
 
 // translate rewrites the OpenAPI extensions JSON Schema does not know: `nullable` allows null,
@@ -96,11 +104,8 @@ func translate(v any) any {
 
 // Validate checks obj against the kind's schema. Each failure becomes one field error with the
 // Kubernetes path ("spec.replicas"), sorted by path. metadata is not checked here.
-func (k *Kind) Validate(obj map[string]any) field.ErrorList {
-	if k.compiled == nil {
-		return nil
-	}
-	err := k.compiled.schema.Validate(normalize(obj))
+func (s *schema) Validate(obj map[string]any) field.ErrorList {
+	err := s.compiled.Validate(normalize(obj))
 	if err == nil {
 		return nil
 	}

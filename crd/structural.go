@@ -18,9 +18,9 @@ var rootKeep = map[string]bool{"apiVersion": true, "kind": true, "metadata": tru
 // x-kubernetes-preserve-unknown-fields keeps unknown fields below it; additionalProperties
 // schemas are maps whose values are pruned by that schema. Integral numbers at integer fields
 // (1.0, 1e2) are rewritten as integers, as Kubernetes' decoding of custom resources does.
-func (k *Kind) Prune(obj map[string]any) []string {
+func (s *schema) Prune(obj map[string]any) []string {
 	var unknown []string
-	pruneObject(obj, k.Schema, "", true, &unknown)
+	pruneObject(obj, s.props, "", true, &unknown)
 	sort.Strings(unknown)
 	return unknown
 }
@@ -107,8 +107,8 @@ func joinPath(path, key string) string {
 
 // Default applies the schema's `default`s in place: a missing property that has a default gets
 // a copy of it; objects, maps and arrays are walked. Nothing under metadata is defaulted.
-func (k *Kind) Default(obj map[string]any) {
-	defaultObject(obj, k.Schema, true)
+func (s *schema) Default(obj map[string]any) {
+	defaultObject(obj, s.props, true)
 }
 
 func defaultValue(v any, s *apiextv1.JSONSchemaProps) {

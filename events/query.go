@@ -3,7 +3,6 @@ package events
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"sort"
 	"strconv"
 	"time"
@@ -11,34 +10,6 @@ import (
 	"github.com/opemu/opemu/cache"
 	"k8s.io/apimachinery/pkg/fields"
 )
-
-// SelectableFields are the field-selector fields of an Event (beyond metadata.name and
-// metadata.namespace), as kube-apiserver offers them: involvedObject.*, type, reason, source,
-// plus lastTimestamp and severity for opemu's own queries. Wire it into cache.Config.
-func SelectableFields(gr cache.GroupResource, obj map[string]any) fields.Set {
-	if gr != Resource {
-		return nil
-	}
-	io, _ := obj["involvedObject"].(map[string]any)
-	src, _ := obj["source"].(map[string]any)
-	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
-	return fields.Set{
-		"involvedObject.kind":            str(io, "kind"),
-		"involvedObject.namespace":       str(io, "namespace"),
-		"involvedObject.name":            str(io, "name"),
-		"involvedObject.uid":             str(io, "uid"),
-		"involvedObject.apiVersion":      str(io, "apiVersion"),
-		"involvedObject.resourceVersion": str(io, "resourceVersion"),
-		"involvedObject.fieldPath":       str(io, "fieldPath"),
-		"reason":                         str(obj, "reason"),
-		"reportingComponent":             str(obj, "reportingComponent"),
-		"source":                         str(src, "component"),
-		"type":                           str(obj, "type"),
-		"severity":                       str(obj, "severity"),
-		"lastTimestamp":                  str(obj, "lastTimestamp"),
-		"count":                          fmt.Sprint(obj["count"]),
-	}
-}
 
 // Query filters Events for GET /events. Empty fields match everything.
 type Query struct {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/events"
+	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/metrics"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -19,7 +20,7 @@ var ctx = context.Background()
 
 func newRecorder(t testing.TB, limit int) (*events.Recorder, *cache.Store, *clocktesting.FakeClock, *metrics.Registry) {
 	t.Helper()
-	store := cache.New(cache.Config{SelectableFields: events.SelectableFields})
+	store := cache.New(cache.Config{SelectableFields: kinds.New().FieldSet})
 	c := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 	reg := metrics.New()
 	r := events.New(events.Config{Store: store, Host: "pod-1", Limit: limit, TTL: time.Hour, Clock: c, Metrics: reg})

@@ -17,6 +17,8 @@ import (
 )
 
 // runController runs a controller with rec over a fresh store inside the bubble.
+var ctx = context.Background()
+
 func runController(t *testing.T, rec reconciler.Reconciler, tweak func(*reconciler.Config)) (*cache.Store, *reconciler.Controller, func()) {
 	t.Helper()
 	store := cache.New(cache.Config{})

@@ -2,10 +2,9 @@ package server
 
 import (
 	"net/http"
-	"sort"
 
 	"github.com/labstack/echo/v5"
-	"github.com/opemu/opemu/crd"
+	"github.com/opemu/opemu/kinds"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -21,16 +20,9 @@ var versionInfo = map[string]string{
 func (s *Server) version(c *echo.Context) error { return c.JSON(http.StatusOK, versionInfo) }
 
 // servedKinds returns every kind served, built-in first.
-func (s *Server) servedKinds() []*crd.Kind {
-	var out []*crd.Kind
-	for _, k := range builtinKinds {
-		out = append(out, k)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Group+out[i].Plural < out[j].Group+out[j].Plural })
-	return append(out, s.cfg.CRDs.Kinds()...)
-}
+func (s *Server) servedKinds() []*kinds.Kind { return s.cfg.Kinds.All() }
 
-func verbsOf(k *crd.Kind) metav1.Verbs {
+func verbsOf(*kinds.Kind) metav1.Verbs {
 	return metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 }
 
@@ -51,7 +43,7 @@ func (s *Server) resourceList(group, version string) (*metav1.APIResourceList, b
 			Name: k.Plural, SingularName: k.Singular, Namespaced: k.Namespaced, Kind: k.Kind,
 			Verbs: verbsOf(k), ShortNames: k.ShortNames, Categories: k.Categories,
 		})
-		if k.StatusSubresource {
+		if k.Status {
 			list.APIResources = append(list.APIResources, metav1.APIResource{Name: k.Plural + "/status", Namespaced: k.Namespaced, Kind: k.Kind, Verbs: metav1.Verbs{"get", "patch", "update"}})
 		}
 		if k.Scale != nil {

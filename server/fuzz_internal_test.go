@@ -37,16 +37,15 @@ func requireClientError(t *testing.T, err error) {
 
 func FuzzDecodeObject(f *testing.F) {
 	s, tg := newWriteServer(f)
-	ns := builtinKinds[[3]string{"", "v1", "namespaces"}]
+	ns, _ := s.cfg.Kinds.Lookup("", "v1", "namespaces")
 	f.Fuzz(func(t *testing.T, contentType string, body []byte) {
 		for _, target := range []target{tg, {kind: ns}} {
-			obj, _, err := decodeObject(target, contentType, body, "Strict")
+			obj, _, err := s.decodeObject(target, contentType, body, "Strict")
 			requireClientError(t, err)
 			if err == nil && obj == nil {
 				t.Fatal("no object and no error")
 			}
 		}
-		_ = s
 	})
 }
 
@@ -96,7 +95,7 @@ func FuzzPatch(f *testing.F) {
 		if err != nil && after != before {
 			t.Fatal("a rejected patch changed the stored object")
 		}
-		if errs := tg.kind.Validate(mustDecode(t, after)); len(errs) > 0 {
+		if errs := tg.kind.Schema.Validate(mustDecode(t, after)); len(errs) > 0 {
 			t.Fatalf("an invalid object was stored: %v", errs)
 		}
 	})

@@ -5,17 +5,34 @@ import (
 	"sort"
 
 	"github.com/labstack/echo/v5"
-	"github.com/opemu/opemu/crd"
 	"github.com/opemu/opemu/webhooks"
 )
 
 // root describes the server: what it is, what it does, who leads, where to go next.
 func (s *Server) root(c *echo.Context) error {
 	var resources []string
-	for _, k := range s.cfg.CRDs.Kinds() {
+	for _, k := range s.cfg.Kinds.Custom() {
 		resources = append(resources, k.GroupVersion()+"/"+k.Plural)
 	}
 	sort.Strings(resources)
+	endpoints := map[string]string{
+		"health":    "/healthz",
+		"readiness": "/readyz",
+		"leader":    "/leader",
+		"crd":       "/crd",
+		"crds":      "/crds",
+		"validate":  "POST /validate",
+		"mutate":    "POST /mutate",
+		"metrics":   "/metrics",
+		"watch":     "/watch",
+	}
+	if c, ok := s.cfg.CRDs.CRD(s.cfg.PrimaryCRD); ok {
+		for _, v := range c.Spec.Versions {
+			if v.Storage {
+				endpoints[c.Spec.Names.Plural] = "/apis/" + c.Spec.Group + "/" + v.Name + "/namespaces/{namespace}/" + c.Spec.Names.Plural
+			}
+		}
+	}
 	return c.JSON(http.StatusOK, map[string]any{
 		"name":    "opemu",
 		"version": s.cfg.Version,
@@ -25,18 +42,7 @@ func (s *Server) root(c *echo.Context) error {
 		},
 		"resources": resources,
 		"isLeader":  s.isLeader(),
-		"endpoints": map[string]string{
-			"health":       "/healthz",
-			"readiness":    "/readyz",
-			"leader":       "/leader",
-			"crd":          "/crd",
-			"crds":         "/crds",
-			"validate":     "POST /validate",
-			"mutate":       "POST /mutate",
-			"metrics":      "/metrics",
-			"watch":        "/watch",
-			"applications": "/apis/cloudnative.elide.dev/v1/namespaces/{namespace}/applications",
-		},
+		"endpoints": endpoints,
 	})
 }
 
@@ -78,7 +84,7 @@ func (s *Server) leader(c *echo.Context) error {
 }
 
 func (s *Server) applicationCRD(c *echo.Context) error {
-	def, ok := s.cfg.CRDs.CRD(crd.ApplicationCRDName)
+	def, ok := s.cfg.CRDs.CRD(s.cfg.PrimaryCRD)
 	if !ok {
 		return echo.ErrNotFound
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 	"github.com/opemu/opemu/cache"
-	"github.com/opemu/opemu/crd"
+	"github.com/opemu/opemu/kinds"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -165,7 +165,7 @@ type kubeWriter struct {
 	kind, apiVersion string
 	// table, when set, sends each object as a one-row Table; only the first carries the column
 	// definitions, as kube-apiserver does.
-	table         *crd.Kind
+	table         *kinds.Kind
 	includeObject string
 	now           func() time.Time
 	headersSent   bool

@@ -80,7 +80,7 @@ func (s *Server) createObject(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	obj, dups, err := decodeObject(t, mediaType(c.Request()), body, o.fieldValidation)
+	obj, dups, err := s.decodeObject(t, mediaType(c.Request()), body, o.fieldValidation)
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func (s *Server) updateObject(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	obj, dups, err := decodeObject(t, mediaType(c.Request()), body, o.fieldValidation)
+	obj, dups, err := s.decodeObject(t, mediaType(c.Request()), body, o.fieldValidation)
 	if err != nil {
 		return err
 	}
@@ -168,7 +168,7 @@ func (s *Server) deleteObject(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	pre, o, err := parseDeleteOptions(c, body, o)
+	pre, o, err := s.parseDeleteOptions(c, body, o)
 	if err != nil {
 		return err
 	}
@@ -194,7 +194,7 @@ func (s *Server) deleteCollection(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	pre, o, err := parseDeleteOptions(c, body, o)
+	pre, o, err := s.parseDeleteOptions(c, body, o)
 	if err != nil {
 		return err
 	}
@@ -211,12 +211,12 @@ func (s *Server) deleteCollection(c *echo.Context) error {
 }
 
 // parseDeleteOptions reads an optional DeleteOptions body (JSON or protobuf).
-func parseDeleteOptions(c *echo.Context, body []byte, o writeOptions) (cache.Preconditions, writeOptions, error) {
+func (s *Server) parseDeleteOptions(c *echo.Context, body []byte, o writeOptions) (cache.Preconditions, writeOptions, error) {
 	var pre cache.Preconditions
 	if len(body) > 0 {
 		var opts deleteOptions
 		if mediaType(c.Request()) == protobufType {
-			m, err := decodeProtobuf(body)
+			m, err := s.decodeProtobuf(body)
 			if err != nil {
 				return pre, o, err
 			}

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v5"
-	"github.com/opemu/opemu/crd"
+	"github.com/opemu/opemu/kinds"
 )
 
 // OpenAPI v3 (SPEC §4.2): a root listing one document per group-version, each with a get and
@@ -20,7 +20,7 @@ import (
 
 // openAPIDocs builds every group-version document, keyed by "api/v1" or "apis/<g>/<v>".
 func (s *Server) openAPIDocs() map[string][]byte {
-	byGV := map[string][]*crd.Kind{}
+	byGV := map[string][]*kinds.Kind{}
 	for _, k := range s.servedKinds() {
 		p := "api/" + k.Version
 		if k.Group != "" {
@@ -35,10 +35,10 @@ func (s *Server) openAPIDocs() map[string][]byte {
 	return out
 }
 
-func openAPIDoc(kinds []*crd.Kind) []byte {
+func openAPIDoc(served []*kinds.Kind) []byte {
 	paths := map[string]any{}
 	schemas := map[string]any{}
-	for _, k := range kinds {
+	for _, k := range served {
 		gvk := map[string]string{"group": k.Group, "version": k.Version, "kind": k.Kind}
 		name := schemaName(k)
 		ref := map[string]any{"$ref": "#/components/schemas/" + name}
@@ -48,7 +48,7 @@ func openAPIDoc(kinds []*crd.Kind) []byte {
 			"application/json-patch+json":  map[string]any{"schema": map[string]any{"type": "object"}},
 			"application/apply-patch+yaml": map[string]any{"schema": map[string]any{"type": "object"}},
 		}
-		if isBuiltin(k) && k != crdKind {
+		if k.StrategicPatch != nil {
 			patchTypes["application/strategic-merge-patch+json"] = map[string]any{"schema": map[string]any{"type": "object"}}
 		}
 		query := func(n string) map[string]any {
@@ -79,7 +79,7 @@ func openAPIDoc(kinds []*crd.Kind) []byte {
 		}
 		var schema map[string]any
 		if k.Schema != nil {
-			raw, _ := json.Marshal(k.Schema)
+			raw, _ := json.Marshal(k.Schema.OpenAPI())
 			_ = json.Unmarshal(raw, &schema)
 		} else {
 			schema = map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true,
@@ -99,7 +99,7 @@ func openAPIDoc(kinds []*crd.Kind) []byte {
 }
 
 // schemaName reverses the group like Kubernetes does: dev.elide.cloudnative.v1.Application.
-func schemaName(k *crd.Kind) string {
+func schemaName(k *kinds.Kind) string {
 	parts := strings.Split(k.Group, ".")
 	for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
 		parts[i], parts[j] = parts[j], parts[i]

@@ -14,8 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 )
 
@@ -68,8 +66,8 @@ func (s *Server) patch(ctx context.Context, t target, patchType string, body []b
 		o.applying = true
 		return s.applyPatch(ctx, t, body, o)
 	case strategicPatchType:
-		schema, ok := strategicSchemas[t.kind.Kind]
-		if !ok || !isBuiltin(t.kind) {
+		schema := t.kind.StrategicPatch
+		if schema == nil {
 			return writeResult{}, false, unsupportedMediaType(customResourcePatchTypes)
 		}
 		if _, err := decodeJSONObject(body); err != nil {
@@ -106,13 +104,6 @@ func (s *Server) patch(ctx context.Context, t target, patchType string, body []b
 	return res, false, err
 }
 
-// strategicSchemas are the Go types strategic merge patches of built-in kinds follow.
-var strategicSchemas = map[string]any{
-	"Namespace": &corev1.Namespace{},
-	"Event":     &corev1.Event{},
-	"Lease":     &coordinationv1.Lease{},
-}
-
 // applyPatch is server-side apply (ssa.go): the applied configuration creates the object when
 // it is missing, and is otherwise merged with field ownership; a field another manager owns is
 // a 409 unless force is set.
@@ -139,7 +130,7 @@ func (s *Server) applyPatch(ctx context.Context, t target, body []byte, o writeO
 		return writeResult{}, false, badRequest("the name of the object (%s) does not match the name on the URL (%s)", name, t.key.Name)
 	}
 	if _, err := s.cfg.Store.Get(ctx, t.key); errors.Is(err, cache.ErrNotFound) {
-		obj, err := applyObject(t.kind, nil, applied, o.fieldManager, o.force)
+		obj, err := s.applyObject(t.kind, nil, applied, o.fieldManager, o.force)
 		if err != nil {
 			return writeResult{}, false, err
 		}
@@ -147,7 +138,7 @@ func (s *Server) applyPatch(ctx context.Context, t target, body []byte, o writeO
 		return res, true, err
 	}
 	res, err := s.update(ctx, t, o, func(cur map[string]any) (map[string]any, bool, error) {
-		next, err := applyObject(t.kind, cur, deepCopy(applied), o.fieldManager, o.force)
+		next, err := s.applyObject(t.kind, cur, deepCopy(applied), o.fieldManager, o.force)
 		if err != nil {
 			return nil, false, err
 		}

@@ -208,5 +208,5 @@ func (s *Server) get(ctx context.Context, t target) ([]byte, error) {
 
 // selectable says which fields a field selector on t's resource may name.
 func (s *Server) selectable(t target) func(string) bool {
-	return func(label string) bool { return s.cfg.Store.FieldSelectable(t.key.GroupResource(), label) }
+	return t.kind.Selectable
 }

@@ -18,7 +18,7 @@ const apiserverSource = "opemu-apiserver"
 // recordsEvents reports whether writes to t are recorded (SPEC §7): client writes to a custom
 // resource's main resource (and its scale), not status, not built-ins, not dry runs.
 func (s *Server) recordsEvents(t target, o writeOptions) bool {
-	return s.cfg.Events != nil && !o.dryRun && !isBuiltin(t.kind) && (t.sub == "" || t.sub == "scale")
+	return s.cfg.Events != nil && !o.dryRun && !t.kind.BuiltIn() && (t.sub == "" || t.sub == "scale")
 }
 
 // recordWrite records a successful write of obj.

@@ -8,12 +8,13 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	sigsjson "sigs.k8s.io/json"
 	"strings"
+
+	sigsjson "sigs.k8s.io/json"
 
 	"github.com/labstack/echo/v5"
 	"github.com/opemu/opemu/cache"
-	"github.com/opemu/opemu/crd"
+	"github.com/opemu/opemu/kinds"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
@@ -21,7 +22,7 @@ import (
 
 // target is a parsed resource URL: which kind, which object, which subresource.
 type target struct {
-	kind *crd.Kind
+	kind *kinds.Kind
 	key  cache.Key
 	sub  string // "", "status" or "scale"
 }
@@ -35,7 +36,7 @@ func (t target) gr() schema.GroupResource {
 // Parsing only: an unknown resource or a path that does not fit the kind's scope is a 404.
 func (s *Server) parseTarget(c *echo.Context) (target, error) {
 	group, version, resource := c.Param("group"), c.Param("version"), c.Param("resource")
-	k, ok := s.lookupKind(group, version, resource)
+	k, ok := s.cfg.Kinds.Lookup(group, version, resource)
 	if !ok {
 		return target{}, apierrors.NewNotFound(schema.GroupResource{Group: group, Resource: resource}, "")
 	}
@@ -50,7 +51,7 @@ func (s *Server) parseTarget(c *echo.Context) (target, error) {
 	switch t.sub {
 	case "":
 	case "status":
-		if !k.StatusSubresource {
+		if !k.Status {
 			return target{}, echo.ErrNotFound
 		}
 	case "scale":
@@ -58,7 +59,7 @@ func (s *Server) parseTarget(c *echo.Context) (target, error) {
 			return target{}, echo.ErrNotFound
 		}
 	case "history", "reconcile":
-		if isBuiltin(k) {
+		if k.BuiltIn() {
 			return target{}, echo.ErrNotFound
 		}
 	default:
@@ -105,8 +106,8 @@ const objectMediaTypes = "application/json, application/yaml"
 // decodeObject decodes a create or update body (JSON, YAML, or protobuf for built-in kinds)
 // into a JSON object. A field given twice is an error under fieldValidation=Strict and a
 // warning under Warn, as in Kubernetes; the last value given is the one kept.
-func decodeObject(t target, contentType string, body []byte, fieldValidation string) (map[string]any, []string, error) {
-	obj, js, err := decodeObjectBody(t, contentType, body)
+func (s *Server) decodeObject(t target, contentType string, body []byte, fieldValidation string) (map[string]any, []string, error) {
+	obj, js, err := s.decodeObjectBody(t, contentType, body)
 	if err != nil || js == nil || fieldValidation == "Ignore" {
 		return obj, nil, err
 	}
@@ -126,13 +127,13 @@ func decodeObject(t target, contentType string, body []byte, fieldValidation str
 }
 
 // decodeObjectBody decodes body and returns the JSON it was read from (nil for protobuf).
-func decodeObjectBody(t target, contentType string, body []byte) (map[string]any, []byte, error) {
+func (s *Server) decodeObjectBody(t target, contentType string, body []byte) (map[string]any, []byte, error) {
 	switch contentType {
 	case protobufType:
-		if !isBuiltin(t.kind) {
+		if !t.kind.Protobuf {
 			return nil, nil, unsupportedMediaType(objectMediaTypes)
 		}
-		obj, err := decodeProtobuf(body)
+		obj, err := s.decodeProtobuf(body)
 		return obj, nil, err
 	case "", "application/json", "*/*":
 	case "application/yaml", "application/x-yaml", "text/yaml":

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,17 +16,23 @@ import (
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/crd"
 	"github.com/opemu/opemu/events"
+	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/metrics"
 	"github.com/opemu/opemu/webhooks"
 	"k8s.io/utils/clock"
 )
 
-// Config configures a Server. Store, CRDs and Admission are required; every other zero value
-// is documented as a default.
+// Config configures a Server. Store, Kinds, CRDs and Admission are required; every other zero
+// value is documented as a default.
 type Config struct {
-	Store     *cache.Store
-	CRDs      *crd.Registry
-	Admission *webhooks.Chain
+	Store *cache.Store
+	// Kinds is every served kind: the server looks each request's kind up there.
+	Kinds *kinds.Registry
+	// CRDs answers GET /crd and /crds.
+	CRDs *crd.Registry
+	// PrimaryCRD names the CRD GET /crd answers (and GET / points at). Empty: /crd is 404.
+	PrimaryCRD string
+	Admission  *webhooks.Chain
 	// Metrics records request, watch and webhook metrics and serves /metrics. Nil records nothing
 	// and /metrics answers 404.
 	Metrics *metrics.Registry
@@ -98,12 +105,14 @@ type Server struct {
 	// stopWatches is closed when shutdown begins; watch handlers return when it is.
 	stopWatches chan struct{}
 	started     time.Time
+	// fieldManagers caches one server-side apply FieldManager per served kind.
+	fieldManagers sync.Map // schema.GroupVersionKind → *managedfields.FieldManager
 }
 
 // New validates cfg and builds the routes.
 func New(cfg Config) (*Server, error) {
-	if cfg.Store == nil || cfg.CRDs == nil || cfg.Admission == nil {
-		return nil, errors.New("server: Store, CRDs and Admission are required")
+	if cfg.Store == nil || cfg.Kinds == nil || cfg.CRDs == nil || cfg.Admission == nil {
+		return nil, errors.New("server: Store, Kinds, CRDs and Admission are required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

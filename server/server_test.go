@@ -10,12 +10,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/opemu/opemu/application"
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/crd"
 	"github.com/opemu/opemu/events"
+	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/metrics"
 	"github.com/opemu/opemu/server"
-	"github.com/opemu/opemu/webhooks"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -38,25 +39,28 @@ func newEnv(t testing.TB, tweak ...func(*server.Config, *cache.Config)) *env {
 	for _, f := range tweak {
 		f(&cfg, &scfg)
 	}
+	served := kinds.New()
 	if scfg.SelectableFields == nil {
-		scfg.SelectableFields = events.SelectableFields
+		scfg.SelectableFields = served.FieldSet
 	}
 	store := cache.New(scfg)
-	crds, err := crd.New()
+	crds, err := crd.New(crd.Config{Kinds: served, Drop: store.DropResource})
 	require.NoError(t, err)
+	require.NoError(t, served.Add(crds.Kind()))
+	require.NoError(t, crds.AddBuiltIn(application.CRD()))
 	reg := metrics.New()
 	if cfg.Events == nil {
 		cfg.Events = events.New(events.Config{Store: store, Host: "test", Metrics: reg})
 	}
 	if cfg.Admission == nil {
-		cfg.Admission, err = webhooks.NewApplicationChain(webhooks.Config{
+		cfg.Admission, err = application.NewChain(application.ChainConfig{
 			AllowedRegistries: []string{"docker.io", "gcr.io"},
 			BlockedImages:     []string{"ubuntu", "debian", "alpine"},
 			Recorder:          reg,
 		})
 		require.NoError(t, err)
 	}
-	cfg.Store, cfg.CRDs, cfg.Metrics = store, crds, reg
+	cfg.Store, cfg.Kinds, cfg.CRDs, cfg.Metrics, cfg.PrimaryCRD = store, served, crds, reg, application.CRDName
 	srv, err := server.New(cfg)
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv.Handler())

@@ -3,9 +3,8 @@ package server
 import (
 	"encoding/json"
 	"fmt"
-	"sync"
 
-	"github.com/opemu/opemu/crd"
+	"github.com/opemu/opemu/kinds"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -19,12 +18,10 @@ import (
 // server-side apply has touched: once an object carries managedFields, every later write to it
 // records its manager too.
 
-// fieldManagers caches one FieldManager per served kind.
-var fieldManagers sync.Map // schema.GroupVersionKind → *managedfields.FieldManager
-
-func fieldManagerFor(k *crd.Kind) (*managedfields.FieldManager, error) {
+// fieldManagerFor returns k's FieldManager, made on first use.
+func (s *Server) fieldManagerFor(k *kinds.Kind) (*managedfields.FieldManager, error) {
 	gvk := schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind}
-	if fm, ok := fieldManagers.Load(gvk); ok {
+	if fm, ok := s.fieldManagers.Load(gvk); ok {
 		return fm.(*managedfields.FieldManager), nil
 	}
 	fm, err := managedfields.NewDefaultCRDFieldManager(managedfields.NewDeducedTypeConverter(), unstructuredConvertor{}, noDefaults{},
@@ -32,13 +29,13 @@ func fieldManagerFor(k *crd.Kind) (*managedfields.FieldManager, error) {
 	if err != nil {
 		return nil, err
 	}
-	actual, _ := fieldManagers.LoadOrStore(gvk, fm)
+	actual, _ := s.fieldManagers.LoadOrStore(gvk, fm)
 	return actual.(*managedfields.FieldManager), nil
 }
 
 // applyObject merges applied into live (nil: the object does not exist yet) as manager.
-func applyObject(k *crd.Kind, live, applied map[string]any, manager string, force bool) (map[string]any, error) {
-	fm, err := fieldManagerFor(k)
+func (s *Server) applyObject(k *kinds.Kind, live, applied map[string]any, manager string, force bool) (map[string]any, error) {
+	fm, err := s.fieldManagerFor(k)
 	if err != nil {
 		return nil, err
 	}
@@ -58,12 +55,12 @@ func applyObject(k *crd.Kind, live, applied map[string]any, manager string, forc
 
 // trackUpdate records manager's ownership of what it changed from live to next, when live is
 // already tracked.
-func trackUpdate(k *crd.Kind, live, next map[string]any, manager string) map[string]any {
+func (s *Server) trackUpdate(k *kinds.Kind, live, next map[string]any, manager string) map[string]any {
 	md, _ := live["metadata"].(map[string]any)
 	if _, tracked := md["managedFields"]; !tracked {
 		return next
 	}
-	fm, err := fieldManagerFor(k)
+	fm, err := s.fieldManagerFor(k)
 	if err != nil {
 		return next
 	}

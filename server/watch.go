@@ -120,13 +120,6 @@ func (sw *sseWriter) errorFrame(st any) error {
 	return sw.jsonFrame("id:\ndata: {\"type\":\"ERROR\",\"object\":", st, "}\n\n")
 }
 
-// Resources SSE watches by kind name besides custom resources.
-var builtinWatchKinds = map[string]cache.GroupResource{
-	"event":     {Resource: "events"},
-	"lease":     {Group: "coordination.k8s.io", Resource: "leases"},
-	"namespace": cache.NamespacesResource,
-}
-
 // parseSSE turns the query and Last-Event-ID into watch options. Parsing only.
 func (s *Server) parseSSE(r *http.Request) (cache.WatchOptions, error) {
 	q := r.URL.Query()
@@ -167,32 +160,25 @@ func (s *Server) parseSSE(r *http.Request) (cache.WatchOptions, error) {
 // sseResources resolves the `kind` parameter: "" means every custom resource kind, "all" means
 // everything, otherwise a comma-separated list of kinds (by kind, plural, singular or short
 // name, any case).
-func (s *Server) sseResources(kinds string) ([]cache.GroupResource, error) {
-	if kinds == "" {
+func (s *Server) sseResources(names string) ([]cache.GroupResource, error) {
+	if names == "" {
 		var out []cache.GroupResource
-		for _, k := range s.cfg.CRDs.Kinds() {
-			out = appendUnique(out, cache.GroupResource{Group: k.Group, Resource: k.Plural})
+		for _, k := range s.cfg.Kinds.Custom() {
+			out = appendUnique(out, k.GroupResource())
 		}
 		return out, nil
 	}
 	var out []cache.GroupResource
-	for _, name := range strings.Split(kinds, ",") {
-		name = strings.ToLower(strings.TrimSpace(name))
-		if name == "all" {
+	for _, name := range strings.Split(names, ",") {
+		if strings.EqualFold(strings.TrimSpace(name), "all") {
 			return nil, nil
 		}
-		if gr, ok := builtinWatchKinds[strings.TrimSuffix(name, "s")]; ok {
+		grs := s.cfg.Kinds.Resolve(name)
+		if len(grs) == 0 {
+			return nil, badRequest("unknown kind %q: use a custom resource kind, Event, Lease, Namespace or all", strings.ToLower(strings.TrimSpace(name)))
+		}
+		for _, gr := range grs {
 			out = appendUnique(out, gr)
-			continue
-		}
-		found := false
-		for _, k := range s.cfg.CRDs.Kinds() {
-			if name == strings.ToLower(k.Kind) || name == k.Plural || name == k.Singular || containsFold(k.ShortNames, name) {
-				out, found = appendUnique(out, cache.GroupResource{Group: k.Group, Resource: k.Plural}), true
-			}
-		}
-		if !found {
-			return nil, badRequest("unknown kind %q: use a custom resource kind, Event, Lease, Namespace or all", name)
 		}
 	}
 	return out, nil
@@ -205,13 +191,4 @@ func appendUnique(l []cache.GroupResource, gr cache.GroupResource) []cache.Group
 		}
 	}
 	return append(l, gr)
-}
-
-func containsFold(l []string, s string) bool {
-	for _, x := range l {
-		if strings.EqualFold(x, s) {
-			return true
-		}
-	}
-	return false
 }

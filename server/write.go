@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/opemu/opemu/cache"
-	"github.com/opemu/opemu/crd"
+	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/webhooks"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -53,20 +53,19 @@ func (s *Server) create(ctx context.Context, t target, obj map[string]any, o wri
 	}
 	key := t.key
 	key.Name, _ = md["name"].(string)
-	if t.kind.StatusSubresource {
+	if t.kind.Status {
 		delete(obj, "status")
 	}
-	defaultBuiltin(t.kind, obj)
+	if t.kind.PrepareForCreate != nil {
+		t.kind.PrepareForCreate(obj)
+	}
 	warnings, err := s.admit(ctx, t, webhooks.Operation("CREATE"), obj, nil, o)
 	if err != nil {
 		s.recordRejection(ctx, t, o, key.Name, "", err)
 		return writeResult{}, err
 	}
-	if t.kind == crdKind {
-		if _, err := s.cfg.Store.Get(ctx, key); err == nil {
-			return writeResult{}, &cache.Error{Err: cache.ErrAlreadyExists, Key: key}
-		}
-		w, err := s.registerCRD(t, obj, o)
+	if lc := t.kind.Lifecycle; lc != nil {
+		w, err := lc.BeforeWrite(ctx, obj, nil, o.dryRun)
 		if err != nil {
 			return writeResult{}, err
 		}
@@ -75,6 +74,11 @@ func (s *Server) create(ctx context.Context, t target, obj map[string]any, o wri
 	stored, err := s.cfg.Store.Create(ctx, key, obj, cache.WriteOptions{DryRun: o.dryRun})
 	if err != nil {
 		return writeResult{}, err
+	}
+	if lc := t.kind.Lifecycle; lc != nil && !o.dryRun {
+		if err := lc.AfterWrite(ctx, stored, false); err != nil {
+			return writeResult{}, err
+		}
 	}
 	s.recordWrite(ctx, t, o, stored, "Created", "Created")
 	return writeResult{obj: stored, warnings: warnings, changed: true}, nil
@@ -106,7 +110,7 @@ func (s *Server) update(ctx context.Context, t target, o writeOptions, mutate mu
 			return writeResult{}, err
 		}
 		if t.sub == "" && !o.applying {
-			next = trackUpdate(t.kind, cur, next, o.fieldManager)
+			next = s.trackUpdate(t.kind, cur, next, o.fieldManager)
 		}
 		if err := checkTypeMeta(t.kind, next); err != nil {
 			return writeResult{}, err
@@ -127,7 +131,7 @@ func (s *Server) update(ctx context.Context, t target, o writeOptions, mutate mu
 		}
 		if t.sub == "status" {
 			next = withStatusOf(cur, next)
-		} else if t.kind.StatusSubresource {
+		} else if t.kind.Status {
 			if st, ok := cur["status"]; ok {
 				next["status"] = st
 			} else {
@@ -152,8 +156,8 @@ func (s *Server) update(ctx context.Context, t target, o writeOptions, mutate mu
 			s.recordRejection(ctx, t, o, t.key.Name, curObj.UID(), err)
 			return writeResult{}, err
 		}
-		if t.sub == "" {
-			w, err := s.registerCRD(t, next, o)
+		if lc := t.kind.Lifecycle; lc != nil && t.sub == "" {
+			w, err := lc.BeforeWrite(ctx, next, cur, o.dryRun)
 			if err != nil {
 				return writeResult{}, err
 			}
@@ -167,6 +171,11 @@ func (s *Server) update(ctx context.Context, t target, o writeOptions, mutate mu
 			return writeResult{}, err
 		}
 		changed := stored != curObj
+		if lc := t.kind.Lifecycle; lc != nil && changed && !o.dryRun {
+			if err := lc.AfterWrite(ctx, stored, stored.ResourceVersion() != 0 && isGone(ctx, s.cfg.Store, t.key)); err != nil {
+				return writeResult{}, err
+			}
+		}
 		if changed {
 			s.recordWrite(ctx, t, o, stored, "Updated", "Updated")
 		}
@@ -238,7 +247,10 @@ func (s *Server) admitStatus(t target, obj map[string]any, o writeOptions) ([]st
 
 // pruneAndDefault drops unknown fields as fieldValidation says and applies schema defaults.
 func (s *Server) pruneAndDefault(t target, obj map[string]any, o writeOptions) ([]string, error) {
-	unknown := t.kind.Prune(obj)
+	var unknown []string
+	if t.kind.Schema != nil {
+		unknown = t.kind.Schema.Prune(obj)
+	}
 	var warnings []string
 	if len(unknown) > 0 {
 		switch o.fieldValidation {
@@ -254,7 +266,9 @@ func (s *Server) pruneAndDefault(t target, obj map[string]any, o writeOptions) (
 			}
 		}
 	}
-	t.kind.Default(obj)
+	if t.kind.Schema != nil {
+		t.kind.Schema.Default(obj)
+	}
 	return warnings, nil
 }
 
@@ -279,7 +293,9 @@ func (s *Server) validate(t target, obj map[string]any) error {
 		return badRequest("metadata: %v", err)
 	}
 	errs := apivalidation.ValidateObjectMeta(&meta, t.kind.Namespaced, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
-	errs = append(errs, t.kind.Validate(obj)...)
+	if t.kind.Schema != nil {
+		errs = append(errs, t.kind.Schema.Validate(obj)...)
+	}
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(schema.GroupKind{Group: t.kind.Group, Kind: t.kind.Kind}, meta.Name, errs)
 	}
@@ -302,7 +318,7 @@ func admissionDenied(t target, name string, res webhooks.Response) error {
 }
 
 // checkTypeMeta requires apiVersion and kind to name the URL's kind.
-func checkTypeMeta(k *crd.Kind, obj map[string]any) error {
+func checkTypeMeta(k *kinds.Kind, obj map[string]any) error {
 	av, _ := obj["apiVersion"].(string)
 	kind, _ := obj["kind"].(string)
 	switch {
@@ -338,12 +354,14 @@ func (s *Server) delete(ctx context.Context, t target, pre cache.Preconditions, 
 	if err := s.checkWritable(t, t.key); err != nil {
 		return nil, false, err
 	}
-	if t.kind == crdKind && t.key.Name == crd.ApplicationCRDName {
-		return nil, false, crdError(t.key.Name, nil, crd.ErrBuiltIn)
+	if lc := t.kind.Lifecycle; lc != nil {
+		if err := lc.BeforeDelete(ctx, t.key.Name); err != nil {
+			return nil, false, err
+		}
 	}
 	obj, removed, err := s.cfg.Store.Delete(ctx, t.key, pre, cache.WriteOptions{DryRun: o.dryRun})
-	if err == nil && removed {
-		err = s.unregisterCRD(ctx, t, o)
+	if lc := t.kind.Lifecycle; lc != nil && err == nil && removed && !o.dryRun {
+		err = lc.AfterWrite(ctx, obj, true)
 	}
 	if err == nil {
 		s.recordWrite(ctx, t, o, obj, "Deleted", "Deleted")
@@ -381,4 +399,11 @@ func (s *Server) deleteAll(ctx context.Context, t target, q listQuery, pre cache
 	}
 	meta.ResourceVersion = formatRV(s.cfg.Store.ResourceVersion())
 	return out, meta, nil
+}
+
+// isGone reports whether key no longer exists (an update that removed the last finalizer of an
+// object being deleted).
+func isGone(ctx context.Context, store *cache.Store, key cache.Key) bool {
+	_, err := store.Get(ctx, key)
+	return errors.Is(err, cache.ErrNotFound)
 }

@@ -8,9 +8,10 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/opemu/opemu/application"
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/crd"
-	"github.com/opemu/opemu/webhooks"
+	"github.com/opemu/opemu/kinds"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,15 +21,18 @@ import (
 
 func newWriteServer(t testing.TB) (*Server, target) {
 	t.Helper()
-	crds, err := crd.New()
-	require.NoError(t, err)
-	chain, err := webhooks.NewApplicationChain(webhooks.Config{AllowedRegistries: []string{"docker.io"}, BlockedImages: []string{"alpine"}})
-	require.NoError(t, err)
-	store := cache.New(cache.Config{})
+	served := kinds.New()
+	store := cache.New(cache.Config{SelectableFields: served.FieldSet})
 	t.Cleanup(store.Close)
-	s, err := New(Config{Store: store, CRDs: crds, Admission: chain})
+	crds, err := crd.New(crd.Config{Kinds: served, Drop: store.DropResource})
 	require.NoError(t, err)
-	k, ok := crds.Lookup("cloudnative.elide.dev", "v1", "applications")
+	require.NoError(t, served.Add(crds.Kind()))
+	require.NoError(t, crds.AddBuiltIn(application.CRD()))
+	chain, err := application.NewChain(application.ChainConfig{AllowedRegistries: []string{"docker.io"}, BlockedImages: []string{"alpine"}})
+	require.NoError(t, err)
+	s, err := New(Config{Store: store, Kinds: served, CRDs: crds, Admission: chain})
+	require.NoError(t, err)
+	k, ok := served.Lookup("cloudnative.elide.dev", "v1", "applications")
 	require.True(t, ok)
 	return s, target{kind: k, key: cache.Key{Group: k.Group, Resource: k.Plural, Namespace: "default", Name: "web"}}
 }

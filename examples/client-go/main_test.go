@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opemu/opemu/application"
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/crd"
+	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/server"
-	"github.com/opemu/opemu/webhooks"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,13 +22,16 @@ import (
 
 // TestLabelsApplications runs the example controller against a real opemu server.
 func TestLabelsApplications(t *testing.T) {
-	store := cache.New(cache.Config{})
+	served := kinds.New()
+	store := cache.New(cache.Config{SelectableFields: served.FieldSet})
 	defer store.Close()
-	crds, err := crd.New()
+	crds, err := crd.New(crd.Config{Kinds: served, Drop: store.DropResource})
 	require.NoError(t, err)
-	chain, err := webhooks.NewApplicationChain(webhooks.Config{})
+	require.NoError(t, served.Add(crds.Kind()))
+	require.NoError(t, crds.AddBuiltIn(application.CRD()))
+	chain, err := application.NewChain(application.ChainConfig{})
 	require.NoError(t, err)
-	srv, err := server.New(server.Config{Store: store, CRDs: crds, Admission: chain})
+	srv, err := server.New(server.Config{Store: store, Kinds: served, CRDs: crds, Admission: chain})
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()

@@ -1,4 +1,4 @@
-package webhooks_test
+package application_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opemu/opemu/application"
 	"github.com/opemu/opemu/webhooks"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -36,7 +37,7 @@ func appRequest(op webhooks.Operation, spec map[string]any) *webhooks.Request {
 
 func chain(t *testing.T, rec webhooks.Recorder) *webhooks.Chain {
 	t.Helper()
-	c, err := webhooks.NewApplicationChain(webhooks.Config{
+	c, err := application.NewChain(application.ChainConfig{
 		AllowedRegistries: []string{"docker.io", "gcr.io"},
 		BlockedImages:     []string{"ubuntu", "debian", "alpine"},
 		Recorder:          rec,
@@ -151,7 +152,7 @@ func TestImagePolicy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			p, err := webhooks.NewImagePolicy(tt.registries, tt.block)
+			p, err := application.NewImagePolicy(tt.registries, tt.block)
 			require.NoError(t, err)
 			res := p.Check(tt.image)
 			assert.Equal(t, tt.allowed, res.Allowed)
@@ -160,16 +161,16 @@ func TestImagePolicy(t *testing.T) {
 			}
 		})
 	}
-	_, err := webhooks.NewImagePolicy(nil, []string{"Not A Reference"})
+	_, err := application.NewImagePolicy(nil, []string{"Not A Reference"})
 	require.Error(t, err)
 }
 
-type recorder struct {
+type webhookRecorder struct {
 	mu    sync.Mutex
 	calls []string
 }
 
-func (r *recorder) ObserveWebhook(webhook, operation string, allowed bool, _ time.Duration) {
+func (r *webhookRecorder) ObserveWebhook(webhook, operation string, allowed bool, _ time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, webhook+"/"+operation+"/"+map[bool]string{true: "allowed", false: "denied"}[allowed])
@@ -177,7 +178,7 @@ func (r *recorder) ObserveWebhook(webhook, operation string, allowed bool, _ tim
 
 func TestChain(t *testing.T) {
 	t.Parallel()
-	rec := &recorder{}
+	rec := &webhookRecorder{}
 	c := chain(t, rec)
 	res := c.Validate(context.Background(), appRequest(webhooks.Update, map[string]any{"replicas": json.Number("1"), "image": "alpine:3"}))
 	assert.False(t, res.Allowed)
@@ -273,7 +274,7 @@ func requireBadRequest(t *testing.T, err error, input string) {
 
 func FuzzReview(f *testing.F) {
 	f.Add([]byte(readmeReview), true) // the README's review; the other seeds are in testdata/fuzz/FuzzReview
-	c, err := webhooks.NewApplicationChain(webhooks.Config{AllowedRegistries: []string{"docker.io"}, BlockedImages: []string{"alpine"}})
+	c, err := application.NewChain(application.ChainConfig{AllowedRegistries: []string{"docker.io"}, BlockedImages: []string{"alpine"}})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -289,7 +290,7 @@ func FuzzReview(f *testing.F) {
 }
 
 func FuzzImagePolicy(f *testing.F) {
-	p, err := webhooks.NewImagePolicy([]string{"docker.io", "gcr.io"}, []string{"ubuntu", "alpine"})
+	p, err := application.NewImagePolicy([]string{"docker.io", "gcr.io"}, []string{"ubuntu", "alpine"})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -304,7 +305,7 @@ func FuzzImagePolicy(f *testing.F) {
 // TestImagePolicyRemembersVerdicts: verdicts stay right when they come from the policy's
 // memory, also past the point where it is cleared.
 func TestImagePolicyRemembersVerdicts(t *testing.T) {
-	p, err := webhooks.NewImagePolicy([]string{"docker.io"}, []string{"ubuntu"})
+	p, err := application.NewImagePolicy([]string{"docker.io"}, []string{"ubuntu"})
 	require.NoError(t, err)
 	for round := range 2 {
 		for i := range 5000 {

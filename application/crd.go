@@ -1,12 +1,16 @@
-package crd
+package application
 
 import (
+	"github.com/opemu/opemu/cache"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 )
 
-// ApplicationCRDName is the name of the built-in CRD, which cannot be replaced or deleted.
-const ApplicationCRDName = "applications.cloudnative.elide.dev"
+// CRDName is the name of the built-in Application CRD, which cannot be replaced or deleted.
+const CRDName = "applications.cloudnative.elide.dev"
+
+// Resource is where Applications are stored, and the resource the controller reconciles.
+var Resource = cache.GroupResource{Group: "cloudnative.elide.dev", Resource: "applications"}
 
 // applicationYAML is the built-in Application CRD (SPEC §3) in Kubernetes shape.
 const applicationYAML = `
@@ -38,6 +42,8 @@ spec:
     - {name: Ready, type: integer, jsonPath: .status.readyReplicas, description: Ready replicas}
     - {name: Phase, type: string, jsonPath: .status.phase, description: Lifecycle phase}
     - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
+    selectableFields:
+    - {jsonPath: .status.phase}
     schema:
       openAPIV3Schema:
         type: object
@@ -115,11 +121,11 @@ spec:
                     observedGeneration: {type: integer, description: Generation the condition was set for.}
 `
 
-// ApplicationCRD returns a fresh copy of the built-in Application CRD.
-func ApplicationCRD() *apiextv1.CustomResourceDefinition {
+// CRD returns a fresh copy of the built-in Application CRD.
+func CRD() *apiextv1.CustomResourceDefinition {
 	var c apiextv1.CustomResourceDefinition
 	if err := yaml.UnmarshalStrict([]byte(applicationYAML), &c); err != nil {
-		panic("crd: the built-in Application CRD does not parse: " + err.Error())
+		panic("application: the built-in Application CRD does not parse: " + err.Error())
 	}
 	return &c
 }

@@ -1,4 +1,4 @@
-package webhooks
+package application
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/distribution/reference"
+	"github.com/opemu/opemu/webhooks"
 )
 
 // ImagePolicy is the security policy: images come from allowed registries and are not blocked
@@ -26,7 +27,7 @@ type ImagePolicy struct {
 // maxVerdicts bounds ImagePolicy.verdicts.
 const maxVerdicts = 4096
 
-var _ Handler = (*ImagePolicy)(nil)
+var _ webhooks.Handler = (*ImagePolicy)(nil)
 
 // NewImagePolicy normalises the allowed registries and the blocked images.
 func NewImagePolicy(allowedRegistries, blockedImages []string) (*ImagePolicy, error) {
@@ -58,17 +59,17 @@ func NewImagePolicy(allowedRegistries, blockedImages []string) (*ImagePolicy, er
 }
 
 // Handle judges spec.image.
-func (p *ImagePolicy) Handle(_ context.Context, req *Request) Response {
+func (p *ImagePolicy) Handle(_ context.Context, req *webhooks.Request) webhooks.Response {
 	spec, _ := req.Object["spec"].(map[string]any)
 	image, _ := spec["image"].(string)
 	if image == "" {
-		return Allowed() // the validator requires an image
+		return webhooks.Allowed() // the validator requires an image
 	}
 	return p.Check(image)
 }
 
 // Check judges one image reference.
-func (p *ImagePolicy) Check(image string) Response {
+func (p *ImagePolicy) Check(image string) webhooks.Response {
 	p.mu.Lock()
 	denial, seen := p.verdicts[image]
 	p.mu.Unlock()
@@ -82,9 +83,9 @@ func (p *ImagePolicy) Check(image string) Response {
 		p.mu.Unlock()
 	}
 	if denial != "" {
-		return Denied(denial)
+		return webhooks.Denied(denial)
 	}
-	return Allowed()
+	return webhooks.Allowed()
 }
 
 // judge returns why image is denied, or "" when it is allowed.

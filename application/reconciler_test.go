@@ -1,4 +1,4 @@
-package reconciler_test
+package application_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/opemu/opemu/application"
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/cache/cachetest"
 	"github.com/opemu/opemu/events"
@@ -59,7 +60,7 @@ func (r *recorder) find(reason string) (events.Event, bool) {
 type rig struct {
 	t       *testing.T
 	store   *cache.Store
-	app     *reconciler.Application
+	app     *application.Reconciler
 	ctrl    *reconciler.Controller
 	events  *recorder
 	metrics *metrics.Registry
@@ -70,7 +71,7 @@ func newRig(t *testing.T, step time.Duration, tweak ...func(*reconciler.Config))
 	t.Helper()
 	store := cache.New(cache.Config{})
 	rec := &recorder{}
-	app := reconciler.NewApplication(reconciler.ApplicationConfig{Store: store, Events: rec, RolloutStep: step})
+	app := application.New(application.Config{Store: store, Events: rec, RolloutStep: step})
 	reg := metrics.New()
 	cfg := reconciler.Config{Store: store, Resource: cachetest.Applications, Reconciler: app, Name: "application", Metrics: reg}
 	for _, f := range tweak {
@@ -233,7 +234,7 @@ func TestInstantRollout(t *testing.T) {
 	})
 }
 
-func attemptStarts(t *testing.T, r *rig, name string) ([]time.Time, []reconciler.Attempt) {
+func attemptStarts(t *testing.T, r *rig, name string) ([]time.Time, []application.Attempt) {
 	t.Helper()
 	h := r.app.History(cachetest.Key("default", name))
 	var starts []time.Time
@@ -250,7 +251,7 @@ func TestSimulatedFailuresBackOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, 0)
 		defer r.stop()
-		r.create("flaky", 1, map[string]any{reconciler.SimulateFailuresAnnotation: "3"})
+		r.create("flaky", 1, map[string]any{application.SimulateFailuresAnnotation: "3"})
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
 		starts, h := attemptStarts(t, r, "flaky")
@@ -277,7 +278,7 @@ func TestAlwaysFailingIsDropped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t, 0)
 		defer r.stop()
-		r.create("broken", 1, map[string]any{reconciler.SimulateFailuresAnnotation: "always"})
+		r.create("broken", 1, map[string]any{application.SimulateFailuresAnnotation: "always"})
 		time.Sleep(2 * time.Minute)
 		synctest.Wait()
 		starts, h := attemptStarts(t, r, "broken")

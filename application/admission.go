@@ -1,44 +1,46 @@
-package webhooks
+package application
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/opemu/opemu/webhooks"
 )
 
-// Config configures the Application admission chain.
-type Config struct {
+// ChainConfig configures the Application admission chain.
+type ChainConfig struct {
 	// AllowedRegistries images may come from (after Docker normalisation); empty means any.
 	AllowedRegistries []string
 	// BlockedImages are repositories denied at any tag or digest; empty means none.
 	BlockedImages []string
 	// Recorder observes every handler call; nil records nothing.
-	Recorder Recorder
+	Recorder webhooks.Recorder
 }
 
-// NewApplicationChain returns the chain the server runs on every Application write and serves
+// NewChain returns the chain the server runs on every Application write and serves
 // at /mutate and /validate: the defaulter (mutating), then the validator and the security
 // policy (validating).
-func NewApplicationChain(cfg Config) (*Chain, error) {
+func NewChain(cfg ChainConfig) (*webhooks.Chain, error) {
 	policy, err := NewImagePolicy(cfg.AllowedRegistries, cfg.BlockedImages)
 	if err != nil {
 		return nil, err
 	}
-	return &Chain{
-		Mutating:   []Named{{"defaulter", onlyApplications(HandlerFunc(defaultApplication))}},
-		Validating: []Named{{"validator", onlyApplications(HandlerFunc(validateApplication))}, {"security-policy", onlyApplications(policy)}},
+	return &webhooks.Chain{
+		Mutating:   []webhooks.Named{{Name: "defaulter", Handler: onlyApplications(webhooks.HandlerFunc(defaultApplication))}},
+		Validating: []webhooks.Named{{Name: "validator", Handler: onlyApplications(webhooks.HandlerFunc(validateApplication))}, {Name: "security-policy", Handler: onlyApplications(policy)}},
 		Recorder:   cfg.Recorder,
 	}, nil
 }
 
 // onlyApplications admits, untouched, everything but CREATE and UPDATE of
 // cloudnative.elide.dev applications (the main resource or /scale).
-func onlyApplications(h Handler) Handler {
-	return HandlerFunc(func(ctx context.Context, req *Request) Response {
+func onlyApplications(h webhooks.Handler) webhooks.Handler {
+	return webhooks.HandlerFunc(func(ctx context.Context, req *webhooks.Request) webhooks.Response {
 		if req.Resource.Group != "cloudnative.elide.dev" || req.Resource.Resource != "applications" ||
-			(req.Operation != Create && req.Operation != Update) || req.SubResource == "status" {
-			return Allowed()
+			(req.Operation != webhooks.Create && req.Operation != webhooks.Update) || req.SubResource == "status" {
+			return webhooks.Allowed()
 		}
 		return h.Handle(ctx, req)
 	})
@@ -52,43 +54,43 @@ const (
 
 // defaultApplication sets spec.strategy, the managed-by label and the mutated annotation.
 // It is idempotent: an object already defaulted gets no patch.
-func defaultApplication(_ context.Context, req *Request) Response {
-	var ops []PatchOperation
+func defaultApplication(_ context.Context, req *webhooks.Request) webhooks.Response {
+	var ops []webhooks.PatchOperation
 	obj := req.Object
 	spec, specOK := obj["spec"].(map[string]any)
 	if !specOK && obj["spec"] == nil {
-		ops = append(ops, PatchOperation{Op: "add", Path: "/spec", Value: map[string]any{"strategy": "RollingUpdate"}})
+		ops = append(ops, webhooks.PatchOperation{Op: "add", Path: "/spec", Value: map[string]any{"strategy": "RollingUpdate"}})
 	} else if specOK {
 		if s, _ := spec["strategy"].(string); s == "" {
-			ops = append(ops, PatchOperation{Op: "add", Path: "/spec/strategy", Value: "RollingUpdate"})
+			ops = append(ops, webhooks.PatchOperation{Op: "add", Path: "/spec/strategy", Value: "RollingUpdate"})
 		}
 	}
 	md, mdOK := obj["metadata"].(map[string]any)
 	if !mdOK {
-		ops = append(ops, PatchOperation{Op: "add", Path: "/metadata", Value: map[string]any{
+		ops = append(ops, webhooks.PatchOperation{Op: "add", Path: "/metadata", Value: map[string]any{
 			"labels":      map[string]any{managedByLabel: managedByValue},
 			"annotations": map[string]any{mutatedAnnotaton: "true"},
 		}})
-		return Patched(ops...)
+		return webhooks.Patched(ops...)
 	}
 	ops = append(ops, setMapEntry(md, "labels", managedByLabel, managedByValue)...)
 	ops = append(ops, setMapEntry(md, "annotations", mutatedAnnotaton, "true")...)
 	if len(ops) == 0 {
-		return Allowed()
+		return webhooks.Allowed()
 	}
-	return Patched(ops...)
+	return webhooks.Patched(ops...)
 }
 
 // setMapEntry returns the ops that make metadata[field][key] == value.
-func setMapEntry(md map[string]any, field, key, value string) []PatchOperation {
+func setMapEntry(md map[string]any, field, key, value string) []webhooks.PatchOperation {
 	m, ok := md[field].(map[string]any)
 	if !ok {
-		return []PatchOperation{{Op: "add", Path: "/metadata/" + field, Value: map[string]any{key: value}}}
+		return []webhooks.PatchOperation{{Op: "add", Path: "/metadata/" + field, Value: map[string]any{key: value}}}
 	}
 	if v, _ := m[key].(string); v == value {
 		return nil
 	}
-	return []PatchOperation{{Op: "add", Path: "/metadata/" + field + "/" + escapePointer(key), Value: value}}
+	return []webhooks.PatchOperation{{Op: "add", Path: "/metadata/" + field + "/" + escapePointer(key), Value: value}}
 }
 
 // escapePointer escapes a JSON Pointer token (RFC 6901).
@@ -101,20 +103,20 @@ func escapePointer(s string) string {
 
 // validateApplication checks replicas and image, and warns about missing limits and the
 // latest tag.
-func validateApplication(_ context.Context, req *Request) Response {
+func validateApplication(_ context.Context, req *webhooks.Request) webhooks.Response {
 	spec, _ := req.Object["spec"].(map[string]any)
 	replicas, ok := asInt(spec["replicas"])
 	switch {
 	case !ok:
-		return Denied("replicas is required and must be an integer")
+		return webhooks.Denied("replicas is required and must be an integer")
 	case replicas < 0:
-		return Denied("replicas must be >= 0")
+		return webhooks.Denied("replicas must be >= 0")
 	case replicas > 100:
-		return Denied("replicas must be <= 100 (use HPA for higher scale)")
+		return webhooks.Denied("replicas must be <= 100 (use HPA for higher scale)")
 	}
 	image, _ := spec["image"].(string)
 	if image == "" {
-		return Denied("image is required")
+		return webhooks.Denied("image is required")
 	}
 	var warnings []string
 	res, _ := spec["resources"].(map[string]any)
@@ -124,7 +126,7 @@ func validateApplication(_ context.Context, req *Request) Response {
 	if usesLatest(image) {
 		warnings = append(warnings, fmt.Sprintf("image '%s' uses the latest tag; pin a specific version", image))
 	}
-	return Allowed(warnings...)
+	return webhooks.Allowed(warnings...)
 }
 
 // usesLatest reports an image with the tag latest or no tag and no digest.

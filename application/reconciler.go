@@ -1,4 +1,4 @@
-package reconciler
+package application
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/events"
+	"github.com/opemu/opemu/reconciler"
 	"k8s.io/utils/clock"
 )
 
@@ -27,8 +28,8 @@ type EventRecorder interface {
 	Record(ctx context.Context, ev events.Event)
 }
 
-// ApplicationConfig configures the Application reconciler. Store is required.
-type ApplicationConfig struct {
+// Config configures the Application reconciler. Store is required.
+type Config struct {
 	Store *cache.Store
 	// Events may be nil.
 	Events EventRecorder
@@ -38,10 +39,10 @@ type ApplicationConfig struct {
 	Clock clock.PassiveClock
 }
 
-// Application reconciles Applications (SPEC §8): finalizer, cleanup on deletion, a simulated
+// Reconciler reconciles Applications (SPEC §8): finalizer, cleanup on deletion, a simulated
 // rollout paced by RolloutStep, phases and conditions, and simulated failures.
-type Application struct {
-	cfg     ApplicationConfig
+type Reconciler struct {
+	cfg     Config
 	history history
 
 	// mu guards next and failures: in-memory state per object, like a real controller's.
@@ -54,48 +55,48 @@ type Application struct {
 type failKey struct{ uid, value string }
 
 var (
-	_ Reconciler = (*Application)(nil)
-	_ Scheduler  = (*Application)(nil)
-	_ Dropper    = (*Application)(nil)
+	_ reconciler.Reconciler = (*Reconciler)(nil)
+	_ reconciler.Scheduler  = (*Reconciler)(nil)
+	_ reconciler.Dropper    = (*Reconciler)(nil)
 )
 
-// NewApplication returns the Application reconciler.
-func NewApplication(cfg ApplicationConfig) *Application {
+// New returns the Application reconciler.
+func New(cfg Config) *Reconciler {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	return &Application{cfg: cfg, next: map[cache.Key]time.Time{}, delta: map[cache.Key]int64{}, failures: map[failKey]int{}}
+	return &Reconciler{cfg: cfg, next: map[cache.Key]time.Time{}, delta: map[cache.Key]int64{}, failures: map[failKey]int{}}
 }
 
 // NotBefore is when the next rollout step of key is due (zero: now).
-func (a *Application) NotBefore(key cache.Key) time.Time {
+func (a *Reconciler) NotBefore(key cache.Key) time.Time {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.next[key]
 }
 
 // History returns the last reconciles of key, oldest first.
-func (a *Application) History(key cache.Key) []Attempt { return a.history.get(key) }
+func (a *Reconciler) History(key cache.Key) []Attempt { return a.history.get(key) }
 
 // pass is what one reconcile did, for the history.
 type pass struct {
-	res     Result
+	res     reconciler.Result
 	phase   string
 	message string
 	idle    bool // nothing was due: not recorded in the history
 }
 
 // Reconcile does the next due step for the Application at key (level-based).
-func (a *Application) Reconcile(ctx context.Context, key cache.Key) (Result, error) {
+func (a *Reconciler) Reconcile(ctx context.Context, key cache.Key) (reconciler.Result, error) {
 	start := a.cfg.Clock.Now()
 	obj, err := a.cfg.Store.Get(ctx, key)
 	if errors.Is(err, cache.ErrNotFound) {
 		a.forget(key, "")
 		a.history.forget(key)
-		return Result{}, nil
+		return reconciler.Result{}, nil
 	}
 	if err != nil {
-		return Result{}, err
+		return reconciler.Result{}, err
 	}
 	p, err := a.reconcile(ctx, key, obj, start)
 	if !p.idle || err != nil {
@@ -111,10 +112,10 @@ func (a *Application) Reconcile(ctx context.Context, key cache.Key) (Result, err
 	return p.res, err
 }
 
-func (a *Application) reconcile(ctx context.Context, key cache.Key, obj *cache.Object, now time.Time) (pass, error) {
+func (a *Reconciler) reconcile(ctx context.Context, key cache.Key, obj *cache.Object, now time.Time) (pass, error) {
 	app, err := obj.Decode()
 	if err != nil {
-		return pass{}, TerminalError(err)
+		return pass{}, reconciler.TerminalError(err)
 	}
 	st := statusOf(app)
 	if obj.Deleting() {
@@ -132,17 +133,17 @@ func (a *Application) reconcile(ctx context.Context, key cache.Key, obj *cache.O
 		}
 		a.record(ctx, obj, events.TypeNormal, events.Info, "FinalizerAdded", "Added finalizer "+Finalizer)
 		if app, err = obj.Decode(); err != nil {
-			return pass{}, TerminalError(err)
+			return pass{}, reconciler.TerminalError(err)
 		}
 	}
 	return a.rollout(ctx, key, obj, app, st, now)
 }
 
 // rollout acknowledges a new generation and moves readyReplicas one step when a step is due.
-func (a *Application) rollout(ctx context.Context, key cache.Key, obj *cache.Object, app map[string]any, st appStatus, now time.Time) (pass, error) {
+func (a *Reconciler) rollout(ctx context.Context, key cache.Key, obj *cache.Object, app map[string]any, st appStatus, now time.Time) (pass, error) {
 	step := a.cfg.RolloutStep
 	if due := a.NotBefore(key); now.Before(due) {
-		return pass{res: Result{RequeueAfter: due.Sub(now)}, phase: st.Phase, idle: true}, nil
+		return pass{res: reconciler.Result{RequeueAfter: due.Sub(now)}, phase: st.Phase, idle: true}, nil
 	}
 	spec, _ := app["spec"].(map[string]any)
 	desired := int64Of(spec["replicas"])
@@ -231,7 +232,7 @@ func (a *Application) rollout(ctx context.Context, key cache.Key, obj *cache.Obj
 }
 
 // simulateFailure fails this attempt when the simulate-failures annotation says so.
-func (a *Application) simulateFailure(ctx context.Context, key cache.Key, obj *cache.Object, app map[string]any, st appStatus, now time.Time) (pass, error, bool) {
+func (a *Reconciler) simulateFailure(ctx context.Context, key cache.Key, obj *cache.Object, app map[string]any, st appStatus, now time.Time) (pass, error, bool) {
 	v := obj.Annotation(SimulateFailuresAnnotation)
 	if v == "" {
 		return pass{}, nil, false
@@ -267,7 +268,7 @@ func (a *Application) simulateFailure(ctx context.Context, key cache.Key, obj *c
 
 // cleanup runs when the object is being deleted: readyReplicas to 0, then the finalizer goes.
 // It never fails on purpose (simulated failures do not apply).
-func (a *Application) cleanup(ctx context.Context, key cache.Key, obj *cache.Object, app map[string]any, st appStatus) (pass, error) {
+func (a *Reconciler) cleanup(ctx context.Context, key cache.Key, obj *cache.Object, app map[string]any, st appStatus) (pass, error) {
 	if !slices.Contains(obj.Finalizers(), Finalizer) {
 		return pass{phase: st.Phase, idle: true}, nil
 	}
@@ -279,7 +280,7 @@ func (a *Application) cleanup(ctx context.Context, key cache.Key, obj *cache.Obj
 			return pass{phase: st.Phase}, err
 		}
 		if app, err = obj.Decode(); err != nil {
-			return pass{}, TerminalError(err)
+			return pass{}, reconciler.TerminalError(err)
 		}
 		a.record(ctx, obj, events.TypeNormal, events.Info, "Cleanup", fmt.Sprintf("Scaled %d ready replicas down to 0", from))
 	} else {
@@ -297,7 +298,7 @@ func (a *Application) cleanup(ctx context.Context, key cache.Key, obj *cache.Obj
 }
 
 // Dropped marks the Application Failed once its key is dropped after the last retry.
-func (a *Application) Dropped(ctx context.Context, key cache.Key, cause error) {
+func (a *Reconciler) Dropped(ctx context.Context, key cache.Key, cause error) {
 	obj, err := a.cfg.Store.Get(ctx, key)
 	if err != nil {
 		return
@@ -318,13 +319,13 @@ func (a *Application) Dropped(ctx context.Context, key cache.Key, cause error) {
 
 // writeStatus stores app with status st, conditional on obj's resourceVersion; only status
 // changes, so generation never moves.
-func (a *Application) writeStatus(ctx context.Context, key cache.Key, obj *cache.Object, app map[string]any, st appStatus) (*cache.Object, error) {
+func (a *Reconciler) writeStatus(ctx context.Context, key cache.Key, obj *cache.Object, app map[string]any, st appStatus) (*cache.Object, error) {
 	app["status"] = st.toMap()
 	app["metadata"].(map[string]any)["resourceVersion"] = strconv.FormatUint(obj.ResourceVersion(), 10)
 	return a.cfg.Store.Update(ctx, key, app, cache.WriteOptions{})
 }
 
-func (a *Application) record(ctx context.Context, obj *cache.Object, typ string, sev events.Severity, reason, msg string) {
+func (a *Reconciler) record(ctx context.Context, obj *cache.Object, typ string, sev events.Severity, reason, msg string) {
 	if a.cfg.Events == nil {
 		return
 	}
@@ -337,7 +338,7 @@ func (a *Application) record(ctx context.Context, obj *cache.Object, typ string,
 }
 
 // forget drops the in-memory state of key (and of uid's failure counts when uid is set).
-func (a *Application) forget(key cache.Key, uid string) {
+func (a *Reconciler) forget(key cache.Key, uid string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.next, key)

@@ -1,15 +1,16 @@
-package webhooks_test
+package application_test
 
 import (
 	"context"
 	"encoding/json"
 	"testing"
 
+	"github.com/opemu/opemu/application"
 	"github.com/opemu/opemu/webhooks"
 )
 
 func BenchmarkAdmissionChain(b *testing.B) {
-	c, err := webhooks.NewApplicationChain(webhooks.Config{AllowedRegistries: []string{"docker.io", "gcr.io"}, BlockedImages: []string{"ubuntu", "debian", "alpine"}})
+	c, err := application.NewChain(application.ChainConfig{AllowedRegistries: []string{"docker.io", "gcr.io"}, BlockedImages: []string{"ubuntu", "debian", "alpine"}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,0 +1,156 @@
+package crd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/kinds"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// CustomResourceDefinitions are objects in the store (so they list and watch like any other)
+// whose writes also register, replace or unregister their kinds: the Kind below carries that
+// as its Lifecycle.
+
+// Resource is where CRDs are stored.
+var Resource = cache.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}
+
+// CELWarning is the Warning a CRD with CEL rules gets: opemu does not evaluate them.
+const CELWarning = "x-kubernetes-validations (CEL rules) are accepted but not evaluated by opemu"
+
+// Kind returns the apiextensions.k8s.io/v1 CustomResourceDefinition kind, whose writes go
+// through r.
+func (r *Registry) Kind() *kinds.Kind {
+	return &kinds.Kind{
+		Group: Resource.Group, Version: "v1", Kind: "CustomResourceDefinition", ListKind: "CustomResourceDefinitionList",
+		Plural: Resource.Resource, Singular: "customresourcedefinition", ShortNames: []string{"crd", "crds"}, Status: true,
+		Columns: []kinds.Column{kinds.NameColumn, {Def: metav1.TableColumnDefinition{Name: "Created At", Type: "date"}, Cell: func(obj map[string]any, _ time.Time) any {
+			md, _ := obj["metadata"].(map[string]any)
+			ts, _ := md["creationTimestamp"].(string)
+			return ts
+		}}},
+		Lifecycle: lifecycle{r},
+	}
+}
+
+// lifecycle registers a CRD's kinds once it is stored, and unregisters them (dropping their
+// objects) once it is gone.
+type lifecycle struct{ r *Registry }
+
+var gk = k8sschema.GroupKind{Group: Resource.Group, Kind: "CustomResourceDefinition"}
+
+// BeforeWrite validates the CRD and rewrites obj into its stored form (names defaulted,
+// Established and NamesAccepted), registering nothing yet. A built-in CRD may be created (the
+// server seeds it at start: it gets the registered copy) but not replaced.
+func (l lifecycle) BeforeWrite(_ context.Context, obj, old map[string]any, _ bool) ([]string, error) {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	var c apiextv1.CustomResourceDefinition
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, apierrors.NewBadRequest("the body is not a CustomResourceDefinition: " + err.Error())
+	}
+	var warnings []string
+	if strings.Contains(string(raw), `"x-kubernetes-validations"`) {
+		warnings = append(warnings, CELWarning)
+	}
+	var stored *apiextv1.CustomResourceDefinition
+	if l.r.IsBuiltIn(c.Name) {
+		if old != nil {
+			return nil, builtInError(c.Name)
+		}
+		stored, _ = l.r.CRD(c.Name)
+	} else {
+		var errs field.ErrorList
+		if stored, errs, err = l.r.Check(&c); err != nil || len(errs) > 0 {
+			return nil, statusOf(c.Name, errs, err)
+		}
+	}
+	return warnings, replaceBody(obj, stored)
+}
+
+// BeforeDelete refuses to delete a built-in CRD.
+func (l lifecycle) BeforeDelete(_ context.Context, name string) error {
+	if l.r.IsBuiltIn(name) {
+		return builtInError(name)
+	}
+	return nil
+}
+
+// AfterWrite serves the stored CRD's kinds, or stops serving a removed one's and drops its
+// objects.
+func (l lifecycle) AfterWrite(ctx context.Context, o *cache.Object, removed bool) error {
+	name := o.Key().Name
+	if l.r.IsBuiltIn(name) {
+		return nil
+	}
+	if removed {
+		c, ok := l.r.CRD(name)
+		if !ok {
+			return nil
+		}
+		if err := l.r.Unregister(name); err != nil && !errors.Is(err, ErrNotFound) {
+			return statusOf(name, nil, err)
+		}
+		if l.r.cfg.Drop == nil {
+			return nil
+		}
+		_, err := l.r.cfg.Drop(ctx, cache.GroupResource{Group: c.Spec.Group, Resource: c.Spec.Names.Plural})
+		return err
+	}
+	var c apiextv1.CustomResourceDefinition
+	if err := json.Unmarshal(o.Raw(), &c); err != nil {
+		return err
+	}
+	_, errs, err := l.r.Register(&c)
+	return statusOf(name, errs, err)
+}
+
+// replaceBody puts everything but metadata of c into obj.
+func replaceBody(obj map[string]any, c *apiextv1.CustomResourceDefinition) error {
+	raw, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	next, err := cache.DecodeJSON(raw)
+	if err != nil {
+		return err
+	}
+	for k := range obj {
+		if k != "metadata" {
+			delete(obj, k)
+		}
+	}
+	for k, v := range next {
+		if k != "metadata" {
+			obj[k] = v
+		}
+	}
+	return nil
+}
+
+func builtInError(name string) error {
+	return apierrors.NewForbidden(k8sschema.GroupResource{Group: Resource.Group, Resource: Resource.Resource}, name, ErrBuiltIn)
+}
+
+// statusOf turns a registration failure into its Status error (nil when there is none).
+func statusOf(name string, errs field.ErrorList, err error) error {
+	switch {
+	case errors.Is(err, ErrBuiltIn):
+		return builtInError(name)
+	case err != nil:
+		return err
+	case len(errs) > 0:
+		return apierrors.NewInvalid(gk, name, errs)
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package kinds
+
+import (
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The built-in kinds served beside custom resources (SPEC §3). They have no schema: the write
+// path checks their metadata only, and keeps the rest as sent.
+
+// Namespaces, Events and Leases are where the built-in kinds are stored.
+var (
+	Namespaces = NamespaceKind().GroupResource()
+	Events     = EventKind().GroupResource()
+	Leases     = LeaseKind().GroupResource()
+)
+
+// Builtins returns new copies of the built-in kinds (the CustomResourceDefinition kind comes
+// from package crd, which owns its rules).
+func Builtins() []*Kind { return []*Kind{NamespaceKind(), EventKind(), LeaseKind()} }
+
+// NamespaceKind is core/v1 Namespace.
+func NamespaceKind() *Kind {
+	return &Kind{
+		Version: "v1", Kind: "Namespace", ListKind: "NamespaceList", Plural: "namespaces", Singular: "namespace", ShortNames: []string{"ns"},
+		Columns:          []Column{NameColumn, PathColumn("Status", ".status.phase", "string", 0), AgeColumn("Age")},
+		StrategicPatch:   &corev1.Namespace{},
+		Protobuf:         true,
+		PrepareForCreate: defaultNamespace,
+	}
+}
+
+// defaultNamespace fills what kube-apiserver's namespace strategy fills: the kubernetes
+// finalizer, phase Active and the kubernetes.io/metadata.name label.
+func defaultNamespace(obj map[string]any) {
+	if _, ok := obj["spec"].(map[string]any); !ok {
+		obj["spec"] = map[string]any{"finalizers": []any{"kubernetes"}}
+	}
+	st, ok := obj["status"].(map[string]any)
+	if !ok {
+		st = map[string]any{}
+		obj["status"] = st
+	}
+	if st["phase"] == nil {
+		st["phase"] = "Active"
+	}
+	md, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		return
+	}
+	labels, ok := md["labels"].(map[string]any)
+	if !ok {
+		labels = map[string]any{}
+		md["labels"] = labels
+	}
+	if name, _ := md["name"].(string); name != "" {
+		labels["kubernetes.io/metadata.name"] = name
+	}
+}
+
+// EventKind is core/v1 Event, with the field selectors kube-apiserver offers for it plus
+// lastTimestamp, severity and count for opemu's own queries.
+func EventKind() *Kind {
+	return &Kind{
+		Version: "v1", Kind: "Event", ListKind: "EventList", Plural: "events", Singular: "event", ShortNames: []string{"ev"}, Namespaced: true,
+		Columns: []Column{
+			{Def: metav1.TableColumnDefinition{Name: "Last Seen", Type: "string"}, Cell: PathCell(".lastTimestamp", "date")},
+			PathColumn("Type", ".type", "string", 0),
+			PathColumn("Reason", ".reason", "string", 0),
+			{Def: metav1.TableColumnDefinition{Name: "Object", Type: "string"}, Cell: func(obj map[string]any, _ time.Time) any {
+				return strings.ToLower(stringAt(obj, "involvedObject", "kind")) + "/" + stringAt(obj, "involvedObject", "name")
+			}},
+			PathColumn("Message", ".message", "string", 0),
+			PathColumn("Source", ".source.component", "string", 1),
+			{Def: metav1.TableColumnDefinition{Name: "First Seen", Type: "string", Priority: 1}, Cell: PathCell(".firstTimestamp", "date")},
+			PathColumn("Count", ".count", "integer", 1),
+			{Def: metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Priority: 1}, Cell: NameColumn.Cell},
+		},
+		Fields: []Field{
+			{Name: "involvedObject.kind"}, {Name: "involvedObject.namespace"}, {Name: "involvedObject.name"},
+			{Name: "involvedObject.uid"}, {Name: "involvedObject.apiVersion"}, {Name: "involvedObject.resourceVersion"},
+			{Name: "involvedObject.fieldPath"}, {Name: "reason"}, {Name: "reportingComponent"},
+			{Name: "source", Path: "source.component"}, {Name: "type"},
+			{Name: "severity"}, {Name: "lastTimestamp"}, {Name: "count"},
+		},
+		StrategicPatch: &corev1.Event{},
+		Protobuf:       true,
+	}
+}
+
+// LeaseKind is coordination.k8s.io/v1 Lease.
+func LeaseKind() *Kind {
+	return &Kind{
+		Group: "coordination.k8s.io", Version: "v1", Kind: "Lease", ListKind: "LeaseList", Plural: "leases", Singular: "lease", Namespaced: true,
+		Columns:        []Column{NameColumn, PathColumn("Holder", ".spec.holderIdentity", "string", 0), AgeColumn("Age")},
+		StrategicPatch: &coordinationv1.Lease{},
+		Protobuf:       true,
+	}
+}

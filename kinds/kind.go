@@ -1,0 +1,176 @@
+package kinds
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/opemu/opemu/cache"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Kind is one served version of a resource: everything the server needs to serve, check and
+// show its objects. Only the names and scope are required; every other field is an optional
+// capability whose zero value says the kind does not have it. Kinds are immutable once added to
+// a Registry.
+type Kind struct {
+	Group, Version, Kind, ListKind, Plural, Singular string
+	ShortNames, Categories                           []string
+	Namespaced                                       bool
+	// StorageVersion is the version the resource's objects are stored in. Empty means Version.
+	StorageVersion string
+	// CRDName is the CustomResourceDefinition that defines the kind; empty for built-in kinds.
+	CRDName string
+
+	// Status says the kind has the status subresource: writes to the main resource keep the
+	// stored status, writes to /status change only status.
+	Status bool
+	// Scale, when set, is the scale subresource (an autoscaling/v1 Scale view of these paths).
+	Scale *apiextv1.CustomResourceSubresourceScale
+	// Schema checks, prunes and defaults objects. Nil means the kind has no schema: metadata is
+	// validated, everything else is kept as sent.
+	Schema Schema
+	// Columns are the Table columns (`kubectl get`), usually NameColumn first. Nil means Name
+	// and Age.
+	Columns []Column
+	// StrategicPatch is a value of the Go type strategic merge patches of this kind follow
+	// (e.g. &corev1.Event{}). Nil means the kind does not take them (415, as for custom
+	// resources).
+	StrategicPatch any
+	// Fields are the field-selector fields beyond metadata.name and metadata.namespace, which
+	// every kind has; the store indexes them on every write.
+	Fields []Field
+	// Protobuf says request bodies may be protobuf (the Registry decodes them); client-go sends
+	// protobuf for built-in kinds.
+	Protobuf bool
+	// PrepareForCreate, when set, fills what the kind's API strategy fills on create before
+	// validation (e.g. a Namespace's phase). It may change obj.
+	PrepareForCreate func(obj map[string]any)
+	// Lifecycle, when set, takes part in the kind's writes beyond the schema (a
+	// CustomResourceDefinition serves new kinds when stored).
+	Lifecycle Lifecycle
+}
+
+// Schema validates, prunes and defaults the objects of a kind, as Kubernetes does for a
+// structural schema.
+type Schema interface {
+	// Prune removes, in place, every field the schema does not know and returns their dotted
+	// paths, sorted ("spec.foo").
+	Prune(obj map[string]any) []string
+	// Default applies the schema's defaults in place.
+	Default(obj map[string]any)
+	// Validate checks obj (metadata excepted) and returns one error per failing field.
+	Validate(obj map[string]any) field.ErrorList
+	// OpenAPI returns the schema as served in /openapi/v3 (kubectl explain, client validation).
+	OpenAPI() *apiextv1.JSONSchemaProps
+}
+
+// Lifecycle lets a kind act on the writes of its objects: the part of an API strategy that
+// changes what the server itself does. Every method is called by the write path only, with no
+// lock held.
+type Lifecycle interface {
+	// BeforeWrite is called on create (old is nil) and update after admission and validation,
+	// before the store write. It may rewrite obj into its stored form and returns warnings. On a
+	// dry run it must change nothing outside obj.
+	BeforeWrite(ctx context.Context, obj, old map[string]any, dryRun bool) ([]string, error)
+	// BeforeDelete may refuse to delete the object name (an error with its Status).
+	BeforeDelete(ctx context.Context, name string) error
+	// AfterWrite is called once obj has been stored (removed: it is gone). An error is
+	// returned to the client, though the write stands.
+	AfterWrite(ctx context.Context, obj *cache.Object, removed bool) error
+}
+
+// Field is one selectable field: its name in field selectors and where its value is.
+type Field struct {
+	// Name is the selector's name, e.g. "involvedObject.name" or "status.phase".
+	Name string
+	// Path is the value's location; empty means the same as Name ("a.b" is obj.a.b).
+	Path string
+}
+
+// Column is one Table column and how to fill its cell from a decoded object.
+type Column struct {
+	Def  metav1.TableColumnDefinition
+	Cell func(obj map[string]any, now time.Time) any
+}
+
+// GroupVersion returns "group/version" (just "version" for the core group).
+func (k *Kind) GroupVersion() string {
+	if k.Group == "" {
+		return k.Version
+	}
+	return k.Group + "/" + k.Version
+}
+
+// GroupResource is where the kind's objects are stored.
+func (k *Kind) GroupResource() cache.GroupResource {
+	return cache.GroupResource{Group: k.Group, Resource: k.Plural}
+}
+
+// BuiltIn reports whether the kind is one of the server's own rather than defined by a CRD.
+func (k *Kind) BuiltIn() bool { return k.CRDName == "" }
+
+// FieldSet returns the values of the kind's selectable fields in obj ("" when absent); strings
+// as they are, numbers and booleans as their JSON text.
+func (k *Kind) FieldSet(obj map[string]any) fields.Set {
+	if len(k.Fields) == 0 {
+		return nil
+	}
+	set := make(fields.Set, len(k.Fields))
+	for _, f := range k.Fields {
+		p := f.Path
+		if p == "" {
+			p = f.Name
+		}
+		set[f.Name] = fieldValue(obj, p)
+	}
+	return set
+}
+
+// Selectable reports whether a field selector on this kind may name label.
+func (k *Kind) Selectable(label string) bool {
+	if label == "metadata.name" || label == "metadata.namespace" {
+		return true
+	}
+	for _, f := range k.Fields {
+		if f.Name == label {
+			return true
+		}
+	}
+	return false
+}
+
+func fieldValue(obj map[string]any, path string) string {
+	var cur any = obj
+	for _, key := range strings.Split(strings.TrimPrefix(path, "."), ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return ""
+		}
+		if cur, ok = m[key]; !ok {
+			return ""
+		}
+	}
+	switch v := cur.(type) {
+	case string:
+		return v
+	case nil:
+		return ""
+	case map[string]any, []any:
+		return ""
+	case json.Number:
+		return v.String()
+	case bool:
+		if v {
+			return "true"
+		}
+		return "false"
+	default:
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+}

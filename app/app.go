@@ -16,10 +16,11 @@ import (
 	"github.com/opemu/opemu/leader"
 	"github.com/opemu/opemu/metrics"
 	"github.com/opemu/opemu/reconciler"
+	"github.com/opemu/opemu/registry"
 	"github.com/opemu/opemu/server"
 )
 
-// Run listens on cfg.Addr and serves until ctx is done (see Serve). The first log line is
+// Run listens on cfg.Addr and serves until ctx is done (see App.Run). The first log line is
 // "listening addr=<host:port>", with the real port when a free one was asked for.
 func Run(ctx context.Context, cfg Config) error {
 	addr := cfg.Addr
@@ -31,7 +32,12 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	logger(cfg).Info("listening", "addr", ln.Addr().String())
-	return Serve(ctx, cfg, ln)
+	a, err := New(cfg)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	return a.Run(ctx, ln)
 }
 
 func logger(cfg Config) *slog.Logger {
@@ -41,125 +47,137 @@ func logger(cfg Config) *slog.Logger {
 	return cfg.Logger
 }
 
-// Serve wires one server on ln and blocks until ctx is done and everything it started has
-// stopped: the HTTP server drains, the controller's workers finish their item, the lease is
-// released. It closes ln.
-func Serve(ctx context.Context, cfg Config, ln net.Listener) error {
+// App is one wired server. Create it with New, serve it with Run.
+type App struct {
+	cfg      Config
+	log      *slog.Logger
+	store    *cache.Store
+	recorder *events.Recorder
+	ctrl     *reconciler.Controller // nil when the controller is off
+	elector  *leader.Elector        // nil when election is off
+	server   *server.Server
+	metrics  *metrics.Registry
+}
+
+// New wires a server: the store, the served kinds (the built-ins and the Application CRD),
+// admission, the write path, the event recorder, the controller and the elector when asked
+// for, and the HTTP server. Nothing runs until Run.
+func New(cfg Config) (*App, error) {
 	log := logger(cfg)
 	clk := cfg.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	reg := metrics.New()
-	served := kinds.New()
-	store := cache.New(cache.Config{WatchHistory: cfg.WatchHistory, SelectableFields: served.FieldSet, Now: clk.Now})
-	defer store.Close()
-	crds, err := crd.New(crd.Config{Kinds: served, Drop: store.DropResource})
-	if err == nil {
-		err = served.Add(crds.Kind())
-	}
-	if err == nil {
-		err = crds.AddBuiltIn(application.CRD())
-	}
-	if err != nil {
-		_ = ln.Close()
-		return err
-	}
-	reg.SetResourceCounts(resourceCounts(store, served))
-	admission, err := application.NewChain(application.ChainConfig{
-		AllowedRegistries: cfg.AllowedRegistries,
-		BlockedImages:     cfg.BlockedImages,
-		Recorder:          reg,
-	})
-	if err != nil {
-		_ = ln.Close()
-		return err
-	}
 	identity := cfg.PodName
 	if identity == "" {
 		identity = "opemu"
 	}
-	recorder := events.New(events.Config{
-		Store: store, Host: identity, Limit: cfg.EventLimit, TTL: cfg.EventTTL, Metrics: reg, Logger: log, Clock: clk,
+	a := &App{cfg: cfg, log: log, metrics: metrics.New()}
+	served := kinds.New()
+	a.store = cache.New(cache.Config{WatchHistory: cfg.WatchHistory, SelectableFields: served.FieldSet})
+	crds, err := crd.New(crd.Config{Kinds: served, Drop: a.store.DropResource})
+	if err != nil {
+		return nil, err
+	}
+	if err := served.Add(crds.Kind()); err != nil {
+		return nil, err
+	}
+	if err := crds.AddBuiltIn(application.CRD()); err != nil {
+		return nil, err
+	}
+	a.metrics.SetResourceCounts(resourceCounts(a.store, served))
+	admission, err := application.NewChain(application.ChainConfig{
+		AllowedRegistries: cfg.AllowedRegistries,
+		BlockedImages:     cfg.BlockedImages,
+		Recorder:          a.metrics,
 	})
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	wg.Go(func() { _ = recorder.Run(ctx) })
+	if err != nil {
+		return nil, err
+	}
+
+	// The write path records Events through the recorder, which writes them through the write
+	// path: the recorder is made second and reached through a.recorder.
+	var readOnly func(cache.Key) bool
+	reg, err := registry.New(registry.Config{
+		Storage: a.store, Kinds: served, Admission: admission, Clock: clk,
+		Events:   recordFunc(func(ctx context.Context, ev events.Event) { a.recorder.Record(ctx, ev) }),
+		ReadOnly: func(k cache.Key) bool { return readOnly != nil && readOnly(k) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.recorder = events.New(events.Config{
+		Client: reg.Client("opemu-events"), Host: identity, Limit: cfg.EventLimit, TTL: cfg.EventTTL,
+		Metrics: a.metrics, Logger: log, Clock: clk,
+	})
 
 	var routes server.Controller
-	var ctrl *reconciler.Controller
 	if cfg.EnableController {
-		app := application.New(application.Config{Store: store, Events: recorder, RolloutStep: cfg.RolloutStep, Clock: clk})
-		ctrl, err = reconciler.New(reconciler.Config{
-			Store: store, Resource: application.Resource, Reconciler: app, Name: "application",
+		app := application.New(application.Config{Client: reg.Client(application.Source), Events: a.recorder, RolloutStep: cfg.RolloutStep, Clock: clk})
+		a.ctrl, err = reconciler.New(reconciler.Config{
+			Store: a.store, Resource: application.Resource, Reconciler: app, Name: "application",
 			Workers: cfg.WorkerCount, ResyncInterval: cfg.ReconcileInterval, MaxRetries: cfg.MaxRetries,
 			BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, QPS: cfg.QueueQPS, Burst: cfg.QueueBurst,
-			Metrics: reg, Logger: log, Clock: clk,
+			Metrics: a.metrics, Logger: log, Clock: clk,
 		})
 		if err != nil {
-			_ = ln.Close()
-			return err
+			return nil, err
 		}
-		reg.SetPhaseCounts(func() []metrics.Count {
+		a.metrics.SetPhaseCounts(func() []metrics.Count {
 			var out []metrics.Count
-			for phase, n := range ctrl.PhaseCounts() {
+			for phase, n := range a.ctrl.PhaseCounts() {
 				out = append(out, metrics.Count{Labels: [2]string{"Application", phase}, Value: float64(n)})
 			}
 			return out
 		})
-		routes = controllerRoutes{ctrl: ctrl, app: app}
+		routes = controllerRoutes{ctrl: a.ctrl, app: app}
 	}
 
 	// Only the leader runs reconcile workers. Without election (or without a controller, when
 	// there is nothing to lead) this process leads at once.
 	var leaderStatus server.LeaderStatus
-	var readOnly func(cache.Key) bool
-	switch {
-	case ctrl != nil && cfg.EnableLeaderElection:
-		// el is set before Run starts the election, so OnEvent (called while it runs) sees it.
-		var el *leader.Elector
-		el, err = leader.New(leader.Config{
+	if a.ctrl != nil && cfg.EnableLeaderElection {
+		a.elector, err = leader.New(leader.Config{
 			Backend: cfg.LeaseBackend, Identity: identity,
 			LeaseName: cfg.LeaseName, LeaseNamespace: cfg.LeaseNamespace, LeaseFile: cfg.LeaseFile,
 			LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
-			Store:            store,
-			OnStartedLeading: func(ctx context.Context) { _ = ctrl.Run(ctx) },
+			Client:           reg.Client("leader-elector"),
+			OnStartedLeading: func(ctx context.Context) { _ = a.ctrl.Run(ctx) },
 			OnEvent: func(reason, message string) {
-				recorder.Record(context.Background(), events.Event{
-					Object: events.Ref{APIVersion: "coordination.k8s.io/v1", Kind: "Lease", Namespace: el.LeaseNamespace(), Name: el.LeaseName()},
+				a.recorder.Record(context.Background(), events.Event{
+					Object: events.Ref{APIVersion: "coordination.k8s.io/v1", Kind: "Lease", Namespace: a.elector.LeaseNamespace(), Name: a.elector.LeaseName()},
 					Type:   events.TypeNormal, Severity: events.Info, Reason: reason, Message: message, Source: "leader-elector",
 				})
 			},
-			Metrics: reg, Logger: log, Clock: clk,
+			Metrics: a.metrics, Logger: log, Clock: clk,
 		})
 		if err != nil {
-			_ = ln.Close()
-			return err
+			return nil, err
 		}
-		if key, ok := el.MirrorKey(); ok {
+		if key, ok := a.elector.MirrorKey(); ok {
 			readOnly = func(k cache.Key) bool { return k == key }
 		}
-		leaderStatus = el
-		log.Info("leader election", "identity", identity, "backend", el.Backend(), "lease", el.LeaseNamespace()+"/"+el.LeaseName())
-		wg.Go(func() { _ = el.Run(ctx) })
-	case ctrl != nil:
-		reg.SetLeader(true)
-		wg.Go(func() { _ = ctrl.Run(ctx) })
+		leaderStatus = a.elector
 	}
 
-	srv, err := server.New(server.Config{
-		Store:       store,
+	var seeds []any
+	for _, c := range crds.BuiltIns() {
+		seeds = append(seeds, c)
+	}
+	if err := reg.Bootstrap(context.Background(), seeds...); err != nil {
+		return nil, err
+	}
+	a.server, err = server.New(server.Config{
+		Store:       a.store,
+		Registry:    reg,
 		Kinds:       served,
 		CRDs:        crds,
 		PrimaryCRD:  application.CRDName,
 		Admission:   admission,
-		Metrics:     reg,
-		Events:      recorder,
+		Metrics:     a.metrics,
+		Events:      a.recorder,
 		Controller:  routes,
 		Leader:      leaderStatus,
-		ReadOnly:    readOnly,
 		Logger:      log,
 		Identity:    identity,
 		Version:     cfg.Version,
@@ -168,16 +186,38 @@ func Serve(ctx context.Context, cfg Config, ln net.Listener) error {
 		PProf:       cfg.PProf,
 		Clock:       clk,
 	})
-	if err != nil {
-		_ = ln.Close()
-		return err
+	return a, err
+}
+
+// Run serves on ln until ctx is done, then stops: the HTTP server drains, the controller's
+// workers finish their item, the lease is released, the store closes. It returns once every
+// goroutine it started has returned. It closes ln.
+func (a *App) Run(ctx context.Context, ln net.Listener) error {
+	defer a.store.Close()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Go(func() { _ = a.recorder.Run(ctx) })
+	switch {
+	case a.elector != nil:
+		a.log.Info("leader election", "identity", a.cfg.PodName, "backend", a.elector.Backend(), "lease", a.elector.LeaseNamespace()+"/"+a.elector.LeaseName())
+		wg.Go(func() { _ = a.elector.Run(ctx) })
+	case a.ctrl != nil:
+		a.metrics.SetLeader(true)
+		wg.Go(func() { _ = a.ctrl.Run(ctx) })
 	}
-	err = srv.Run(ctx, ln)
+	err := a.server.Run(ctx, ln)
 	cancel()
 	wg.Wait()
-	log.Info("stopped")
+	a.log.Info("stopped")
 	return err
 }
+
+// recordFunc adapts a function to registry.EventRecorder.
+type recordFunc func(ctx context.Context, ev events.Event)
+
+func (f recordFunc) Record(ctx context.Context, ev events.Event) { f(ctx, ev) }
 
 // controllerRoutes serves the controller's routes for Applications.
 type controllerRoutes struct {
@@ -197,7 +237,7 @@ func (c controllerRoutes) History(key cache.Key) (any, bool) {
 }
 
 // resourceCounts feeds resource_count{kind,namespace} from the store's own counts.
-func resourceCounts(store *cache.Store, served *kinds.Registry) func() []metrics.Count {
+func resourceCounts(store cache.Interface, served *kinds.Registry) func() []metrics.Count {
 	return func() []metrics.Count {
 		counts := store.Counts()
 		out := make([]metrics.Count, 0, len(counts))

@@ -28,22 +28,21 @@ func NewChain(cfg ChainConfig) (*webhooks.Chain, error) {
 		return nil, err
 	}
 	return &webhooks.Chain{
-		Mutating:   []webhooks.Named{{Name: "defaulter", Handler: onlyApplications(webhooks.HandlerFunc(defaultApplication))}},
-		Validating: []webhooks.Named{{Name: "validator", Handler: onlyApplications(webhooks.HandlerFunc(validateApplication))}, {Name: "security-policy", Handler: onlyApplications(policy)}},
-		Recorder:   cfg.Recorder,
+		Mutating: []webhooks.Named{{Name: "defaulter", Handler: webhooks.HandlerFunc(defaultApplication), Matches: judged}},
+		Validating: []webhooks.Named{
+			{Name: "validator", Handler: webhooks.HandlerFunc(validateApplication), Matches: judged},
+			{Name: "security-policy", Handler: policy, Matches: judged},
+		},
+		Recorder: cfg.Recorder,
 	}, nil
 }
 
-// onlyApplications admits, untouched, everything but CREATE and UPDATE of
-// cloudnative.elide.dev applications (the main resource or /scale).
-func onlyApplications(h webhooks.Handler) webhooks.Handler {
-	return webhooks.HandlerFunc(func(ctx context.Context, req *webhooks.Request) webhooks.Response {
-		if req.Resource.Group != "cloudnative.elide.dev" || req.Resource.Resource != "applications" ||
-			(req.Operation != webhooks.Create && req.Operation != webhooks.Update) || req.SubResource == "status" {
-			return webhooks.Allowed()
-		}
-		return h.Handle(ctx, req)
-	})
+// judged is what the Application's handlers match: CREATE and UPDATE of
+// cloudnative.elide.dev applications (the main resource or /scale); everything else is
+// admitted unchanged.
+func judged(req *webhooks.Request) bool {
+	return req.Resource.Group == Resource.Group && req.Resource.Resource == Resource.Resource &&
+		(req.Operation == webhooks.Create || req.Operation == webhooks.Update) && req.SubResource != "status"
 }
 
 const (

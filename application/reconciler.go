@@ -28,9 +28,17 @@ type EventRecorder interface {
 	Record(ctx context.Context, ev events.Event)
 }
 
-// Config configures the Application reconciler. Store is required.
+// Client is how the reconciler reads and writes Applications: the in-process API client
+// (registry.Client), so its writes pass the same validation as a client's.
+type Client interface {
+	Get(ctx context.Context, key cache.Key) (*cache.Object, error)
+	Update(ctx context.Context, key cache.Key, obj map[string]any) (*cache.Object, error)
+	UpdateStatus(ctx context.Context, key cache.Key, obj map[string]any) (*cache.Object, error)
+}
+
+// Config configures the Application reconciler. Client is required.
 type Config struct {
-	Store *cache.Store
+	Client Client
 	// Events may be nil.
 	Events EventRecorder
 	// RolloutStep is the time between readiness steps; zero rolls out at once.
@@ -89,7 +97,7 @@ type pass struct {
 // Reconcile does the next due step for the Application at key (level-based).
 func (a *Reconciler) Reconcile(ctx context.Context, key cache.Key) (reconciler.Result, error) {
 	start := a.cfg.Clock.Now()
-	obj, err := a.cfg.Store.Get(ctx, key)
+	obj, err := a.cfg.Client.Get(ctx, key)
 	if errors.Is(err, cache.ErrNotFound) {
 		a.forget(key, "")
 		a.history.forget(key)
@@ -128,7 +136,7 @@ func (a *Reconciler) reconcile(ctx context.Context, key cache.Key, obj *cache.Ob
 		md := app["metadata"].(map[string]any)
 		md["finalizers"] = append(toAny(obj.Finalizers()), Finalizer)
 		md["resourceVersion"] = strconv.FormatUint(obj.ResourceVersion(), 10)
-		if obj, err = a.cfg.Store.Update(ctx, key, app, cache.WriteOptions{}); err != nil {
+		if obj, err = a.cfg.Client.Update(ctx, key, app); err != nil {
 			return pass{phase: st.Phase}, err
 		}
 		a.record(ctx, obj, events.TypeNormal, events.Info, "FinalizerAdded", "Added finalizer "+Finalizer)
@@ -289,7 +297,7 @@ func (a *Reconciler) cleanup(ctx context.Context, key cache.Key, obj *cache.Obje
 	md := app["metadata"].(map[string]any)
 	md["finalizers"] = toAny(slices.DeleteFunc(slices.Clone(obj.Finalizers()), func(f string) bool { return f == Finalizer }))
 	md["resourceVersion"] = strconv.FormatUint(obj.ResourceVersion(), 10)
-	if _, err := a.cfg.Store.Update(ctx, key, app, cache.WriteOptions{}); err != nil {
+	if _, err := a.cfg.Client.Update(ctx, key, app); err != nil {
 		return pass{phase: st.Phase}, err
 	}
 	a.record(ctx, obj, events.TypeNormal, events.Info, "FinalizerRemoved", "Removed finalizer "+Finalizer)
@@ -299,7 +307,7 @@ func (a *Reconciler) cleanup(ctx context.Context, key cache.Key, obj *cache.Obje
 
 // Dropped marks the Application Failed once its key is dropped after the last retry.
 func (a *Reconciler) Dropped(ctx context.Context, key cache.Key, cause error) {
-	obj, err := a.cfg.Store.Get(ctx, key)
+	obj, err := a.cfg.Client.Get(ctx, key)
 	if err != nil {
 		return
 	}
@@ -317,12 +325,12 @@ func (a *Reconciler) Dropped(ctx context.Context, key cache.Key, cause error) {
 	a.record(ctx, obj, events.TypeWarning, events.Critical, "ReconcileFailed", msg)
 }
 
-// writeStatus stores app with status st, conditional on obj's resourceVersion; only status
-// changes, so generation never moves.
+// writeStatus stores app's status st through the status subresource, conditional on obj's
+// resourceVersion; only status changes, so generation never moves.
 func (a *Reconciler) writeStatus(ctx context.Context, key cache.Key, obj *cache.Object, app map[string]any, st appStatus) (*cache.Object, error) {
 	app["status"] = st.toMap()
 	app["metadata"].(map[string]any)["resourceVersion"] = strconv.FormatUint(obj.ResourceVersion(), 10)
-	return a.cfg.Store.Update(ctx, key, app, cache.WriteOptions{})
+	return a.cfg.Client.UpdateStatus(ctx, key, app)
 }
 
 func (a *Reconciler) record(ctx context.Context, obj *cache.Object, typ string, sev events.Severity, reason, msg string) {

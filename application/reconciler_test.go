@@ -15,6 +15,8 @@ import (
 	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/metrics"
 	"github.com/opemu/opemu/reconciler"
+	"github.com/opemu/opemu/registry"
+	"github.com/opemu/opemu/registry/registrytest"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -59,7 +61,8 @@ func (r *recorder) find(reason string) (events.Event, bool) {
 // bubble so that time is virtual.
 type rig struct {
 	t       *testing.T
-	store   *cache.Store
+	store   cache.Interface
+	client  *registry.Client // writes as a client would, through the write path
 	app     *application.Reconciler
 	ctrl    *reconciler.Controller
 	events  *recorder
@@ -69,9 +72,10 @@ type rig struct {
 
 func newRig(t *testing.T, step time.Duration, tweak ...func(*reconciler.Config)) *rig {
 	t.Helper()
-	store := cache.New(cache.Config{})
+	env := registrytest.New(t, registrytest.Options{})
+	store := env.Storage
 	rec := &recorder{}
-	app := application.New(application.Config{Store: store, Events: rec, RolloutStep: step})
+	app := application.New(application.Config{Client: env.Registry.Client(application.Source), Events: rec, RolloutStep: step})
 	reg := metrics.New()
 	cfg := reconciler.Config{Store: store, Resource: cachetest.Applications, Reconciler: app, Name: "application", Metrics: reg}
 	for _, f := range tweak {
@@ -82,7 +86,7 @@ func newRig(t *testing.T, step time.Duration, tweak ...func(*reconciler.Config))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = ctrl.Run(ctx); close(done) }()
-	r := &rig{t: t, store: store, app: app, ctrl: ctrl, events: rec, metrics: reg}
+	r := &rig{t: t, store: store, client: env.Registry.Client("test"), app: app, ctrl: ctrl, events: rec, metrics: reg}
 	r.stop = func() {
 		cancel()
 		<-done
@@ -99,7 +103,7 @@ func (r *rig) create(name string, replicas int, annotations map[string]any) {
 	if annotations != nil {
 		obj["metadata"].(map[string]any)["annotations"] = annotations
 	}
-	_, err := r.store.Create(ctx, cachetest.Key("default", name), obj, cache.WriteOptions{})
+	_, err := r.client.Create(ctx, cachetest.Key("default", name), obj)
 	require.NoError(r.t, err)
 }
 
@@ -110,7 +114,7 @@ func (r *rig) scale(name string, replicas int) {
 	obj := cachetest.Decode(r.t, o)
 	delete(obj["metadata"].(map[string]any), "resourceVersion")
 	obj["spec"].(map[string]any)["replicas"] = json.Number(fmt.Sprint(replicas))
-	_, err = r.store.Update(ctx, cachetest.Key("default", name), obj, cache.WriteOptions{})
+	_, err = r.client.Update(ctx, cachetest.Key("default", name), obj)
 	require.NoError(r.t, err)
 }
 
@@ -212,7 +216,7 @@ func TestRolloutIsPacedByRolloutStep(t *testing.T) {
 		assert.Equal(t, "Succeeded", r.status("web").Phase)
 
 		// Delete: cleanup, then the finalizer goes and so does the object.
-		_, _, err := r.store.Delete(ctx, cachetest.Key("default", "web"), cache.Preconditions{}, cache.WriteOptions{})
+		_, _, err := r.client.Delete(ctx, cachetest.Key("default", "web"), cache.Preconditions{})
 		require.NoError(t, err)
 		synctest.Wait()
 		_, err = r.store.Get(ctx, cachetest.Key("default", "web"))

@@ -59,7 +59,7 @@ func BenchmarkStoreUpdate(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		i++
-		if _, err := s.Update(ctx, key, cachetest.App("app", i%100), cache.WriteOptions{}); err != nil {
+		if _, err := replaceApp(s, key, cachetest.App("app", i%100)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -130,7 +130,7 @@ func BenchmarkWatchFanout(b *testing.B) {
 		for b.Loop() {
 			i++
 			got.Add(watchers)
-			if _, err := s.Update(ctx, key, cachetest.App("app", i%100+2), cache.WriteOptions{}); err != nil {
+			if _, err := replaceApp(s, key, cachetest.App("app", i%100+2)); err != nil {
 				b.Fatal(err)
 			}
 			got.Wait()
@@ -138,4 +138,10 @@ func BenchmarkWatchFanout(b *testing.B) {
 		s.Close()
 		wg.Wait()
 	})
+}
+
+func replaceApp(s cache.Interface, key cache.Key, obj map[string]any) (*cache.Object, error) {
+	return s.GuaranteedUpdate(context.Background(), key, cache.Preconditions{}, func(*cache.Object) (cache.Update, error) {
+		return cache.Update{Object: obj}, nil
+	}, cache.WriteOptions{})
 }

@@ -28,7 +28,7 @@ func (s *Store) build(key Key, obj map[string]any) (*Object, error) {
 		annotations: pairsOfJSON(md["annotations"]),
 		finalizers:  stringSlice(md["finalizers"]),
 		deleting:    stringField(md, "deletionTimestamp") != "",
-		specHash:    s.specHash(obj),
+		specHash:    SpecHash(obj),
 	}
 	if s.cfg.SelectableFields != nil {
 		o.fields = pairsOf(s.cfg.SelectableFields(key.GroupResource(), obj))
@@ -36,12 +36,17 @@ func (s *Store) build(key Key, obj map[string]any) (*Object, error) {
 	return o, nil
 }
 
-// specHash hashes everything outside metadata and status: the part whose change bumps
-// metadata.generation. It walks the decoded object (keys in sorted order, numbers as their
-// JSON text), so equal JSON hashes equal without encoding it a second time.
-func (s *Store) specHash(obj map[string]any) uint64 {
+// specSeed seeds SpecHash: a process-wide constant once chosen, so the hashes of one process
+// compare equal (they are never stored or sent).
+var specSeed = maphash.MakeSeed()
+
+// SpecHash hashes everything outside metadata and status (and apiVersion and kind): the part
+// whose change bumps metadata.generation. It walks the decoded object (keys in sorted order,
+// numbers as their JSON text), so equal JSON hashes equal without encoding it a second time.
+// Object.SpecHash is this hash of the stored object.
+func SpecHash(obj map[string]any) uint64 {
 	var h maphash.Hash
-	h.SetSeed(s.seed)
+	h.SetSeed(specSeed)
 	keys := make([]string, 0, len(obj))
 	for k := range obj {
 		if k != "metadata" && k != "status" && k != "apiVersion" && k != "kind" {
@@ -102,17 +107,4 @@ func hashValue(h *maphash.Hash, v any) {
 		h.Write(b)
 		h.WriteByte(0)
 	}
-}
-
-// FieldSelectable reports whether a field selector on gr may name label: metadata.name,
-// metadata.namespace, or a field Config.SelectableFields gives for gr.
-func (s *Store) FieldSelectable(gr GroupResource, label string) bool {
-	if label == "metadata.name" || label == "metadata.namespace" {
-		return true
-	}
-	if s.cfg.SelectableFields == nil {
-		return false
-	}
-	_, ok := s.cfg.SelectableFields(gr, map[string]any{})[label]
-	return ok
 }

@@ -52,39 +52,39 @@ func FuzzStoreOps(f *testing.F) {
 			case 1: // spec update
 				if obj != nil {
 					obj["spec"].(map[string]any)["replicas"] = json.Number(fmt.Sprint(arg))
-					if o, err := s.Update(ctx, key, obj, cache.WriteOptions{}); err == nil {
+					if o, err := update(s, key, cache.Preconditions{}, obj); err == nil {
 						checkRV(o)
 					}
 				}
 			case 2: // update with a (possibly stale) resourceVersion
 				if obj != nil {
-					obj["metadata"].(map[string]any)["resourceVersion"] = fmt.Sprint(cur.ResourceVersion() - uint64(arg%2))
-					if o, err := s.Update(ctx, key, obj, cache.WriteOptions{}); err == nil {
+					pre := cache.Preconditions{ResourceVersion: fmt.Sprint(cur.ResourceVersion() - uint64(arg%2))}
+					if o, err := update(s, key, pre, obj); err == nil {
 						checkRV(o)
 					}
 				}
 			case 3: // delete
-				if o, _, err := s.Delete(ctx, key, cache.Preconditions{}, cache.WriteOptions{}); err == nil {
+				if o, err := s.Delete(ctx, key, cache.Preconditions{}, cache.WriteOptions{}); err == nil {
 					checkRV(o)
 				}
 			case 4: // add a finalizer
 				if obj != nil {
 					obj["metadata"].(map[string]any)["finalizers"] = []any{"f/" + fmt.Sprint(arg%3)}
-					if o, err := s.Update(ctx, key, obj, cache.WriteOptions{}); err == nil {
+					if o, err := update(s, key, cache.Preconditions{}, obj); err == nil {
 						checkRV(o)
 					}
 				}
 			case 5: // remove finalizers
 				if obj != nil {
 					delete(obj["metadata"].(map[string]any), "finalizers")
-					if o, err := s.Update(ctx, key, obj, cache.WriteOptions{}); err == nil {
+					if o, err := update(s, key, cache.Preconditions{}, obj); err == nil {
 						checkRV(o)
 					}
 				}
 			case 6: // label change
 				if obj != nil {
 					obj["metadata"].(map[string]any)["labels"] = map[string]any{"l": fmt.Sprint(arg % 3)}
-					if o, err := s.Update(ctx, key, obj, cache.WriteOptions{}); err == nil {
+					if o, err := update(s, key, cache.Preconditions{}, obj); err == nil {
 						checkRV(o)
 					}
 				}
@@ -141,4 +141,11 @@ func FuzzStoreOps(f *testing.F) {
 			t.Fatalf("a resumed watch saw %v, the live one %v", seen, live)
 		}
 	})
+}
+
+// update replaces the object at key with obj under pre.
+func update(s cache.Interface, key cache.Key, pre cache.Preconditions, obj map[string]any) (*cache.Object, error) {
+	return s.GuaranteedUpdate(context.Background(), key, pre, func(*cache.Object) (cache.Update, error) {
+		return cache.Update{Object: obj}, nil
+	}, cache.WriteOptions{})
 }

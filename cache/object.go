@@ -23,9 +23,6 @@ func (gr GroupResource) String() string {
 	return gr.Resource + "." + gr.Group
 }
 
-// NamespacesResource is where the store keeps the Namespace objects it creates implicitly.
-var NamespacesResource = GroupResource{Resource: "namespaces"}
-
 // Key identifies one object. Namespace is empty for cluster-scoped objects.
 type Key struct {
 	Group     string
@@ -97,6 +94,9 @@ func (o *Object) Field(name string) string { return objectFields{&o.key, o.field
 
 // Finalizers returns metadata.finalizers. The slice is shared: callers must not modify it.
 func (o *Object) Finalizers() []string { return o.finalizers }
+
+// SpecHash returns SpecHash of the stored object: equal hashes mean equal spec.
+func (o *Object) SpecHash() uint64 { return o.specHash }
 
 // Deleting reports whether metadata.deletionTimestamp is set.
 func (o *Object) Deleting() bool { return o.deleting }

@@ -8,7 +8,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	cachetest.RunConformance(t, func(t *testing.T, cfg cache.Config) *cache.Store {
+	cachetest.RunConformance(t, func(t *testing.T, cfg cache.Config) cache.Interface {
 		s := cache.New(cfg)
 		t.Cleanup(s.Close)
 		return s

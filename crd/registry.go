@@ -142,6 +142,17 @@ func (r *Registry) IsBuiltIn(name string) bool {
 	return ok && e.builtIn
 }
 
+// BuiltIns returns copies of the built-in CRDs, sorted by name.
+func (r *Registry) BuiltIns() []*apiextv1.CustomResourceDefinition {
+	var out []*apiextv1.CustomResourceDefinition
+	for _, c := range r.CRDs() {
+		if r.IsBuiltIn(c.Name) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // CRD returns a copy of the CRD name.
 func (r *Registry) CRD(name string) (*apiextv1.CustomResourceDefinition, bool) {
 	r.mu.Lock()

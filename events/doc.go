@@ -7,6 +7,11 @@
 // Non-goals: deciding when something happened. Callers (the server's write path, the
 // controller, the elector) say so.
 //
-// Concurrency: a Recorder is safe for concurrent use. Record serialises on one mutex so that
-// aggregation is exact; it never blocks on anything but the store.
+// Events are written through a Client (the in-process API client), so they pass the same
+// validation as a client's writes.
+//
+// Concurrency: a Recorder is safe for concurrent use. Its index is guarded by one mutex that
+// is never held across a write; the writes of one aggregate are ordered by that aggregate's
+// own lock, so aggregation is exact while unrelated Events are written in parallel. Lock
+// order: an aggregate's lock, then the index's.
 package events

@@ -26,7 +26,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 
 // Sweep removes expired Events and, beyond Limit, the oldest ones. Run calls it periodically.
 func (r *Recorder) Sweep(ctx context.Context) {
-	res, err := r.cfg.Store.List(ctx, Resource)
+	res, err := r.cfg.Client.List(ctx, Resource)
 	if err != nil {
 		return
 	}
@@ -58,10 +58,10 @@ func (r *Recorder) Sweep(ctx context.Context) {
 		}
 	}
 	for _, k := range drop {
-		_, _, _ = r.cfg.Store.Delete(ctx, k, cache.Preconditions{}, cache.WriteOptions{})
+		_, _, _ = r.cfg.Client.Delete(ctx, k, cache.Preconditions{})
 		r.mu.Lock()
-		if el, ok := r.byKey[k]; ok {
-			r.forgetLocked(el)
+		if e, ok := r.byKey[k]; ok {
+			r.forgetLocked(e)
 		}
 		r.mu.Unlock()
 	}

@@ -27,7 +27,7 @@ func (r *Recorder) Query(ctx context.Context, q Query) ([]json.RawMessage, error
 			set[k] = v
 		}
 	}
-	res, err := r.cfg.Store.List(ctx, Resource, cache.InNamespace(q.Namespace), cache.MatchingFields(fields.SelectorFromSet(set)))
+	res, err := r.cfg.Client.List(ctx, Resource, cache.InNamespace(q.Namespace), cache.MatchingFields(fields.SelectorFromSet(set)))
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ type Stats struct {
 
 // Stats counts the stored Events.
 func (r *Recorder) Stats(ctx context.Context) (Stats, error) {
-	res, err := r.cfg.Store.List(ctx, Resource)
+	res, err := r.cfg.Client.List(ctx, Resource)
 	if err != nil {
 		return Stats{}, err
 	}

@@ -52,9 +52,19 @@ type Event struct {
 	Source string
 }
 
-// Config configures a Recorder. Store is required; zero values are documented defaults.
+// Client is how the recorder reads and writes Events: the in-process client of the API
+// (registry.Client), so Events pass the same validation as a client's.
+type Client interface {
+	Get(ctx context.Context, key cache.Key) (*cache.Object, error)
+	List(ctx context.Context, gr cache.GroupResource, opts ...cache.ListOption) (cache.ListResult, error)
+	Create(ctx context.Context, key cache.Key, obj map[string]any) (*cache.Object, error)
+	Update(ctx context.Context, key cache.Key, obj map[string]any) (*cache.Object, error)
+	Delete(ctx context.Context, key cache.Key, pre cache.Preconditions) (*cache.Object, bool, error)
+}
+
+// Config configures a Recorder. Client is required; zero values are documented defaults.
 type Config struct {
-	Store *cache.Store
+	Client Client
 	// Host is the reporting instance (POD_NAME), stored as source.host.
 	Host string
 	// Limit is the most Events kept; beyond it the oldest lastTimestamp goes. Zero means 10000.
@@ -74,11 +84,13 @@ type Recorder struct {
 	cfg Config
 	seq atomic.Uint64
 
-	// mu guards index and order: the Events this recorder wrote, for aggregation and the limit.
+	// mu guards index, order and byKey (the Events this recorder wrote, for aggregation and
+	// the limit) and each entry's last. It is never held across a write: an entry's own mu
+	// orders the writes of one aggregate. Lock order: entry.mu, then mu.
 	mu    sync.Mutex
-	index map[aggKey]*list.Element // of *entry
-	order *list.List               // *entry, least recently updated first
-	byKey map[cache.Key]*list.Element
+	index map[aggKey]*entry
+	order *list.List // *entry, least recently updated first
+	byKey map[cache.Key]*entry
 }
 
 // aggKey is what makes two Events "the same" for aggregation.
@@ -87,10 +99,20 @@ type aggKey struct {
 	typ, reason, source        string
 }
 
+// entry is one Event this recorder wrote (or is writing) and aggregates into.
 type entry struct {
-	agg  aggKey
-	key  cache.Key
+	agg aggKey
+	key cache.Key
+	el  *list.Element
+	// last is when it was last recorded; guarded by Recorder.mu.
 	last time.Time
+
+	// mu serialises the writes of this aggregate, its create then its bumps, so that
+	// concurrent identical Events end as one Event with their count. It is held across those
+	// writes; Recorder.mu may be taken while holding it (to forget the entry), never the
+	// other way round.
+	mu      sync.Mutex
+	created bool // guarded by mu
 }
 
 // New returns a Recorder; call Run to expire Events over time.
@@ -110,8 +132,11 @@ func New(cfg Config) *Recorder {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Recorder{cfg: cfg, index: map[aggKey]*list.Element{}, order: list.New(), byKey: map[cache.Key]*list.Element{}}
+	return &Recorder{cfg: cfg, index: map[aggKey]*entry{}, order: list.New(), byKey: map[cache.Key]*entry{}}
 }
+
+// errGone says the Event an entry aggregates into was deleted meanwhile.
+var errGone = errors.New("events: aggregated event is gone")
 
 // Record stores ev, or aggregates it into an identical Event from the last Window. Failures
 // are logged, never returned: recording an Event must not fail the action it describes.
@@ -131,57 +156,104 @@ func (r *Recorder) Record(ctx context.Context, ev Event) {
 	r.cfg.Metrics.RecordEvent(ev.Type, string(ev.Severity))
 	now := r.cfg.Clock.Now()
 	k := aggKey{ev.Object.UID, ev.Object.Kind, ev.Object.Namespace, ev.Object.Name, ev.Type, ev.Reason, ev.Source}
+	// Twice at most: when the Event to aggregate into was deleted meanwhile (expired, or by a
+	// client), the second pass records a new one.
+	for range 2 {
+		e, evicted := r.reserve(k, ev, now)
+		for _, key := range evicted {
+			_, _, _ = r.cfg.Client.Delete(ctx, key, cache.Preconditions{})
+		}
+		if err := r.write(ctx, e, ev, now); !errors.Is(err, errGone) {
+			return
+		}
+	}
+}
 
+// reserve returns the entry ev aggregates into (a new one when none is recent), moved to the
+// back of the order, and the keys of the entries the limit evicts (forgotten already; the
+// caller deletes them).
+func (r *Recorder) reserve(k aggKey, ev Event, now time.Time) (*entry, []cache.Key) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if el, ok := r.index[k]; ok {
-		e := el.Value.(*entry)
-		if now.Sub(e.last) < r.cfg.Window {
-			if err := r.bumpLocked(ctx, e, ev, now); err == nil {
-				r.order.MoveToBack(el)
-				return
-			} else if !errors.Is(err, cache.ErrNotFound) {
-				r.cfg.Logger.Warn("aggregating an event", "reason", ev.Reason, "err", err)
-				return
-			}
-		}
-		r.forgetLocked(el)
+	e := r.index[k]
+	if e != nil && now.Sub(e.last) >= r.cfg.Window {
+		r.forgetLocked(e)
+		e = nil
 	}
-	key, err := r.createLocked(ctx, ev, now)
-	if err != nil {
-		r.cfg.Logger.Warn("recording an event", "reason", ev.Reason, "err", err)
-		return
+	if e == nil {
+		e = &entry{agg: k, key: r.eventKey(ev, now)}
+		e.el = r.order.PushBack(e)
+		r.index[k], r.byKey[e.key] = e, e
+	} else {
+		r.order.MoveToBack(e.el)
 	}
-	el := r.order.PushBack(&entry{agg: k, key: key, last: now})
-	r.index[k], r.byKey[key] = el, el
+	e.last = now
+	var evicted []cache.Key
 	for r.order.Len() > r.cfg.Limit {
-		oldest := r.order.Front()
+		oldest := r.order.Front().Value.(*entry)
 		r.forgetLocked(oldest)
-		_, _, _ = r.cfg.Store.Delete(ctx, oldest.Value.(*entry).key, cache.Preconditions{}, cache.WriteOptions{})
+		evicted = append(evicted, oldest.key)
 	}
+	return e, evicted
 }
 
-func (r *Recorder) forgetLocked(el *list.Element) {
-	e := el.Value.(*entry)
-	if cur, ok := r.index[e.agg]; ok && cur == el {
+// write creates e's Event or bumps it, holding e.mu (not r.mu).
+func (r *Recorder) write(ctx context.Context, e *entry, ev Event, now time.Time) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.created {
+		if _, err := r.cfg.Client.Create(ctx, e.key, r.eventObject(e.key, ev, now)); err != nil {
+			r.cfg.Logger.Warn("recording an event", "reason", ev.Reason, "err", err)
+			r.forget(e)
+			return err
+		}
+		e.created = true
+		return nil
+	}
+	err := r.bump(ctx, e.key, ev, now)
+	switch {
+	case errors.Is(err, cache.ErrNotFound):
+		r.forget(e)
+		return errGone
+	case err != nil:
+		r.cfg.Logger.Warn("aggregating an event", "reason", ev.Reason, "err", err)
+	}
+	return err
+}
+
+func (r *Recorder) forget(e *entry) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.forgetLocked(e)
+}
+
+func (r *Recorder) forgetLocked(e *entry) {
+	if r.index[e.agg] == e {
 		delete(r.index, e.agg)
 	}
-	delete(r.byKey, e.key)
-	r.order.Remove(el)
+	if r.byKey[e.key] == e {
+		delete(r.byKey, e.key)
+		r.order.Remove(e.el)
+	}
 }
 
-// createLocked writes a new Event object and returns its key.
-func (r *Recorder) createLocked(ctx context.Context, ev Event, now time.Time) (cache.Key, error) {
+// eventKey names a new Event about ev's object.
+func (r *Recorder) eventKey(ev Event, now time.Time) cache.Key {
 	ns := ev.Object.Namespace
 	if ns == "" {
 		ns = "default" // Events about cluster-scoped objects live in default, as in Kubernetes.
 	}
 	name := fmt.Sprintf("%s.%x", ev.Object.Name, uint64(now.UnixNano())+r.seq.Add(1))
+	return cache.Key{Resource: Resource.Resource, Namespace: ns, Name: name}
+}
+
+// eventObject is the v1 Event ev stands for, stored at key.
+func (r *Recorder) eventObject(key cache.Key, ev Event, now time.Time) map[string]any {
 	ts := now.UTC().Format(time.RFC3339)
-	obj := map[string]any{
+	return map[string]any{
 		"apiVersion": "v1",
 		"kind":       "Event",
-		"metadata":   map[string]any{"name": name, "namespace": ns},
+		"metadata":   map[string]any{"name": key.Name, "namespace": key.Namespace},
 		"involvedObject": map[string]any{
 			"apiVersion": ev.Object.APIVersion, "kind": ev.Object.Kind, "namespace": ev.Object.Namespace,
 			"name": ev.Object.Name, "uid": ev.Object.UID, "resourceVersion": ev.Object.ResourceVersion,
@@ -198,14 +270,11 @@ func (r *Recorder) createLocked(ctx context.Context, ev Event, now time.Time) (c
 		"severity":           string(ev.Severity),
 		"eventTime":          nil,
 	}
-	key := cache.Key{Resource: Resource.Resource, Namespace: ns, Name: name}
-	_, err := r.cfg.Store.Create(ctx, key, obj, cache.WriteOptions{})
-	return key, err
 }
 
-// bumpLocked updates the aggregated Event e: count+1, lastTimestamp, the latest message.
-func (r *Recorder) bumpLocked(ctx context.Context, e *entry, ev Event, now time.Time) error {
-	cur, err := r.cfg.Store.Get(ctx, e.key)
+// bump updates the aggregated Event at key: count+1, lastTimestamp, the latest message.
+func (r *Recorder) bump(ctx context.Context, key cache.Key, ev Event, now time.Time) error {
+	cur, err := r.cfg.Client.Get(ctx, key)
 	if err != nil {
 		return err
 	}
@@ -222,9 +291,6 @@ func (r *Recorder) bumpLocked(ctx context.Context, e *entry, ev Event, now time.
 	obj["message"] = ev.Message
 	obj["severity"] = string(ev.Severity)
 	delete(obj["metadata"].(map[string]any), "resourceVersion")
-	if _, err := r.cfg.Store.Update(ctx, e.key, obj, cache.WriteOptions{}); err != nil {
-		return err
-	}
-	e.last = now
-	return nil
+	_, err = r.cfg.Client.Update(ctx, key, obj)
+	return err
 }

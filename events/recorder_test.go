@@ -9,8 +9,8 @@ import (
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/events"
-	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/metrics"
+	"github.com/opemu/opemu/registry/registrytest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -18,13 +18,13 @@ import (
 
 var ctx = context.Background()
 
-func newRecorder(t testing.TB, limit int) (*events.Recorder, *cache.Store, *clocktesting.FakeClock, *metrics.Registry) {
+func newRecorder(t testing.TB, limit int) (*events.Recorder, cache.Interface, *clocktesting.FakeClock, *metrics.Registry) {
 	t.Helper()
-	store := cache.New(cache.Config{SelectableFields: kinds.New().FieldSet})
+	env := registrytest.New(t, registrytest.Options{})
 	c := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 	reg := metrics.New()
-	r := events.New(events.Config{Store: store, Host: "pod-1", Limit: limit, TTL: time.Hour, Clock: c, Metrics: reg})
-	return r, store, c, reg
+	r := events.New(events.Config{Client: env.Registry.Client("opemu-events"), Host: "pod-1", Limit: limit, TTL: time.Hour, Clock: c, Metrics: reg})
+	return r, env.Storage, c, reg
 }
 
 func ev(name, reason string) events.Event {

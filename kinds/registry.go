@@ -119,6 +119,18 @@ func (r *Registry) Resource(gr cache.GroupResource) (*Kind, bool) {
 	return k, ok
 }
 
+// ForKind returns the kind served as apiVersion ("group/version", or "v1" for core) and kind.
+func (r *Registry) ForKind(apiVersion, kind string) (*Kind, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, k := range r.byGVR {
+		if k.Kind == kind && k.GroupVersion() == apiVersion {
+			return k, true
+		}
+	}
+	return nil, false
+}
+
 // Owner returns the resource that owns group and kind name, or ok false: the check a new
 // definition must pass not to take another's names.
 func (r *Registry) Owner(group, kind string) (crdName string, ok bool) {

@@ -24,7 +24,15 @@ const (
 	BackendMemory = "memory"
 )
 
-// Config configures an Elector. Identity and Store are required.
+// Client is how the elector reads and writes Leases: the in-process API client
+// (registry.Client), so the Lease it stores passes the same validation as a client's.
+type Client interface {
+	Get(ctx context.Context, key cache.Key) (*cache.Object, error)
+	Create(ctx context.Context, key cache.Key, obj map[string]any) (*cache.Object, error)
+	Update(ctx context.Context, key cache.Key, obj map[string]any) (*cache.Object, error)
+}
+
+// Config configures an Elector. Identity and Client are required.
 type Config struct {
 	// Backend is BackendFile or BackendMemory. Empty means memory.
 	Backend string
@@ -37,8 +45,8 @@ type Config struct {
 	LeaseFile string
 	// LeaseDuration, RenewDeadline and RetryPeriod are client-go's. Zero means 15 s, 10 s, 2 s.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
-	// Store holds the memory backend's Lease and the file backend's read-only mirror.
-	Store *cache.Store
+	// Client holds the memory backend's Lease and writes the file backend's read-only mirror.
+	Client Client
 	// OnStartedLeading runs while this process leads; its ctx is cancelled when leadership ends
 	// or Run's ctx is done, and Run waits for it to return before releasing the lease.
 	OnStartedLeading func(ctx context.Context)
@@ -67,8 +75,8 @@ type Elector struct {
 
 // New validates cfg and builds the lock.
 func New(cfg Config) (*Elector, error) {
-	if cfg.Identity == "" || cfg.Store == nil {
-		return nil, errors.New("leader: Identity and Store are required")
+	if cfg.Identity == "" || cfg.Client == nil {
+		return nil, errors.New("leader: Identity and Client are required")
 	}
 	if cfg.LeaseName == "" {
 		cfg.LeaseName = "elide-operator-leader"
@@ -106,7 +114,7 @@ func New(cfg Config) (*Elector, error) {
 		e.file = &FileLock{Path: cfg.LeaseFile, ID: cfg.Identity, Name: cfg.LeaseNamespace + "/" + cfg.LeaseName, Logger: cfg.Logger, OnRecord: onRecord}
 		e.lock = e.file
 	case BackendMemory, "":
-		e.lock = &MemoryLock{Store: cfg.Store, Namespace: cfg.LeaseNamespace, Name: cfg.LeaseName, ID: cfg.Identity, OnRecord: onRecord}
+		e.lock = &MemoryLock{Client: cfg.Client, Namespace: cfg.LeaseNamespace, Name: cfg.LeaseName, ID: cfg.Identity, OnRecord: onRecord}
 	default:
 		return nil, fmt.Errorf("leader: unknown backend %q", cfg.Backend)
 	}

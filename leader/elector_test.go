@@ -14,6 +14,8 @@ import (
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/leader"
 	"github.com/opemu/opemu/metrics"
+	"github.com/opemu/opemu/registry"
+	"github.com/opemu/opemu/registry/registrytest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	rl "k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -35,11 +37,11 @@ type candidate struct {
 	working atomic.Bool
 }
 
-func startCandidate(t *testing.T, store *cache.Store, id string, lock rl.Interface) *candidate {
+func startCandidate(t *testing.T, store leader.Client, id string, lock rl.Interface) *candidate {
 	t.Helper()
 	c := &candidate{done: make(chan struct{}), metrics: metrics.New()}
 	el, err := leader.New(leader.Config{
-		Identity: id, Store: store, Lock: lock, LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry,
+		Identity: id, Client: store, Lock: lock, LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry,
 		Metrics: c.metrics,
 		OnStartedLeading: func(ctx context.Context) {
 			c.terms.Add(1)
@@ -75,14 +77,13 @@ func gauge(t *testing.T, reg *metrics.Registry, name string) float64 {
 	return -1
 }
 
-func memLock(store *cache.Store, id string) *leader.MemoryLock {
-	return &leader.MemoryLock{Store: store, Namespace: "default", Name: "test-lease", ID: id}
+func memLock(store leader.Client, id string) *leader.MemoryLock {
+	return &leader.MemoryLock{Client: store, Namespace: "default", Name: "test-lease", ID: id}
 }
 
 func TestElectionReleaseAndTakeover(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := cache.New(cache.Config{})
-		defer store.Close()
+		store := newClient(t)
 		a := startCandidate(t, store, "a", memLock(store, "a"))
 		synctest.Wait()
 		require.True(t, a.el.IsLeader())
@@ -111,8 +112,7 @@ func TestElectionReleaseAndTakeover(t *testing.T) {
 
 func TestExpiryAfterCrash(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := cache.New(cache.Config{})
-		defer store.Close()
+		store := newClient(t)
 		// a "crashes": its lock stops writing, so it stops renewing; b must wait for expiry.
 		aLock := &failing{Interface: memLock(store, "a")}
 		a := startCandidate(t, store, "a", aLock)
@@ -152,12 +152,11 @@ func (f *failing) Update(ctx context.Context, r rl.LeaderElectionRecord) error {
 
 func TestLeaderEventsAndMirror(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := cache.New(cache.Config{})
-		defer store.Close()
+		store := newClient(t)
 		var mu sync.Mutex
 		var msgs []string
 		el, err := leader.New(leader.Config{
-			Identity: "solo", Store: store, Backend: leader.BackendMemory, LeaseName: "solo-lease",
+			Identity: "solo", Client: store, Backend: leader.BackendMemory, LeaseName: "solo-lease",
 			LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry,
 			OnEvent: func(reason, message string) { mu.Lock(); msgs = append(msgs, reason+": "+message); mu.Unlock() },
 		})
@@ -183,11 +182,10 @@ func TestLeaderEventsAndMirror(t *testing.T) {
 
 func TestFileBackendTakesACorruptLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := cache.New(cache.Config{})
-		defer store.Close()
+		store := newClient(t)
 		path := filepath.Join(t.TempDir(), "x.lease")
 		require.NoError(t, os.WriteFile(path, []byte("garbage"), 0o644))
-		el, err := leader.New(leader.Config{Identity: "f", Store: store, Backend: leader.BackendFile, LeaseFile: path,
+		el, err := leader.New(leader.Config{Identity: "f", Client: store, Backend: leader.BackendFile, LeaseFile: path,
 			LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry})
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(context.Background())
@@ -209,4 +207,9 @@ func TestFileBackendTakesACorruptLease(t *testing.T) {
 		require.NoError(t, err)
 		assert.Contains(t, string(raw), `"holderIdentity":""`, "released on graceful stop")
 	})
+}
+
+// newClient returns the in-process API client of a fresh store, the way app wires the elector.
+func newClient(t *testing.T) *registry.Client {
+	return registrytest.New(t, registrytest.Options{}).Registry.Client("leader-elector")
 }

@@ -18,7 +18,7 @@ var LeaseResource = cache.GroupResource{Group: "coordination.k8s.io", Resource: 
 // MemoryLock keeps the lease as a coordination/v1 Lease in this process's store, with the
 // store's optimistic concurrency (it is client-go's LeaseLock, against the local store).
 type MemoryLock struct {
-	Store     *cache.Store
+	Client    Client
 	Namespace string
 	Name      string
 	ID        string
@@ -42,7 +42,7 @@ func (l *MemoryLock) remember(o *cache.Object) {
 
 // Get returns the Lease's record; the raw bytes are its spec.
 func (l *MemoryLock) Get(ctx context.Context) (*rl.LeaderElectionRecord, []byte, error) {
-	o, err := l.Store.Get(ctx, l.key())
+	o, err := l.Client.Get(ctx, l.key())
 	if errors.Is(err, cache.ErrNotFound) {
 		return nil, nil, apierrors.NewNotFound(leaseResource, l.Name)
 	}
@@ -72,7 +72,7 @@ func (l *MemoryLock) lease(ler rl.LeaderElectionRecord, rv string) map[string]an
 
 // Create stores a new Lease; AlreadyExists if another candidate created it first.
 func (l *MemoryLock) Create(ctx context.Context, ler rl.LeaderElectionRecord) error {
-	o, err := l.Store.Create(ctx, l.key(), l.lease(ler, ""), cache.WriteOptions{})
+	o, err := l.Client.Create(ctx, l.key(), l.lease(ler, ""))
 	if errors.Is(err, cache.ErrAlreadyExists) {
 		return apierrors.NewAlreadyExists(leaseResource, l.Name)
 	}
@@ -91,7 +91,7 @@ func (l *MemoryLock) Update(ctx context.Context, ler rl.LeaderElectionRecord) er
 	if rv == "" {
 		return errors.New("leader: update before the lease was read")
 	}
-	o, err := l.Store.Update(ctx, l.key(), l.lease(ler, rv), cache.WriteOptions{})
+	o, err := l.Client.Update(ctx, l.key(), l.lease(ler, rv))
 	if errors.Is(err, cache.ErrConflict) {
 		return apierrors.NewConflict(leaseResource, l.Name, err)
 	}
@@ -105,7 +105,7 @@ func (l *MemoryLock) Update(ctx context.Context, ler rl.LeaderElectionRecord) er
 // Peek reads the record without taking part in the election (it does not move the version
 // Update checks against).
 func (l *MemoryLock) Peek(ctx context.Context) (record, bool) {
-	o, err := l.Store.Get(ctx, l.key())
+	o, err := l.Client.Get(ctx, l.key())
 	if err != nil {
 		return record{}, false
 	}

@@ -36,9 +36,9 @@ func (e *Elector) writeMirror(ctx context.Context, key cache.Key, r record) {
 		"metadata":   map[string]any{"name": key.Name, "namespace": key.Namespace, "labels": map[string]any{"opemu.dev/mirror": "file"}},
 		"spec":       spec,
 	}
-	_, err := e.cfg.Store.Update(ctx, key, obj, cache.WriteOptions{})
+	_, err := e.cfg.Client.Update(ctx, key, obj)
 	if errors.Is(err, cache.ErrNotFound) {
-		_, err = e.cfg.Store.Create(ctx, key, obj, cache.WriteOptions{})
+		_, err = e.cfg.Client.Create(ctx, key, obj)
 	}
 	if err != nil && !errors.Is(err, cache.ErrClosed) && ctx.Err() == nil {
 		e.cfg.Logger.Debug("mirroring the lease", "err", err)

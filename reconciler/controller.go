@@ -15,10 +15,16 @@ import (
 	"k8s.io/utils/clock"
 )
 
+// Source is what a controller watches, like an informer: the store, or the in-process client
+// over it.
+type Source interface {
+	Watch(ctx context.Context, opts cache.WatchOptions) (*cache.Watcher, error)
+}
+
 // Config configures a Controller. Store, Resource and Reconciler are required; zero values
 // are documented defaults.
 type Config struct {
-	Store      *cache.Store
+	Store      Source
 	Resource   cache.GroupResource
 	Reconciler Reconciler
 	// Name labels metrics and logs. Empty means the resource name.

@@ -102,16 +102,6 @@ func badRequest(format string, args ...any) error {
 	return apierrors.NewBadRequest(fmt.Sprintf(format, args...))
 }
 
-// unsupportedMediaType is the 415 kube-apiserver answers for a body format a resource does not take.
-func unsupportedMediaType(accepted string) error {
-	return &apierrors.StatusError{ErrStatus: metav1.Status{
-		Status:  metav1.StatusFailure,
-		Code:    http.StatusUnsupportedMediaType,
-		Reason:  metav1.StatusReasonUnsupportedMediaType,
-		Message: "the body of the request was in an unknown format - accepted media types include: " + accepted,
-	}}
-}
-
 func tooManyRequests() error {
 	return apierrors.NewTooManyRequests("too many requests in flight, please try again later", 1)
 }

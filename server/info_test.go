@@ -164,7 +164,12 @@ func TestPanicIsAStatus(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(c *server.Config, _ *cache.Config) {
 		c.Admission = &webhooks.Chain{Mutating: []webhooks.Named{{Name: "broken", Handler: webhooks.HandlerFunc(
-			func(context.Context, *webhooks.Request) webhooks.Response { panic("broken webhook") })}}}
+			func(_ context.Context, req *webhooks.Request) webhooks.Response {
+				if req.Resource.Resource == "applications" {
+					panic("broken webhook")
+				}
+				return webhooks.Allowed()
+			})}}}
 	})
 	m := status(t, e.do("POST", appsPath, "application/json", app("web", 1, "nginx:1")), http.StatusInternalServerError, "InternalError")
 	assert.Contains(t, m["message"], "broken webhook")

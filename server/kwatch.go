@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v5"
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/kinds"
+	"github.com/opemu/opemu/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -19,7 +20,7 @@ import (
 
 // watchQuery is a parsed Kubernetes watch request.
 type watchQuery struct {
-	listQuery
+	registry.ListOptions
 	timeout           time.Duration // 0: until the client leaves
 	bookmarks         bool
 	sendInitialEvents *bool
@@ -31,7 +32,7 @@ func parseWatchQuery(c *echo.Context, selectable func(string) bool) (watchQuery,
 	if err != nil {
 		return watchQuery{}, err
 	}
-	wq := watchQuery{listQuery: lq, bookmarks: q.Get("allowWatchBookmarks") == "true"}
+	wq := watchQuery{ListOptions: lq, bookmarks: q.Get("allowWatchBookmarks") == "true"}
 	if v := q.Get("timeoutSeconds"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
@@ -52,18 +53,18 @@ func parseWatchQuery(c *echo.Context, selectable func(string) bool) (watchQuery,
 // kubeWatch streams t's changes as the kube-apiserver does. A resourceVersion of "" or "0"
 // starts with synthetic ADDED events for the current objects; N starts after N, or answers an
 // ERROR event with a 410 Status when N is no longer (or never was) served.
-func (s *Server) kubeWatch(c *echo.Context, t target) error {
-	wq, err := parseWatchQuery(c, s.selectable(t))
+func (s *Server) kubeWatch(c *echo.Context, t registry.Target) error {
+	wq, err := parseWatchQuery(c, selectable(t))
 	if err != nil {
 		return err
 	}
 	opts := cache.WatchOptions{
-		Resources: []cache.GroupResource{t.key.GroupResource()},
-		Namespace: t.key.Namespace,
-		Label:     wq.label,
-		Field:     wq.field,
+		Resources: []cache.GroupResource{t.Key.GroupResource()},
+		Namespace: t.Key.Namespace,
+		Label:     wq.Label,
+		Field:     wq.Field,
 	}
-	rv, _ := cache.ParseResourceVersion(wq.rv)
+	rv, _ := cache.ParseResourceVersion(wq.ResourceVersion)
 	initialEnd := wq.sendInitialEvents != nil && *wq.sendInitialEvents
 	switch {
 	case wq.sendInitialEvents != nil:
@@ -91,9 +92,9 @@ func (s *Server) kubeWatch(c *echo.Context, t target) error {
 	resp.Header().Set("Content-Type", "application/json")
 	resp.Header().Set("Cache-Control", "no-cache, private")
 	resp.WriteHeader(http.StatusOK)
-	kw := &kubeWriter{frameWriter: newFrameWriter(resp, s.cfg.WriteTimeout), kind: t.kind.Kind, apiVersion: t.kind.GroupVersion()}
+	kw := &kubeWriter{frameWriter: newFrameWriter(resp, s.cfg.WriteTimeout), kind: t.Kind.Kind, apiVersion: t.Kind.GroupVersion()}
 	if wantsTable(r) {
-		kw.table, kw.includeObject, kw.now = t.kind, c.QueryParam("includeObject"), s.cfg.Clock.Now
+		kw.table, kw.includeObject, kw.now = t.Kind, c.QueryParam("includeObject"), s.cfg.Clock.Now
 	}
 	if werr != nil {
 		_ = kw.status(toStatus(werr))

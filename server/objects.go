@@ -6,7 +6,9 @@ import (
 
 	"github.com/labstack/echo/v5"
 	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/registry"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Handlers for custom resources. Each parses, makes one HTTP-free call and answers.
@@ -16,20 +18,20 @@ func (s *Server) getObject(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	switch t.sub {
+	switch t.Sub {
 	case "history":
 		return s.history(c, t)
 	case "reconcile":
 		return echo.ErrMethodNotAllowed
 	}
-	if t.sub == "" && wantsTable(c.Request()) {
-		o, err := s.cfg.Store.Get(c.Request().Context(), t.key)
-		if err != nil {
-			return err
-		}
+	o, err := s.cfg.Registry.Get(c.Request().Context(), t)
+	if err != nil {
+		return err
+	}
+	if t.Sub == "" && wantsTable(c.Request()) {
 		return s.answerTable(c, t, []*cache.Object{o}, metav1.ListMeta{ResourceVersion: formatRV(o.ResourceVersion())})
 	}
-	body, err := s.get(c.Request().Context(), t)
+	body, err := registry.View(t, o)
 	if err != nil {
 		return err
 	}
@@ -44,28 +46,28 @@ func (s *Server) listObjects(c *echo.Context) error {
 	if isWatch(c.Request()) {
 		return s.kubeWatch(c, t)
 	}
-	q, err := parseListQuery(c.Request().URL.Query(), s.selectable(t))
+	q, err := parseListQuery(c.Request().URL.Query(), selectable(t))
 	if err != nil {
 		return err
 	}
-	items, meta, err := s.list(c.Request().Context(), t, q)
+	items, meta, err := s.cfg.Registry.List(c.Request().Context(), t, q)
 	if err != nil {
 		return err
 	}
 	if wantsTable(c.Request()) {
 		return s.answerTable(c, t, items, meta)
 	}
-	return answerList(c, t.kind.GroupVersion(), t.kind.ListKind, meta, items)
+	return answerList(c, t.Kind.GroupVersion(), t.Kind.ListKind, meta, items)
 }
 
 // parseWrite parses what every write handler needs: the target, the write options and the body.
-func (s *Server) parseWrite(c *echo.Context) (target, writeOptions, []byte, error) {
+func (s *Server) parseWrite(c *echo.Context) (registry.Target, registry.Options, []byte, error) {
 	t, err := s.parseTarget(c)
 	if err != nil {
-		return t, writeOptions{}, nil, err
+		return t, registry.Options{}, nil, err
 	}
-	if t.sub == "history" || t.sub == "reconcile" {
-		return t, writeOptions{}, nil, echo.ErrMethodNotAllowed
+	if t.Sub == "history" || t.Sub == "reconcile" {
+		return t, registry.Options{}, nil, echo.ErrMethodNotAllowed
 	}
 	o, err := parseWriteOptions(c)
 	if err != nil {
@@ -80,16 +82,16 @@ func (s *Server) createObject(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	obj, dups, err := s.decodeObject(t, mediaType(c.Request()), body, o.fieldValidation)
+	obj, dups, err := s.decodeObject(t, mediaType(c.Request()), body, o.FieldValidation)
 	if err != nil {
 		return err
 	}
-	res, err := s.create(c.Request().Context(), t, obj, o)
+	res, err := s.cfg.Registry.Create(c.Request().Context(), t, obj, o)
 	if err != nil {
 		return err
 	}
-	setWarnings(c, append(dups, res.warnings...))
-	return writeRaw(c, http.StatusCreated, res.obj.Raw())
+	setWarnings(c, append(dups, res.Warnings...))
+	return writeRaw(c, http.StatusCreated, res.Object.Raw())
 }
 
 func (s *Server) updateObject(c *echo.Context) error {
@@ -97,31 +99,16 @@ func (s *Server) updateObject(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	obj, dups, err := s.decodeObject(t, mediaType(c.Request()), body, o.fieldValidation)
+	obj, dups, err := s.decodeObject(t, mediaType(c.Request()), body, o.FieldValidation)
 	if err != nil {
 		return err
 	}
-	res, err := s.update(c.Request().Context(), t, o, putMutation(t, obj))
+	res, err := s.cfg.Registry.Update(c.Request().Context(), t, obj, o)
 	if err != nil {
 		return err
 	}
-	res.warnings = append(dups, res.warnings...)
-	return s.answerWrite(c, t, res, http.StatusOK)
-}
-
-// putMutation replaces the current object with the PUT body; the body's resourceVersion, when
-// present, is the client's precondition.
-func putMutation(t target, body map[string]any) mutateFunc {
-	return func(cur map[string]any) (map[string]any, bool, error) {
-		if t.sub == "scale" {
-			return fromScale(t, cur, body)
-		}
-		md, err := metadata(body)
-		if err != nil {
-			return nil, false, err
-		}
-		return deepCopy(body), stringOf(md["resourceVersion"]) != "", nil
-	}
+	res.Warnings = append(dups, res.Warnings...)
+	return answerWrite(c, t, res, http.StatusOK)
 }
 
 func (s *Server) patchObject(c *echo.Context) error {
@@ -129,28 +116,25 @@ func (s *Server) patchObject(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	res, created, err := s.patch(c.Request().Context(), t, mediaType(c.Request()), body, o)
+	res, err := s.cfg.Registry.Patch(c.Request().Context(), t, mediaType(c.Request()), body, o)
 	if err != nil {
 		return err
 	}
 	code := http.StatusOK
-	if created {
+	if res.Created {
 		code = http.StatusCreated
 	}
-	return s.answerWrite(c, t, res, code)
+	return answerWrite(c, t, res, code)
 }
 
 // answerWrite sends the stored object (or its Scale view) with the write's warnings.
-func (s *Server) answerWrite(c *echo.Context, t target, res writeResult, code int) error {
-	setWarnings(c, res.warnings)
-	if t.sub == "scale" {
-		obj, err := res.obj.Decode()
-		if err != nil {
-			return err
-		}
-		return c.JSON(code, scaleOf(t, obj))
+func answerWrite(c *echo.Context, t registry.Target, res registry.Result, code int) error {
+	setWarnings(c, res.Warnings)
+	body, err := registry.View(t, res.Object)
+	if err != nil {
+		return err
 	}
-	return writeRaw(c, code, res.obj.Raw())
+	return writeRaw(c, code, body)
 }
 
 // deleteOptions is the part of metav1.DeleteOptions opemu honours.
@@ -172,7 +156,7 @@ func (s *Server) deleteObject(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	obj, removed, err := s.delete(c.Request().Context(), t, pre, o)
+	obj, removed, err := s.cfg.Registry.Delete(c.Request().Context(), t, pre, o)
 	if err != nil {
 		return err
 	}
@@ -182,7 +166,7 @@ func (s *Server) deleteObject(c *echo.Context) error {
 	return c.JSON(http.StatusOK, &metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status:   metav1.StatusSuccess,
-		Details:  &metav1.StatusDetails{Name: t.key.Name, Group: t.kind.Group, Kind: t.kind.Plural, UID: apiUID(obj.UID())},
+		Details:  &metav1.StatusDetails{Name: t.Key.Name, Group: t.Kind.Group, Kind: t.Kind.Plural, UID: types.UID(obj.UID())},
 	})
 }
 
@@ -198,20 +182,19 @@ func (s *Server) deleteCollection(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	q, err := parseListQuery(c.Request().URL.Query(), s.selectable(t))
+	q, err := parseListQuery(c.Request().URL.Query(), selectable(t))
 	if err != nil {
 		return err
 	}
-	q.limit, q.cont = 0, nil
-	objs, meta, err := s.deleteAll(c.Request().Context(), t, q, pre, o)
+	objs, meta, err := s.cfg.Registry.DeleteCollection(c.Request().Context(), t, q, pre, o)
 	if err != nil {
 		return err
 	}
-	return answerList(c, t.kind.GroupVersion(), t.kind.ListKind, meta, objs)
+	return answerList(c, t.Kind.GroupVersion(), t.Kind.ListKind, meta, objs)
 }
 
 // parseDeleteOptions reads an optional DeleteOptions body (JSON or protobuf).
-func (s *Server) parseDeleteOptions(c *echo.Context, body []byte, o writeOptions) (cache.Preconditions, writeOptions, error) {
+func (s *Server) parseDeleteOptions(c *echo.Context, body []byte, o registry.Options) (cache.Preconditions, registry.Options, error) {
 	var pre cache.Preconditions
 	if len(body) > 0 {
 		var opts deleteOptions
@@ -239,19 +222,19 @@ func (s *Server) parseDeleteOptions(c *echo.Context, body []byte, o writeOptions
 			if d != "All" {
 				return pre, o, badRequest("Invalid dryRun value %q: only \"All\" is supported", d)
 			}
-			o.dryRun = true
+			o.DryRun = true
 		}
 	}
 	return pre, o, nil
 }
 
 // answerTable sends objs as a meta.k8s.io/v1 Table (kubectl get).
-func (s *Server) answerTable(c *echo.Context, t target, objs []*cache.Object, meta metav1.ListMeta) error {
+func (s *Server) answerTable(c *echo.Context, t registry.Target, objs []*cache.Object, meta metav1.ListMeta) error {
 	include := c.QueryParam("includeObject")
 	if err := validIncludeObject(include); err != nil {
 		return err
 	}
-	tbl, err := table(t.kind, objs, meta, include, true, s.cfg.Clock.Now())
+	tbl, err := table(t.Kind, objs, meta, include, true, s.cfg.Clock.Now())
 	if err != nil {
 		return err
 	}

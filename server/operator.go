@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 	"github.com/opemu/opemu/events"
+	"github.com/opemu/opemu/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
@@ -54,13 +55,13 @@ func (s *Server) eventStats(c *echo.Context) error {
 }
 
 // history serves GET .../{name}/history: the object's recent reconciles.
-func (s *Server) history(c *echo.Context, t target) error {
-	if _, err := s.cfg.Store.Get(c.Request().Context(), t.key); err != nil {
+func (s *Server) history(c *echo.Context, t registry.Target) error {
+	if _, err := s.cfg.Store.Get(c.Request().Context(), t.Key); err != nil {
 		return err
 	}
 	items := any([]any{})
 	if s.cfg.Controller != nil {
-		h, ok := s.cfg.Controller.History(t.key)
+		h, ok := s.cfg.Controller.History(t.Key)
 		if !ok {
 			return echo.ErrNotFound
 		}
@@ -76,20 +77,20 @@ func (s *Server) triggerReconcile(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if t.sub != "reconcile" {
+	if t.Sub != "reconcile" {
 		return echo.ErrMethodNotAllowed
 	}
-	if _, err := s.cfg.Store.Get(c.Request().Context(), t.key); err != nil {
+	if _, err := s.cfg.Store.Get(c.Request().Context(), t.Key); err != nil {
 		return err
 	}
 	if s.cfg.Controller == nil {
 		return apierrors.NewServiceUnavailable("the controller is disabled (ENABLE_CONTROLLER=false)")
 	}
-	if !s.isLeader() || !s.cfg.Controller.Enqueue(t.key) {
+	if !s.isLeader() || !s.cfg.Controller.Enqueue(t.Key) {
 		return apierrors.NewServiceUnavailable("this replica does not lead; the leader is " + quoteOrNone(s.leaderName()))
 	}
 	return c.JSON(http.StatusAccepted, map[string]any{
-		"status": "accepted", "message": "reconcile queued", "name": t.key.Name, "namespace": t.key.Namespace,
+		"status": "accepted", "message": "reconcile queued", "name": t.Key.Name, "namespace": t.Key.Namespace,
 	})
 }
 

@@ -1,5 +1,7 @@
 package server
 
+import "github.com/opemu/opemu/registry"
+
 // Protobuf request bodies (client-go sends them for built-in kinds; kubectl for `create
 // namespace`) are decoded by the kinds registry, which knows the Go types of the kinds served.
 // Answers stay JSON.
@@ -12,7 +14,7 @@ func (s *Server) decodeProtobuf(body []byte) (map[string]any, error) {
 	if err != nil {
 		return nil, badRequest("the body of the request is not a protobuf object this server knows: %v", err)
 	}
-	m, err := decodeJSONObject(raw)
+	m, err := registry.DecodeObject(raw)
 	if err != nil {
 		return nil, err
 	}

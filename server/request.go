@@ -2,9 +2,7 @@ package server
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -14,56 +12,44 @@ import (
 
 	"github.com/labstack/echo/v5"
 	"github.com/opemu/opemu/cache"
-	"github.com/opemu/opemu/kinds"
+	"github.com/opemu/opemu/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 )
 
-// target is a parsed resource URL: which kind, which object, which subresource.
-type target struct {
-	kind *kinds.Kind
-	key  cache.Key
-	sub  string // "", "status" or "scale"
-}
-
-// gr is the target's resource for Status messages.
-func (t target) gr() schema.GroupResource {
-	return schema.GroupResource{Group: t.kind.Group, Resource: t.kind.Plural}
-}
-
 // parseTarget resolves the URL's group, version, resource, namespace, name and subresource.
 // Parsing only: an unknown resource or a path that does not fit the kind's scope is a 404.
-func (s *Server) parseTarget(c *echo.Context) (target, error) {
+func (s *Server) parseTarget(c *echo.Context) (registry.Target, error) {
 	group, version, resource := c.Param("group"), c.Param("version"), c.Param("resource")
 	k, ok := s.cfg.Kinds.Lookup(group, version, resource)
 	if !ok {
-		return target{}, apierrors.NewNotFound(schema.GroupResource{Group: group, Resource: resource}, "")
+		return registry.Target{}, apierrors.NewNotFound(schema.GroupResource{Group: group, Resource: resource}, "")
 	}
-	t := target{kind: k, sub: c.Param("sub")}
-	t.key = cache.Key{Group: k.Group, Resource: k.Plural, Namespace: c.Param("namespace"), Name: c.Param("name")}
-	if !k.Namespaced && t.key.Namespace != "" {
-		return target{}, echo.ErrNotFound
+	t := registry.Target{Kind: k, Sub: c.Param("sub")}
+	t.Key = cache.Key{Group: k.Group, Resource: k.Plural, Namespace: c.Param("namespace"), Name: c.Param("name")}
+	if !k.Namespaced && t.Key.Namespace != "" {
+		return registry.Target{}, echo.ErrNotFound
 	}
-	if k.Namespaced && t.key.Name != "" && t.key.Namespace == "" {
-		return target{}, echo.ErrNotFound
+	if k.Namespaced && t.Key.Name != "" && t.Key.Namespace == "" {
+		return registry.Target{}, echo.ErrNotFound
 	}
-	switch t.sub {
+	switch t.Sub {
 	case "":
 	case "status":
 		if !k.Status {
-			return target{}, echo.ErrNotFound
+			return registry.Target{}, echo.ErrNotFound
 		}
 	case "scale":
 		if k.Scale == nil {
-			return target{}, echo.ErrNotFound
+			return registry.Target{}, echo.ErrNotFound
 		}
 	case "history", "reconcile":
 		if k.BuiltIn() {
-			return target{}, echo.ErrNotFound
+			return registry.Target{}, echo.ErrNotFound
 		}
 	default:
-		return target{}, echo.ErrNotFound
+		return registry.Target{}, echo.ErrNotFound
 	}
 	return t, nil
 }
@@ -106,7 +92,7 @@ const objectMediaTypes = "application/json, application/yaml"
 // decodeObject decodes a create or update body (JSON, YAML, or protobuf for built-in kinds)
 // into a JSON object. A field given twice is an error under fieldValidation=Strict and a
 // warning under Warn, as in Kubernetes; the last value given is the one kept.
-func (s *Server) decodeObject(t target, contentType string, body []byte, fieldValidation string) (map[string]any, []string, error) {
+func (s *Server) decodeObject(t registry.Target, contentType string, body []byte, fieldValidation string) (map[string]any, []string, error) {
 	obj, js, err := s.decodeObjectBody(t, contentType, body)
 	if err != nil || js == nil || fieldValidation == "Ignore" {
 		return obj, nil, err
@@ -127,11 +113,11 @@ func (s *Server) decodeObject(t target, contentType string, body []byte, fieldVa
 }
 
 // decodeObjectBody decodes body and returns the JSON it was read from (nil for protobuf).
-func (s *Server) decodeObjectBody(t target, contentType string, body []byte) (map[string]any, []byte, error) {
+func (s *Server) decodeObjectBody(t registry.Target, contentType string, body []byte) (map[string]any, []byte, error) {
 	switch contentType {
 	case protobufType:
-		if !t.kind.Protobuf {
-			return nil, nil, unsupportedMediaType(objectMediaTypes)
+		if !t.Kind.Protobuf {
+			return nil, nil, registry.UnsupportedMediaType(objectMediaTypes)
 		}
 		obj, err := s.decodeProtobuf(body)
 		return obj, nil, err
@@ -143,81 +129,33 @@ func (s *Server) decodeObjectBody(t target, contentType string, body []byte) (ma
 		}
 		body = j
 	default:
-		return nil, nil, unsupportedMediaType(objectMediaTypes)
+		return nil, nil, registry.UnsupportedMediaType(objectMediaTypes)
 	}
-	obj, err := decodeJSONObject(body)
+	obj, err := registry.DecodeObject(body)
 	return obj, body, err
 }
 
-// decodeJSONObject decodes body, which must be one JSON object.
-func decodeJSONObject(body []byte) (map[string]any, error) {
-	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, badRequest("the request body is empty; expected a JSON object")
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, badRequest("the body of the request is not valid JSON: %v", err)
-	}
-	if dec.More() {
-		return nil, badRequest("the body of the request holds more than one JSON value")
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, badRequest("the body of the request holds trailing data after the JSON object")
-	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return nil, badRequest("the body of the request must be a JSON object, not %s", jsonKind(v))
-	}
-	return obj, nil
-}
-
-func jsonKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case []any:
-		return "an array"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case json.Number:
-		return "a number"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
-// writeOptions are the query parameters every write takes.
-type writeOptions struct {
-	dryRun          bool
-	fieldValidation string // "Ignore", "Warn" or "Strict"
-	fieldManager    string
-	force           bool
-	applying        bool // a server-side apply: ownership is already recorded
-}
-
-func parseWriteOptions(c *echo.Context) (writeOptions, error) {
+// parseWriteOptions reads the query parameters every write takes.
+func parseWriteOptions(c *echo.Context) (registry.Options, error) {
 	q := c.Request().URL.Query()
-	o := writeOptions{fieldValidation: "Warn", fieldManager: q.Get("fieldManager")}
+	o := registry.Options{FieldValidation: "Warn", FieldManager: q.Get("fieldManager")}
 	for _, d := range q["dryRun"] {
 		if d != "All" {
 			return o, badRequest("Invalid dryRun value %q: only \"All\" is supported", d)
 		}
-		o.dryRun = true
+		o.DryRun = true
 	}
 	switch v := q.Get("fieldValidation"); v {
 	case "":
 	case "Ignore", "Warn", "Strict":
-		o.fieldValidation = v
+		o.FieldValidation = v
 	default:
 		return o, badRequest("fieldValidation must be one of Ignore, Warn or Strict, not %q", v)
 	}
 	switch q.Get("force") {
 	case "", "false":
 	case "true":
-		o.force = true
+		o.Force = true
 	default:
 		return o, badRequest("force must be true or false")
 	}

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,14 +17,18 @@ import (
 	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/metrics"
+	"github.com/opemu/opemu/registry"
 	"github.com/opemu/opemu/webhooks"
 	"k8s.io/utils/clock"
 )
 
-// Config configures a Server. Store, Kinds, CRDs and Admission are required; every other zero
-// value is documented as a default.
+// Config configures a Server. Store, Registry, Kinds, CRDs and Admission are required; every
+// other zero value is documented as a default.
 type Config struct {
-	Store *cache.Store
+	// Store serves watches (SSE and the Kubernetes watch protocol).
+	Store cache.Interface
+	// Registry is the write path every other request goes through.
+	Registry *registry.Store
 	// Kinds is every served kind: the server looks each request's kind up there.
 	Kinds *kinds.Registry
 	// CRDs answers GET /crd and /crds.
@@ -36,13 +39,10 @@ type Config struct {
 	// Metrics records request, watch and webhook metrics and serves /metrics. Nil records nothing
 	// and /metrics answers 404.
 	Metrics *metrics.Registry
-	// Events records the write path's Events and answers /events. Nil records nothing.
+	// Events answers /events and /events/stats. Nil answers nothing.
 	Events *events.Recorder
 	// Controller reconciles objects; nil when the controller is off.
 	Controller Controller
-	// ReadOnly, when set, names objects clients may not write (403): the file lease backend's
-	// mirror Lease.
-	ReadOnly func(key cache.Key) bool
 	// BookmarkInterval is how often a Kubernetes watch that allows bookmarks gets one. Zero
 	// means 30 s.
 	BookmarkInterval time.Duration
@@ -105,14 +105,12 @@ type Server struct {
 	// stopWatches is closed when shutdown begins; watch handlers return when it is.
 	stopWatches chan struct{}
 	started     time.Time
-	// fieldManagers caches one server-side apply FieldManager per served kind.
-	fieldManagers sync.Map // schema.GroupVersionKind → *managedfields.FieldManager
 }
 
 // New validates cfg and builds the routes.
 func New(cfg Config) (*Server, error) {
-	if cfg.Store == nil || cfg.Kinds == nil || cfg.CRDs == nil || cfg.Admission == nil {
-		return nil, errors.New("server: Store, Kinds, CRDs and Admission are required")
+	if cfg.Store == nil || cfg.Registry == nil || cfg.Kinds == nil || cfg.CRDs == nil || cfg.Admission == nil {
+		return nil, errors.New("server: Store, Registry, Kinds, CRDs and Admission are required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -160,9 +158,6 @@ func New(cfg Config) (*Server, error) {
 	// logged by errorHandler, instead of dropping the connection.
 	s.echo.Use(s.observe, s.limit, middleware.RecoverWithConfig(middleware.RecoverConfig{DisablePrintStack: true}))
 	s.routes()
-	if err := s.storeRegisteredCRDs(); err != nil {
-		return nil, err
-	}
 	return s, nil
 }
 

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -12,10 +13,9 @@ import (
 
 	"github.com/opemu/opemu/application"
 	"github.com/opemu/opemu/cache"
-	"github.com/opemu/opemu/crd"
 	"github.com/opemu/opemu/events"
-	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/metrics"
+	"github.com/opemu/opemu/registry/registrytest"
 	"github.com/opemu/opemu/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,7 +24,7 @@ import (
 // env is one server under test, reached over real HTTP.
 type env struct {
 	t       testing.TB
-	store   *cache.Store
+	store   cache.Interface
 	metrics *metrics.Registry
 	srv     *server.Server
 	http    *httptest.Server
@@ -32,6 +32,8 @@ type env struct {
 
 const appsPath = "/apis/cloudnative.elide.dev/v1/namespaces/default/applications"
 
+// newEnv serves the standard core (registrytest) over HTTP; tweak may change the server's and
+// the store's configuration first (the server's Admission replaces the Application chain).
 func newEnv(t testing.TB, tweak ...func(*server.Config, *cache.Config)) *env {
 	t.Helper()
 	cfg := server.Config{}
@@ -39,38 +41,31 @@ func newEnv(t testing.TB, tweak ...func(*server.Config, *cache.Config)) *env {
 	for _, f := range tweak {
 		f(&cfg, &scfg)
 	}
-	served := kinds.New()
-	if scfg.SelectableFields == nil {
-		scfg.SelectableFields = served.FieldSet
-	}
-	store := cache.New(scfg)
-	crds, err := crd.New(crd.Config{Kinds: served, Drop: store.DropResource})
-	require.NoError(t, err)
-	require.NoError(t, served.Add(crds.Kind()))
-	require.NoError(t, crds.AddBuiltIn(application.CRD()))
 	reg := metrics.New()
-	if cfg.Events == nil {
-		cfg.Events = events.New(events.Config{Store: store, Host: "test", Metrics: reg})
+	recorder := cfg.Events
+	core := registrytest.New(t, registrytest.Options{
+		Store: scfg, Admission: cfg.Admission, Metrics: reg,
+		Events: recordFunc(func(ctx context.Context, ev events.Event) { recorder.Record(ctx, ev) }),
+	})
+	if recorder == nil {
+		recorder = events.New(events.Config{Client: core.Registry.Client("opemu-events"), Host: "test", Metrics: reg})
 	}
-	if cfg.Admission == nil {
-		cfg.Admission, err = application.NewChain(application.ChainConfig{
-			AllowedRegistries: []string{"docker.io", "gcr.io"},
-			BlockedImages:     []string{"ubuntu", "debian", "alpine"},
-			Recorder:          reg,
-		})
-		require.NoError(t, err)
-	}
-	cfg.Store, cfg.Kinds, cfg.CRDs, cfg.Metrics, cfg.PrimaryCRD = store, served, crds, reg, application.CRDName
+	cfg.Store, cfg.Registry, cfg.Kinds, cfg.CRDs, cfg.Admission = core.Storage, core.Registry, core.Kinds, core.CRDs, core.Admission
+	cfg.Events, cfg.Metrics, cfg.PrimaryCRD = recorder, reg, application.CRDName
 	srv, err := server.New(cfg)
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
 		srv.BeginShutdown()
 		hs.Close()
-		store.Close()
 	})
-	return &env{t: t, store: store, metrics: reg, srv: srv, http: hs}
+	return &env{t: t, store: core.Storage, metrics: reg, srv: srv, http: hs}
 }
+
+// recordFunc adapts a function to registry.EventRecorder.
+type recordFunc func(ctx context.Context, ev events.Event)
+
+func (f recordFunc) Record(ctx context.Context, ev events.Event) { f(ctx, ev) }
 
 // response is a finished HTTP exchange.
 type response struct {

@@ -15,10 +15,14 @@ type Recorder interface {
 	ObserveWebhook(webhook, operation string, allowed bool, d time.Duration)
 }
 
-// Named is a handler with the name its metrics carry.
+// Named is a handler with the name its metrics carry and the requests it judges.
 type Named struct {
 	Name    string
 	Handler Handler
+	// Matches says which requests the handler judges (its rules); nil means every request.
+	// A request it does not match is admitted unchanged without calling it or counting it in
+	// the metrics, as kube-apiserver skips webhooks whose rules do not match.
+	Matches func(req *Request) bool
 }
 
 // Chain runs mutating handlers, then validating handlers, as an API server does.
@@ -30,6 +34,9 @@ type Chain struct {
 }
 
 func (c *Chain) run(ctx context.Context, h Named, req *Request) Response {
+	if h.Matches != nil && !h.Matches(req) {
+		return Allowed()
+	}
 	start := time.Now()
 	res := h.Handler.Handle(ctx, req)
 	if c.Recorder != nil {

@@ -1,6 +1,7 @@
-// Package webhooks is opemu's admission: mutating then validating handlers (the Application
-// defaulter, validator and image security policy), the Chain that runs them, and the
-// AdmissionReview v1 encoding served at /mutate and /validate. Its shape follows
+// Package webhooks is opemu's admission framework: mutating then validating handlers with the
+// requests each matches, the Chain that runs them, and the AdmissionReview v1 encoding served
+// at /mutate and /validate. The handlers themselves belong to their kinds (the Application's
+// are in package application). Its shape follows
 // controller-runtime's pkg/webhook/admission: Handler, HandlerFunc, Request, Response.
 //
 // Non-goals: storage. Webhooks decide; the caller writes.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,30 +18,30 @@ import (
 
 // NewStore makes a fresh store for one conformance case; cfg carries what the case needs
 // (history size, watch buffer, start version); the factory may add its own settings.
-type NewStore func(t *testing.T, cfg cache.Config) *cache.Store
+type NewStore func(t *testing.T, cfg cache.Config) cache.Interface
 
 const wait = 5 * time.Second
 
-// RunConformance checks the store contract of SPEC §2 and §5.2: versions, preconditions,
-// generation, finalizers, namespaces, selectors, paging, watch and its history.
+// RunConformance checks the storage contract (cache.Interface) behind SPEC §2 and §5.2:
+// versions, create, guaranteed updates and deletes with preconditions, dry runs, selectors,
+// paging, watch and its history. The rules of objects built on it (uid, generation,
+// finalizers, namespaces) are checked by registrytest.RunRules.
 func RunConformance(t *testing.T, newStore NewStore) {
 	cases := []struct {
 		name string
 		fn   func(t *testing.T, newStore NewStore)
 	}{
 		{"ResourceVersionsIncrease", testResourceVersions},
-		{"CreateStampsMetadata", testCreateStamps},
+		{"CreateStoresAsGiven", testCreateStoresAsGiven},
 		{"CreateConflicts", testCreateConflicts},
-		{"GenerateName", testGenerateName},
 		{"UpdatePreconditions", testUpdatePreconditions},
-		{"Generation", testGeneration},
+		{"UpdateRetriesOnRace", testUpdateRetriesOnRace},
+		{"UpdateRemoves", testUpdateRemoves},
 		{"NoOpUpdate", testNoOpUpdate},
 		{"Delete", testDelete},
-		{"Finalizers", testFinalizers},
 		{"DeletePreconditions", testDeletePreconditions},
 		{"DryRun", testDryRun},
-		{"ImplicitNamespaces", testImplicitNamespaces},
-		{"NamespaceDeletion", testNamespaceDeletion},
+		{"DropResource", testDropResource},
 		{"ListSelectors", testListSelectors},
 		{"ListPaging", testListPaging},
 		{"WatchFromNow", testWatchFromNow},
@@ -65,22 +66,28 @@ func RunConformance(t *testing.T, newStore NewStore) {
 
 var ctx = context.Background()
 
-func create(t *testing.T, s *cache.Store, ns, name string, replicas int) *cache.Object {
+func create(t *testing.T, s cache.Interface, ns, name string, replicas int) *cache.Object {
 	t.Helper()
 	o, err := s.Create(ctx, Key(ns, name), App(name, replicas), cache.WriteOptions{})
 	require.NoError(t, err)
 	return o
 }
 
-// modify decodes the stored object, applies fn and updates it unconditionally.
-func modify(t *testing.T, s *cache.Store, key cache.Key, fn func(obj map[string]any)) (*cache.Object, error) {
+// modify updates the object at key with fn applied to its current state.
+func modify(t *testing.T, s cache.Interface, key cache.Key, fn func(obj map[string]any)) (*cache.Object, error) {
 	t.Helper()
-	cur, err := s.Get(ctx, key)
-	require.NoError(t, err)
-	obj := Decode(t, cur)
-	delete(obj["metadata"].(map[string]any), "resourceVersion")
-	fn(obj)
-	return s.Update(ctx, key, obj, cache.WriteOptions{})
+	return s.GuaranteedUpdate(ctx, key, cache.Preconditions{}, func(cur *cache.Object) (cache.Update, error) {
+		obj := Decode(t, cur)
+		fn(obj)
+		return cache.Update{Object: obj}, nil
+	}, cache.WriteOptions{})
+}
+
+// replace updates the object at key to obj under pre.
+func replace(s cache.Interface, key cache.Key, pre cache.Preconditions, obj map[string]any, opts cache.WriteOptions) (*cache.Object, error) {
+	return s.GuaranteedUpdate(ctx, key, pre, func(*cache.Object) (cache.Update, error) {
+		return cache.Update{Object: obj}, nil
+	}, opts)
 }
 
 func md(obj map[string]any) map[string]any { return obj["metadata"].(map[string]any) }
@@ -89,7 +96,7 @@ func testResourceVersions(t *testing.T, newStore NewStore) {
 	s := newStore(t, cache.Config{StartResourceVersion: 1000})
 	assert.Equal(t, uint64(1000), s.StartResourceVersion())
 	prev := s.ResourceVersion()
-	// default exists at start, so the counter has moved past the start already.
+	// A store may have written at start (nothing yet, or what an earlier run left).
 	assert.GreaterOrEqual(t, prev, uint64(1000))
 	for i := range 5 {
 		o := create(t, s, "default", fmt.Sprint("a", i), 1)
@@ -106,29 +113,28 @@ func testResourceVersions(t *testing.T, newStore NewStore) {
 	assert.Less(t, d.StartResourceVersion(), uint64(1)<<53, "safe in JavaScript")
 }
 
-func testCreateStamps(t *testing.T, newStore NewStore) {
+// testCreateStoresAsGiven: the store sets resourceVersion and keeps everything else as given;
+// stamping uid, timestamps and generation is the write path's (registrytest.RunRules).
+func testCreateStoresAsGiven(t *testing.T, newStore NewStore) {
 	s := newStore(t, cache.Config{})
 	obj := App("web", 1)
-	md(obj)["uid"] = "client-uid"
+	md(obj)["uid"] = "given-uid"
 	md(obj)["resourceVersion"] = "42"
 	md(obj)["generation"] = json.Number("9")
-	md(obj)["deletionTimestamp"] = "2020-01-01T00:00:00Z"
-	md(obj)["creationTimestamp"] = "2020-01-01T00:00:00Z"
+	md(obj)["labels"] = map[string]any{"a": "b"}
+	md(obj)["finalizers"] = []any{"example.com/f"}
 	o, err := s.Create(ctx, Key("default", "web"), obj, cache.WriteOptions{})
 	require.NoError(t, err)
 	m := md(Decode(t, o))
-	assert.NotEqual(t, "client-uid", m["uid"])
-	assert.Len(t, m["uid"], 36, "a UUID")
 	assert.Equal(t, fmt.Sprint(o.ResourceVersion()), m["resourceVersion"])
-	assert.Equal(t, json.Number("1"), m["generation"])
-	assert.Nil(t, m["deletionTimestamp"])
-	ts, err := time.Parse(time.RFC3339, m["creationTimestamp"].(string))
-	require.NoError(t, err)
-	assert.WithinDuration(t, time.Now(), ts, time.Minute)
-	assert.Equal(t, "web", m["name"])
-	assert.Equal(t, "default", m["namespace"])
+	assert.Equal(t, "given-uid", m["uid"])
+	assert.Equal(t, "given-uid", o.UID())
+	assert.Equal(t, int64(9), o.Generation())
+	assert.Equal(t, "b", o.Labels()["a"])
+	assert.Equal(t, []string{"example.com/f"}, o.Finalizers())
 	assert.False(t, o.Deleting())
-	assert.Equal(t, int64(1), o.Generation())
+	_, err = s.Create(ctx, Key("default", ""), App("", 1), cache.WriteOptions{})
+	require.ErrorIs(t, err, cache.ErrInvalid, "a name is required")
 }
 
 func testCreateConflicts(t *testing.T, newStore NewStore) {
@@ -142,75 +148,98 @@ func testCreateConflicts(t *testing.T, newStore NewStore) {
 	require.ErrorIs(t, err, cache.ErrNotFound)
 }
 
-func testGenerateName(t *testing.T, newStore NewStore) {
-	s := newStore(t, cache.Config{})
-	seen := map[string]bool{}
-	for range 20 {
-		obj := App("", 1)
-		delete(md(obj), "name")
-		md(obj)["generateName"] = "web-"
-		o, err := s.Create(ctx, Key("default", ""), obj, cache.WriteOptions{})
-		require.NoError(t, err)
-		name := o.Key().Name
-		assert.Regexp(t, `^web-[bcdfghjklmnpqrstvwxz2456789]{5}$`, name)
-		assert.Equal(t, name, Meta(t, o, "name"))
-		assert.False(t, seen[name])
-		seen[name] = true
-	}
-	obj := App("", 1)
-	delete(md(obj), "name")
-	_, err := s.Create(ctx, Key("default", ""), obj, cache.WriteOptions{})
-	require.ErrorIs(t, err, cache.ErrInvalid)
-}
-
 func testUpdatePreconditions(t *testing.T, newStore NewStore) {
 	s := newStore(t, cache.Config{})
 	o := create(t, s, "default", "web", 1)
-	obj := App("web", 2)
-	md(obj)["resourceVersion"] = fmt.Sprint(o.ResourceVersion() - 1)
-	_, err := s.Update(ctx, Key("default", "web"), obj, cache.WriteOptions{})
+	key := Key("default", "web")
+	_, err := replace(s, key, cache.Preconditions{ResourceVersion: fmt.Sprint(o.ResourceVersion() - 1)}, App("web", 2), cache.WriteOptions{})
+	require.ErrorIs(t, err, cache.ErrConflict)
+	_, err = replace(s, key, cache.Preconditions{UID: "other"}, App("web", 2), cache.WriteOptions{})
 	require.ErrorIs(t, err, cache.ErrConflict)
 
-	md(obj)["resourceVersion"] = fmt.Sprint(o.ResourceVersion())
-	u, err := s.Update(ctx, Key("default", "web"), obj, cache.WriteOptions{})
+	u, err := replace(s, key, cache.Preconditions{ResourceVersion: fmt.Sprint(o.ResourceVersion())}, App("web", 2), cache.WriteOptions{})
 	require.NoError(t, err)
 	assert.Greater(t, u.ResourceVersion(), o.ResourceVersion())
-	assert.Equal(t, o.UID(), u.UID(), "uid is kept")
-	assert.Equal(t, Meta(t, o, "creationTimestamp"), Meta(t, u, "creationTimestamp"))
+	assert.Equal(t, json.Number("2"), Decode(t, u)["spec"].(map[string]any)["replicas"])
 
-	u2, err := s.Update(ctx, Key("default", "web"), App("web", 3), cache.WriteOptions{})
-	require.NoError(t, err, "without a resourceVersion the update is unconditional")
+	u2, err := replace(s, key, cache.Preconditions{}, App("web", 3), cache.WriteOptions{})
+	require.NoError(t, err, "without preconditions the update is unconditional")
 	assert.Greater(t, u2.ResourceVersion(), u.ResourceVersion())
 
-	_, err = s.Update(ctx, Key("default", "missing"), App("missing", 1), cache.WriteOptions{})
+	_, err = replace(s, Key("default", "missing"), cache.Preconditions{}, App("missing", 1), cache.WriteOptions{})
 	require.ErrorIs(t, err, cache.ErrNotFound)
-	bad := App("web", 1)
-	md(bad)["resourceVersion"] = "abc"
-	_, err = s.Update(ctx, Key("default", "web"), bad, cache.WriteOptions{})
-	require.ErrorIs(t, err, cache.ErrInvalid)
+	boom := errors.New("boom")
+	_, err = s.GuaranteedUpdate(ctx, key, cache.Preconditions{}, func(*cache.Object) (cache.Update, error) { return cache.Update{}, boom }, cache.WriteOptions{})
+	require.ErrorIs(t, err, boom, "an error from try ends the update")
+	got, err := s.Get(ctx, key)
+	require.NoError(t, err)
+	assert.Equal(t, u2.ResourceVersion(), got.ResourceVersion())
 }
 
-func testGeneration(t *testing.T, newStore NewStore) {
+// testUpdateRetriesOnRace: when another write commits between try and the commit, try runs
+// again on the newer object, so no update is lost.
+func testUpdateRetriesOnRace(t *testing.T, newStore NewStore) {
 	s := newStore(t, cache.Config{})
+	create(t, s, "default", "web", 0)
 	key := Key("default", "web")
-	create(t, s, "default", "web", 1)
-	steps := []struct {
-		name string
-		fn   func(map[string]any)
-		want int64
-	}{
-		{"label", func(o map[string]any) { md(o)["labels"] = map[string]any{"a": "b"} }, 1},
-		{"annotation", func(o map[string]any) { md(o)["annotations"] = map[string]any{"a": "b"} }, 1},
-		{"status", func(o map[string]any) { o["status"] = map[string]any{"phase": "Running"} }, 1},
-		{"spec", func(o map[string]any) { o["spec"].(map[string]any)["replicas"] = json.Number("5") }, 2},
-		{"another top-level field", func(o map[string]any) { o["data"] = map[string]any{"x": "y"} }, 3},
-		{"client generation ignored", func(o map[string]any) { md(o)["generation"] = json.Number("99") }, 3},
+	const writers, each = 4, 25
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Go(func() {
+			for range each {
+				_, err := modify(t, s, key, func(o map[string]any) {
+					spec := o["spec"].(map[string]any)
+					n, _ := spec["replicas"].(json.Number).Int64()
+					spec["replicas"] = json.Number(fmt.Sprint(n + 1))
+				})
+				assert.NoError(t, err)
+			}
+		})
 	}
-	for _, st := range steps {
-		o, err := modify(t, s, key, st.fn)
-		require.NoError(t, err, st.name)
-		assert.Equal(t, st.want, o.Generation(), st.name)
-	}
+	wg.Wait()
+	got, err := s.Get(ctx, key)
+	require.NoError(t, err)
+	assert.Equal(t, json.Number(fmt.Sprint(writers*each)), Decode(t, got)["spec"].(map[string]any)["replicas"], "every increment applied once")
+
+	// try sees the newer object on its second call.
+	calls := 0
+	_, err = s.GuaranteedUpdate(ctx, key, cache.Preconditions{}, func(cur *cache.Object) (cache.Update, error) {
+		calls++
+		obj := Decode(t, cur)
+		if calls == 1 {
+			_, err := modify(t, s, key, func(o map[string]any) { md(o)["labels"] = map[string]any{"raced": "yes"} })
+			require.NoError(t, err)
+		} else {
+			assert.Equal(t, map[string]any{"raced": "yes"}, md(obj)["labels"], "the retry starts from the newer object")
+		}
+		obj["spec"].(map[string]any)["image"] = "nginx:1.28"
+		return cache.Update{Object: obj}, nil
+	}, cache.WriteOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, 2, calls)
+}
+
+// testUpdateRemoves: an update may remove the object instead; its DELETED event carries the
+// state try gave.
+func testUpdateRemoves(t *testing.T, newStore NewStore) {
+	s := newStore(t, cache.Config{})
+	o := create(t, s, "default", "web", 1)
+	key := Key("default", "web")
+	w, err := s.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{Applications}})
+	require.NoError(t, err)
+	defer w.Stop()
+	last := App("web", 7)
+	gone, err := s.GuaranteedUpdate(ctx, key, cache.Preconditions{}, func(*cache.Object) (cache.Update, error) {
+		return cache.Update{Object: last, Remove: true}, nil
+	}, cache.WriteOptions{})
+	require.NoError(t, err)
+	assert.Greater(t, gone.ResourceVersion(), o.ResourceVersion())
+	ev := Collect(t, w, 1, wait)[0]
+	assert.Equal(t, cache.Deleted, ev.Type)
+	assert.Equal(t, gone.ResourceVersion(), ev.ResourceVersion)
+	assert.Equal(t, json.Number("7"), Decode(t, ev.Object)["spec"].(map[string]any)["replicas"])
+	_, err = s.Get(ctx, key)
+	require.ErrorIs(t, err, cache.ErrNotFound)
 }
 
 func testNoOpUpdate(t *testing.T, newStore NewStore) {
@@ -232,58 +261,15 @@ func testDelete(t *testing.T, newStore NewStore) {
 	w, err := s.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{Applications}})
 	require.NoError(t, err)
 	defer w.Stop()
-	d, removed, err := s.Delete(ctx, Key("default", "web"), cache.Preconditions{}, cache.WriteOptions{})
+	d, err := s.Delete(ctx, Key("default", "web"), cache.Preconditions{}, cache.WriteOptions{})
 	require.NoError(t, err)
-	assert.True(t, removed)
 	assert.Greater(t, d.ResourceVersion(), o.ResourceVersion(), "a deletion has its own version")
 	ev := Collect(t, w, 1, wait)[0]
 	assert.Equal(t, cache.Deleted, ev.Type)
 	assert.Equal(t, d.ResourceVersion(), ev.ResourceVersion)
 	_, err = s.Get(ctx, Key("default", "web"))
 	require.ErrorIs(t, err, cache.ErrNotFound)
-	_, _, err = s.Delete(ctx, Key("default", "web"), cache.Preconditions{}, cache.WriteOptions{})
-	require.ErrorIs(t, err, cache.ErrNotFound)
-}
-
-func testFinalizers(t *testing.T, newStore NewStore) {
-	s := newStore(t, cache.Config{})
-	key := Key("default", "web")
-	obj := App("web", 1)
-	md(obj)["finalizers"] = []any{"example.com/a"}
-	o, err := s.Create(ctx, key, obj, cache.WriteOptions{})
-	require.NoError(t, err)
-	w, err := s.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{Applications}})
-	require.NoError(t, err)
-	defer w.Stop()
-
-	d, removed, err := s.Delete(ctx, key, cache.Preconditions{}, cache.WriteOptions{})
-	require.NoError(t, err)
-	assert.False(t, removed)
-	assert.True(t, d.Deleting())
-	assert.NotEmpty(t, Meta(t, d, "deletionTimestamp"))
-	assert.Equal(t, o.Generation()+1, d.Generation(), "marking for deletion bumps generation")
-	assert.Equal(t, cache.Modified, Collect(t, w, 1, wait)[0].Type)
-
-	again, removed, err := s.Delete(ctx, key, cache.Preconditions{}, cache.WriteOptions{})
-	require.NoError(t, err)
-	assert.False(t, removed)
-	assert.Same(t, d, again, "a second delete changes nothing")
-
-	_, err = modify(t, s, key, func(o map[string]any) { md(o)["finalizers"] = []any{"example.com/a", "example.com/b"} })
-	require.ErrorIs(t, err, cache.ErrInvalid, "no new finalizers while deleting")
-
-	_, err = modify(t, s, key, func(o map[string]any) { md(o)["deletionTimestamp"] = nil })
-	require.NoError(t, err)
-	got, err := s.Get(ctx, key)
-	require.NoError(t, err)
-	assert.True(t, got.Deleting(), "clients cannot clear deletionTimestamp")
-
-	gone, err := modify(t, s, key, func(o map[string]any) { md(o)["finalizers"] = []any{} })
-	require.NoError(t, err)
-	ev := Collect(t, w, 1, wait)[0]
-	assert.Equal(t, cache.Deleted, ev.Type, "emptying finalizers removes it (clearing deletionTimestamp was no write)")
-	assert.Equal(t, gone.ResourceVersion(), ev.ResourceVersion)
-	_, err = s.Get(ctx, key)
+	_, err = s.Delete(ctx, Key("default", "web"), cache.Preconditions{}, cache.WriteOptions{})
 	require.ErrorIs(t, err, cache.ErrNotFound)
 }
 
@@ -291,13 +277,14 @@ func testDeletePreconditions(t *testing.T, newStore NewStore) {
 	s := newStore(t, cache.Config{})
 	o := create(t, s, "default", "web", 1)
 	key := Key("default", "web")
-	_, _, err := s.Delete(ctx, key, cache.Preconditions{UID: "other"}, cache.WriteOptions{})
+	_, err := s.Delete(ctx, key, cache.Preconditions{UID: "other"}, cache.WriteOptions{})
 	require.ErrorIs(t, err, cache.ErrConflict)
-	_, _, err = s.Delete(ctx, key, cache.Preconditions{ResourceVersion: "1"}, cache.WriteOptions{})
+	_, err = s.Delete(ctx, key, cache.Preconditions{ResourceVersion: "1"}, cache.WriteOptions{})
 	require.ErrorIs(t, err, cache.ErrConflict)
-	_, removed, err := s.Delete(ctx, key, cache.Preconditions{UID: o.UID(), ResourceVersion: fmt.Sprint(o.ResourceVersion())}, cache.WriteOptions{})
+	_, err = s.Delete(ctx, key, cache.Preconditions{UID: o.UID(), ResourceVersion: fmt.Sprint(o.ResourceVersion())}, cache.WriteOptions{})
 	require.NoError(t, err)
-	assert.True(t, removed)
+	_, err = s.Get(ctx, key)
+	require.ErrorIs(t, err, cache.ErrNotFound)
 }
 
 func testDryRun(t *testing.T, newStore NewStore) {
@@ -315,84 +302,48 @@ func testDryRun(t *testing.T, newStore NewStore) {
 	assert.Nil(t, Meta(t, o, "resourceVersion"))
 	_, err = s.Create(ctx, Key("default", "web"), App("web", 1), dry)
 	require.ErrorIs(t, err, cache.ErrAlreadyExists)
-	u, err := s.Update(ctx, Key("default", "web"), App("web", 9), dry)
+	u, err := replace(s, Key("default", "web"), cache.Preconditions{}, App("web", 9), dry)
 	require.NoError(t, err)
 	assert.Equal(t, json.Number("9"), Decode(t, u)["spec"].(map[string]any)["replicas"])
-	_, removed, err := s.Delete(ctx, Key("default", "web"), cache.Preconditions{}, dry)
+	d, err := s.Delete(ctx, Key("default", "web"), cache.Preconditions{}, dry)
 	require.NoError(t, err)
-	assert.True(t, removed)
+	assert.Same(t, existing, d)
 
 	assert.Equal(t, rv, s.ResourceVersion(), "nothing was written")
 	got, err := s.Get(ctx, Key("default", "web"))
 	require.NoError(t, err)
 	assert.Same(t, existing, got)
-	_, err = s.Get(ctx, cache.Key{Resource: "namespaces", Name: "dry-ns"})
-	require.ErrorIs(t, err, cache.ErrNotFound, "no namespace created")
 	ExpectNone(t, w, 50*time.Millisecond)
 }
 
-func nsKey(name string) cache.Key {
-	return cache.Key{Resource: cache.NamespacesResource.Resource, Name: name}
-}
-
-func testImplicitNamespaces(t *testing.T, newStore NewStore) {
+// testDropResource: every object of one resource goes at once, a DELETED event each, and the
+// watches on that resource alone end.
+func testDropResource(t *testing.T, newStore NewStore) {
 	s := newStore(t, cache.Config{})
-	def, err := s.Get(ctx, nsKey("default"))
-	require.NoError(t, err, "default exists at start")
-	assert.Equal(t, "Namespace", Decode(t, def)["kind"])
-	w, err := s.Watch(ctx, cache.WatchOptions{})
+	create(t, s, "a", "x", 1)
+	create(t, s, "b", "y", 1)
+	events := cache.GroupResource{Resource: "events"}
+	_, err := s.Create(ctx, cache.Key{Resource: "events", Namespace: "a", Name: "e"}, map[string]any{"apiVersion": "v1", "kind": "Event"}, cache.WriteOptions{})
 	require.NoError(t, err)
-	defer w.Stop()
-	create(t, s, "team-a", "web", 1)
-	evs := Collect(t, w, 2, wait)
-	assert.Equal(t, cache.Added, evs[0].Type)
-	assert.Equal(t, nsKey("team-a"), evs[0].Object.Key(), "the namespace comes first")
-	assert.Equal(t, Key("team-a", "web"), evs[1].Object.Key())
-	ns := Decode(t, evs[0].Object)
-	assert.Equal(t, "Active", ns["status"].(map[string]any)["phase"])
-	create(t, s, "team-a", "db", 1)
-	assert.Equal(t, Key("team-a", "db"), Collect(t, w, 1, wait)[0].Object.Key(), "an existing namespace is not created again")
+	apps, err := s.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{Applications}})
+	require.NoError(t, err)
+	all, err := s.Watch(ctx, cache.WatchOptions{})
+	require.NoError(t, err)
+	defer all.Stop()
+	n, err := s.DropResource(ctx, Applications)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	assert.Equal(t, []string{"DELETED x", "DELETED y"}, types(Collect(t, all, 2, wait)))
+	require.ErrorIs(t, Closed(t, apps, wait), cache.ErrClosed, "watches on the dropped resource end")
+	res, err := s.List(ctx, Applications)
+	require.NoError(t, err)
+	assert.Empty(t, res.Items)
+	res, err = s.List(ctx, events)
+	require.NoError(t, err)
+	assert.Len(t, res.Items, 1, "other resources stay")
 }
 
-func testNamespaceDeletion(t *testing.T, newStore NewStore) {
-	s := newStore(t, cache.Config{})
-	create(t, s, "team", "plain", 1)
-	held := App("held", 1)
-	md(held)["finalizers"] = []any{"example.com/hold"}
-	_, err := s.Create(ctx, Key("team", "held"), held, cache.WriteOptions{})
-	require.NoError(t, err)
-
-	ns, removed, err := s.Delete(ctx, nsKey("team"), cache.Preconditions{}, cache.WriteOptions{})
-	require.NoError(t, err)
-	assert.False(t, removed, "a held object keeps the namespace")
-	assert.Equal(t, "Terminating", Decode(t, ns)["status"].(map[string]any)["phase"])
-	_, err = s.Get(ctx, Key("team", "plain"))
-	require.ErrorIs(t, err, cache.ErrNotFound)
-	h, err := s.Get(ctx, Key("team", "held"))
-	require.NoError(t, err)
-	assert.True(t, h.Deleting())
-
-	_, err = s.Create(ctx, Key("team", "new"), App("new", 1), cache.WriteOptions{})
-	require.ErrorIs(t, err, cache.ErrForbidden, "no new content in a Terminating namespace")
-
-	_, err = modify(t, s, Key("team", "held"), func(o map[string]any) { delete(md(o), "finalizers") })
-	require.NoError(t, err)
-	_, err = s.Get(ctx, nsKey("team"))
-	require.ErrorIs(t, err, cache.ErrNotFound, "the namespace goes with its last object")
-
-	_, _, err = s.Delete(ctx, nsKey("default"), cache.Preconditions{}, cache.WriteOptions{})
-	require.ErrorIs(t, err, cache.ErrForbidden)
-
-	// An empty namespace goes at once.
-	create(t, s, "empty", "x", 1)
-	_, _, err = s.Delete(ctx, Key("empty", "x"), cache.Preconditions{}, cache.WriteOptions{})
-	require.NoError(t, err)
-	_, removed, err = s.Delete(ctx, nsKey("empty"), cache.Preconditions{}, cache.WriteOptions{})
-	require.NoError(t, err)
-	assert.True(t, removed)
-}
-
-func labelled(t *testing.T, s *cache.Store, ns, name string, l map[string]any) {
+func labelled(t *testing.T, s cache.Interface, ns, name string, l map[string]any) {
 	t.Helper()
 	obj := App(name, 1)
 	md(obj)["labels"] = l
@@ -487,7 +438,7 @@ func testWatchFromNow(t *testing.T, newStore NewStore) {
 	create(t, s, "default", "after", 1)
 	_, err = modify(t, s, Key("default", "after"), func(o map[string]any) { o["spec"].(map[string]any)["replicas"] = json.Number("2") })
 	require.NoError(t, err)
-	_, _, err = s.Delete(ctx, Key("default", "after"), cache.Preconditions{}, cache.WriteOptions{})
+	_, err = s.Delete(ctx, Key("default", "after"), cache.Preconditions{}, cache.WriteOptions{})
 	require.NoError(t, err)
 	evs := Collect(t, w, 3, wait)
 	assert.Equal(t, []string{"ADDED after", "MODIFIED after", "DELETED after"}, types(evs))

@@ -8,10 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/opemu/opemu/application"
-	"github.com/opemu/opemu/cache"
-	"github.com/opemu/opemu/crd"
-	"github.com/opemu/opemu/kinds"
+	"github.com/opemu/opemu/registry/registrytest"
 	"github.com/opemu/opemu/server"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,16 +19,8 @@ import (
 
 // TestLabelsApplications runs the example controller against a real opemu server.
 func TestLabelsApplications(t *testing.T) {
-	served := kinds.New()
-	store := cache.New(cache.Config{SelectableFields: served.FieldSet})
-	defer store.Close()
-	crds, err := crd.New(crd.Config{Kinds: served, Drop: store.DropResource})
-	require.NoError(t, err)
-	require.NoError(t, served.Add(crds.Kind()))
-	require.NoError(t, crds.AddBuiltIn(application.CRD()))
-	chain, err := application.NewChain(application.ChainConfig{})
-	require.NoError(t, err)
-	srv, err := server.New(server.Config{Store: store, Kinds: served, CRDs: crds, Admission: chain})
+	core := registrytest.New(t, registrytest.Options{})
+	srv, err := server.New(server.Config{Store: core.Storage, Registry: core.Registry, Kinds: core.Kinds, CRDs: core.CRDs, Admission: core.Admission})
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()

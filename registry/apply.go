@@ -1,4 +1,4 @@
-package server
+package registry
 
 import (
 	"encoding/json"
@@ -19,7 +19,7 @@ import (
 // records its manager too.
 
 // fieldManagerFor returns k's FieldManager, made on first use.
-func (s *Server) fieldManagerFor(k *kinds.Kind) (*managedfields.FieldManager, error) {
+func (s *Store) fieldManagerFor(k *kinds.Kind) (*managedfields.FieldManager, error) {
 	gvk := schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind}
 	if fm, ok := s.fieldManagers.Load(gvk); ok {
 		return fm.(*managedfields.FieldManager), nil
@@ -34,7 +34,7 @@ func (s *Server) fieldManagerFor(k *kinds.Kind) (*managedfields.FieldManager, er
 }
 
 // applyObject merges applied into live (nil: the object does not exist yet) as manager.
-func (s *Server) applyObject(k *kinds.Kind, live, applied map[string]any, manager string, force bool) (map[string]any, error) {
+func (s *Store) applyObject(k *kinds.Kind, live, applied map[string]any, manager string, force bool) (map[string]any, error) {
 	fm, err := s.fieldManagerFor(k)
 	if err != nil {
 		return nil, err
@@ -55,7 +55,7 @@ func (s *Server) applyObject(k *kinds.Kind, live, applied map[string]any, manage
 
 // trackUpdate records manager's ownership of what it changed from live to next, when live is
 // already tracked.
-func (s *Server) trackUpdate(k *kinds.Kind, live, next map[string]any, manager string) map[string]any {
+func (s *Store) trackUpdate(k *kinds.Kind, live, next map[string]any, manager string) map[string]any {
 	md, _ := live["metadata"].(map[string]any)
 	if _, tracked := md["managedFields"]; !tracked {
 		return next

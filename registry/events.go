@@ -1,4 +1,4 @@
-package server
+package registry
 
 import (
 	"context"
@@ -16,26 +16,27 @@ import (
 const apiserverSource = "opemu-apiserver"
 
 // recordsEvents reports whether writes to t are recorded (SPEC §7): client writes to a custom
-// resource's main resource (and its scale), not status, not built-ins, not dry runs.
-func (s *Server) recordsEvents(t target, o writeOptions) bool {
-	return s.cfg.Events != nil && !o.dryRun && !t.kind.BuiltIn() && (t.sub == "" || t.sub == "scale")
+// resource's main resource (and its scale), not status, not built-ins, not dry runs, not
+// opemu's own writes (its components record their own Events).
+func (s *Store) recordsEvents(t Target, o Options) bool {
+	return s.cfg.Events != nil && !o.DryRun && !o.Internal && !t.Kind.BuiltIn() && (t.Sub == "" || t.Sub == "scale")
 }
 
 // recordWrite records a successful write of obj.
-func (s *Server) recordWrite(ctx context.Context, t target, o writeOptions, obj *cache.Object, reason, verb string) {
+func (s *Store) recordWrite(ctx context.Context, t Target, o Options, obj *cache.Object, reason, verb string) {
 	if !s.recordsEvents(t, o) {
 		return
 	}
 	s.cfg.Events.Record(ctx, events.Event{
 		Object: ref(t, obj.Key().Name, obj.UID(), obj.ResourceVersion()),
 		Type:   events.TypeNormal, Severity: events.Info, Reason: reason, Source: apiserverSource,
-		Message: fmt.Sprintf("%s %s %s", verb, t.kind.Kind, objectName(obj.Key())),
+		Message: fmt.Sprintf("%s %s %s", verb, t.Kind.Kind, objectName(obj.Key())),
 	})
 }
 
 // recordRejection records a write refused by validation (422) or admission (403) as a Warning
 // on the attempted object.
-func (s *Server) recordRejection(ctx context.Context, t target, o writeOptions, name, uid string, err error) {
+func (s *Store) recordRejection(ctx context.Context, t Target, o Options, name, uid string, err error) {
 	if !s.recordsEvents(t, o) || name == "" {
 		return
 	}
@@ -43,9 +44,9 @@ func (s *Server) recordRejection(ctx context.Context, t target, o writeOptions, 
 	if !errors.As(err, &st) {
 		return
 	}
-	if t.kind.Namespaced {
+	if t.Kind.Namespaced {
 		// A rejected write does not create the namespace it was aimed at.
-		if _, err := s.cfg.Store.Get(ctx, cache.Key{Resource: cache.NamespacesResource.Resource, Name: t.key.Namespace}); err != nil {
+		if _, err := s.cfg.Storage.Get(ctx, namespaceKey(t.Key.Namespace)); err != nil {
 			return
 		}
 	}
@@ -65,8 +66,8 @@ func (s *Server) recordRejection(ctx context.Context, t target, o writeOptions, 
 	})
 }
 
-func ref(t target, name, uid string, rv uint64) events.Ref {
-	r := events.Ref{APIVersion: t.kind.GroupVersion(), Kind: t.kind.Kind, Namespace: t.key.Namespace, Name: name, UID: uid}
+func ref(t Target, name, uid string, rv uint64) events.Ref {
+	r := events.Ref{APIVersion: t.Kind.GroupVersion(), Kind: t.Kind.Kind, Namespace: t.Key.Namespace, Name: name, UID: uid}
 	if rv != 0 {
 		r.ResourceVersion = strconv.FormatUint(rv, 10)
 	}

@@ -1,4 +1,4 @@
-package server
+package registry
 
 import (
 	"context"
@@ -27,11 +27,12 @@ const (
 
 const customResourcePatchTypes = jsonPatchType + ", " + mergePatchType + ", " + applyPatchType
 
-// patch applies a JSON Patch, a JSON merge patch or an apply patch to t's object (or its
-// /status or /scale view) and runs the result through the update path.
-func (s *Server) patch(ctx context.Context, t target, patchType string, body []byte, o writeOptions) (writeResult, bool, error) {
-	if o.force && patchType != applyPatchType {
-		return writeResult{}, false, apierrors.NewInvalid(schema.GroupKind{Group: "meta.k8s.io", Kind: "PatchOptions"}, "",
+// Patch applies a JSON Patch, a JSON merge patch, a strategic merge patch (kinds with a Go
+// type) or a server-side apply to t's object (or its /status or /scale view) through the
+// update path. Result.Created says an apply created the object.
+func (s *Store) Patch(ctx context.Context, t Target, patchType string, body []byte, o Options) (Result, error) {
+	if o.Force && patchType != applyPatchType {
+		return Result{}, apierrors.NewInvalid(schema.GroupKind{Group: "meta.k8s.io", Kind: "PatchOptions"}, "",
 			field.ErrorList{field.Forbidden(field.NewPath("force"), "may not be specified for non-apply patch")})
 	}
 	var apply func(doc []byte) ([]byte, error)
@@ -42,7 +43,7 @@ func (s *Server) patch(ctx context.Context, t target, patchType string, body []b
 			err = requireMembers(p)
 		}
 		if err != nil {
-			return writeResult{}, false, badRequest("the body of the request is not a valid JSON Patch: %v", err)
+			return Result{}, badRequest("the body of the request is not a valid JSON Patch: %v", err)
 		}
 		apply = func(doc []byte) ([]byte, error) {
 			out, err := p.Apply(doc)
@@ -52,8 +53,8 @@ func (s *Server) patch(ctx context.Context, t target, patchType string, body []b
 			return out, nil
 		}
 	case mergePatchType:
-		if _, err := decodeJSONObject(body); err != nil {
-			return writeResult{}, false, err
+		if _, err := DecodeObject(body); err != nil {
+			return Result{}, err
 		}
 		apply = func(doc []byte) ([]byte, error) {
 			out, err := jsonpatch.MergePatch(doc, body)
@@ -66,12 +67,12 @@ func (s *Server) patch(ctx context.Context, t target, patchType string, body []b
 		o.applying = true
 		return s.applyPatch(ctx, t, body, o)
 	case strategicPatchType:
-		schema := t.kind.StrategicPatch
+		schema := t.Kind.StrategicPatch
 		if schema == nil {
-			return writeResult{}, false, unsupportedMediaType(customResourcePatchTypes)
+			return Result{}, UnsupportedMediaType(customResourcePatchTypes)
 		}
-		if _, err := decodeJSONObject(body); err != nil {
-			return writeResult{}, false, err
+		if _, err := DecodeObject(body); err != nil {
+			return Result{}, err
 		}
 		apply = func(doc []byte) ([]byte, error) {
 			out, err := strategicpatch.StrategicMergePatch(doc, body, schema)
@@ -81,75 +82,70 @@ func (s *Server) patch(ctx context.Context, t target, patchType string, body []b
 			return out, nil
 		}
 	default:
-		return writeResult{}, false, unsupportedMediaType(customResourcePatchTypes)
+		return Result{}, UnsupportedMediaType(customResourcePatchTypes)
 	}
-	res, err := s.update(ctx, t, o, func(cur map[string]any) (map[string]any, bool, error) {
-		if t.sub == "scale" {
-			return s.patchScale(t, cur, apply)
+	return s.update(ctx, t, o, func(cur map[string]any) (map[string]any, error) {
+		if t.Sub == "scale" {
+			return patchScale(t, cur, apply)
 		}
 		doc, err := json.Marshal(cur)
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		out, err := apply(doc)
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
-		next, err := decodeJSONObject(out)
+		next, err := DecodeObject(out)
 		if err != nil {
-			return nil, false, invalidPatch(t, err)
+			return nil, invalidPatch(t, err)
 		}
-		return next, stringOf(metadataOf(next)["resourceVersion"]) != stringOf(metadataOf(cur)["resourceVersion"]), nil
+		return next, nil
 	})
-	return res, false, err
 }
 
 // applyPatch is server-side apply (ssa.go): the applied configuration creates the object when
 // it is missing, and is otherwise merged with field ownership; a field another manager owns is
 // a 409 unless force is set.
-func (s *Server) applyPatch(ctx context.Context, t target, body []byte, o writeOptions) (writeResult, bool, error) {
-	if o.fieldManager == "" {
-		return writeResult{}, false, apierrors.NewInvalid(schema.GroupKind{Group: "meta.k8s.io", Kind: "PatchOptions"}, "",
+func (s *Store) applyPatch(ctx context.Context, t Target, body []byte, o Options) (Result, error) {
+	if o.FieldManager == "" {
+		return Result{}, apierrors.NewInvalid(schema.GroupKind{Group: "meta.k8s.io", Kind: "PatchOptions"}, "",
 			field.ErrorList{field.Required(field.NewPath("fieldManager"), "is required for apply patch")})
 	}
-	if t.sub != "" {
-		return writeResult{}, false, unsupportedMediaType(jsonPatchType + ", " + mergePatchType)
+	if t.Sub != "" {
+		return Result{}, UnsupportedMediaType(jsonPatchType + ", " + mergePatchType)
 	}
 	js, err := yaml.YAMLToJSON(body)
 	if err != nil {
-		return writeResult{}, false, badRequest("the body of the request is not valid YAML or JSON: %v", err)
+		return Result{}, badRequest("the body of the request is not valid YAML or JSON: %v", err)
 	}
-	applied, err := decodeJSONObject(js)
+	applied, err := DecodeObject(js)
 	if err != nil {
-		return writeResult{}, false, err
+		return Result{}, err
 	}
-	if err := checkTypeMeta(t.kind, applied); err != nil {
-		return writeResult{}, false, err
+	if err := checkTypeMeta(t.Kind, applied); err != nil {
+		return Result{}, err
 	}
-	if name := stringOf(metadataOf(applied)["name"]); name != t.key.Name {
-		return writeResult{}, false, badRequest("the name of the object (%s) does not match the name on the URL (%s)", name, t.key.Name)
+	if name := stringOf(metadataOf(applied)["name"]); name != t.Key.Name {
+		return Result{}, badRequest("the name of the object (%s) does not match the name on the URL (%s)", name, t.Key.Name)
 	}
-	if _, err := s.cfg.Store.Get(ctx, t.key); errors.Is(err, cache.ErrNotFound) {
-		obj, err := s.applyObject(t.kind, nil, applied, o.fieldManager, o.force)
+	if _, err := s.cfg.Storage.Get(ctx, t.Key); errors.Is(err, cache.ErrNotFound) {
+		obj, err := s.applyObject(t.Kind, nil, applied, o.FieldManager, o.Force)
 		if err != nil {
-			return writeResult{}, false, err
+			return Result{}, err
 		}
-		res, err := s.create(ctx, t, obj, o)
-		return res, true, err
+		res, err := s.Create(ctx, t, obj, o)
+		res.Created = err == nil
+		return res, err
 	}
-	res, err := s.update(ctx, t, o, func(cur map[string]any) (map[string]any, bool, error) {
-		next, err := s.applyObject(t.kind, cur, deepCopy(applied), o.fieldManager, o.force)
-		if err != nil {
-			return nil, false, err
-		}
-		return next, stringOf(metadataOf(next)["resourceVersion"]) != stringOf(metadataOf(cur)["resourceVersion"]), nil
+	return s.update(ctx, t, o, func(cur map[string]any) (map[string]any, error) {
+		return s.applyObject(t.Kind, cur, deepCopy(applied), o.FieldManager, o.Force)
 	})
-	return res, false, err
 }
 
 // invalidPatch is the 422 for a patch that cannot be applied (a failed test, a missing path).
-func invalidPatch(t target, err error) error {
-	return apierrors.NewInvalid(schema.GroupKind{Group: t.kind.Group, Kind: t.kind.Kind}, t.key.Name,
+func invalidPatch(t Target, err error) error {
+	return apierrors.NewInvalid(schema.GroupKind{Group: t.Kind.Group, Kind: t.Kind.Kind}, t.Key.Name,
 		field.ErrorList{field.Invalid(field.NewPath(""), nil, fmt.Sprintf("the patch cannot be applied: %v", err))})
 }
 

@@ -1,4 +1,4 @@
-package server
+package registry
 
 import (
 	"encoding/json"
@@ -48,15 +48,18 @@ func simpleObjectMeta(md map[string]any) (meta metav1.ObjectMeta, ok bool) {
 				meta.ResourceVersion = s
 			}
 		case "generation":
-			n, isNumber := v.(json.Number)
-			if !isNumber {
+			switch n := v.(type) {
+			case json.Number:
+				g, err := n.Int64()
+				if err != nil {
+					return meta, false
+				}
+				meta.Generation = g
+			case int64: // stamped by the write path itself
+				meta.Generation = n
+			default:
 				return meta, false
 			}
-			g, err := n.Int64()
-			if err != nil {
-				return meta, false
-			}
-			meta.Generation = g
 		case "creationTimestamp":
 			s, isString := v.(string)
 			if !isString {

@@ -1,0 +1,119 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/opemu/opemu/cache"
+)
+
+// Client is the in-process client of the API for opemu's own components (the controller, the
+// event recorder, the lease lock): reads come from the store, and every write goes through the
+// Store's write path (admission, validation, the rules of objects) marked Internal, so what
+// they store passes the same checks as a client's write, records no write Events of its own
+// and is never refused as read-only.
+type Client struct {
+	s       *Store
+	manager string
+}
+
+// Client returns a client whose writes carry manager as their field manager.
+func (s *Store) Client(manager string) *Client { return &Client{s: s, manager: manager} }
+
+func (c *Client) options() Options {
+	return Options{Internal: true, FieldManager: c.manager, FieldValidation: "Strict"}
+}
+
+// Get returns the object at key.
+func (c *Client) Get(ctx context.Context, key cache.Key) (*cache.Object, error) {
+	return c.s.cfg.Storage.Get(ctx, key)
+}
+
+// List lists the objects of gr.
+func (c *Client) List(ctx context.Context, gr cache.GroupResource, opts ...cache.ListOption) (cache.ListResult, error) {
+	return c.s.cfg.Storage.List(ctx, gr, opts...)
+}
+
+// Watch watches the store.
+func (c *Client) Watch(ctx context.Context, opts cache.WatchOptions) (*cache.Watcher, error) {
+	return c.s.cfg.Storage.Watch(ctx, opts)
+}
+
+// Create creates obj at key (its name, or generateName when key.Name is empty).
+func (c *Client) Create(ctx context.Context, key cache.Key, obj map[string]any) (*cache.Object, error) {
+	t, err := c.s.TargetOf(key)
+	if err != nil {
+		return nil, err
+	}
+	if key.Name != "" {
+		metadataOf(obj)["name"] = key.Name
+	}
+	t.Key.Name = ""
+	res, err := c.s.Create(ctx, t, obj, c.options())
+	return res.Object, err
+}
+
+// Update replaces the object at key with obj (its status is kept when the kind has a status
+// subresource). A resourceVersion in obj is a precondition; without one the update is
+// unconditional.
+func (c *Client) Update(ctx context.Context, key cache.Key, obj map[string]any) (*cache.Object, error) {
+	t, err := c.s.TargetOf(key)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.s.Update(ctx, t, obj, c.options())
+	return res.Object, err
+}
+
+// UpdateStatus writes obj's status, through the status subresource when the kind has one.
+func (c *Client) UpdateStatus(ctx context.Context, key cache.Key, obj map[string]any) (*cache.Object, error) {
+	t, err := c.s.TargetOf(key)
+	if err != nil {
+		return nil, err
+	}
+	if t.Kind.Status {
+		t.Sub = "status"
+	}
+	res, err := c.s.Update(ctx, t, obj, c.options())
+	return res.Object, err
+}
+
+// Delete deletes the object at key (see Store.Delete); removed says it is gone.
+func (c *Client) Delete(ctx context.Context, key cache.Key, pre cache.Preconditions) (*cache.Object, bool, error) {
+	t, err := c.s.TargetOf(key)
+	if err != nil {
+		return nil, false, err
+	}
+	return c.s.Delete(ctx, t, pre, c.options())
+}
+
+// Bootstrap makes what exists from the start: the default namespace, and objs (the built-in
+// CRDs; typed objects or decoded JSON, each with apiVersion, kind and a name), each unless it
+// exists.
+func (s *Store) Bootstrap(ctx context.Context, objs ...any) error {
+	c := s.Client("opemu")
+	all := append([]any{map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": DefaultNamespace}}}, objs...)
+	for _, v := range all {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		obj, err := DecodeObject(raw)
+		if err != nil {
+			return err
+		}
+		av, kind := stringOf(obj["apiVersion"]), stringOf(obj["kind"])
+		k, ok := s.cfg.Kinds.ForKind(av, kind)
+		if !ok {
+			return fmt.Errorf("registry: bootstrap: %s %s is not served", av, kind)
+		}
+		md := metadataOf(obj)
+		key := cache.Key{Group: k.Group, Resource: k.Plural, Namespace: stringOf(md["namespace"]), Name: stringOf(md["name"])}
+		if _, err := c.Create(ctx, key, obj); err != nil && !errors.Is(err, cache.ErrAlreadyExists) {
+			return err
+		}
+	}
+	return nil
+}

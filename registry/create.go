@@ -1,0 +1,98 @@
+package registry
+
+import (
+	"context"
+	"errors"
+
+	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/webhooks"
+)
+
+// generateNameAttempts bounds the retries of a create whose generated name was taken.
+const generateNameAttempts = 8
+
+// Create is the write path of a new object of t.Kind in t.Key.Namespace (SPEC §6): type and
+// name checks, the kind's create defaults, pruning and defaulting, mutating admission, stamping
+// (uid, timestamps, generation, a generated name), metadata and schema validation, validating
+// admission, the kind's lifecycle, the namespace's, then the store. obj is consumed.
+func (s *Store) Create(ctx context.Context, t Target, obj map[string]any, o Options) (Result, error) {
+	if err := checkTypeMeta(t.Kind, obj); err != nil {
+		return Result{}, err
+	}
+	md, err := metadata(obj)
+	if err != nil {
+		return Result{}, err
+	}
+	key := t.Key
+	key.Name = stringOf(md["name"])
+	if key.Name != "" {
+		if err := s.checkWritable(t, key, o); err != nil {
+			return Result{}, err
+		}
+	}
+	if ns := stringOf(md["namespace"]); ns != "" && ns != t.Key.Namespace && t.Kind.Namespaced {
+		return Result{}, badRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	if t.Kind.Status {
+		delete(obj, "status")
+	}
+	if t.Kind.PrepareForCreate != nil {
+		t.Kind.PrepareForCreate(obj)
+	}
+	prefix := stringOf(md["generateName"])
+	generated := key.Name == "" && prefix != ""
+	warnings, err := s.admit(ctx, admitRequest{t: t, op: webhooks.Create, obj: obj, o: o, stamp: func() error {
+		md := metadataOf(obj)
+		if name := stringOf(md["name"]); name != "" {
+			key.Name = name // a mutating webhook may name it
+		} else if generated {
+			key.Name = generateName(prefix)
+		}
+		s.stampCreate(key, md)
+		return nil
+	}})
+	if err != nil {
+		s.recordRejection(ctx, t, o, key.Name, "", err)
+		return Result{}, err
+	}
+	if lc := t.Kind.Lifecycle; lc != nil {
+		w, err := lc.BeforeWrite(ctx, obj, nil, o.DryRun)
+		if err != nil {
+			return Result{}, err
+		}
+		warnings = append(warnings, w...)
+	}
+	stored, err := s.store(ctx, key, obj, o, generated)
+	if err != nil {
+		return Result{}, err
+	}
+	if lc := t.Kind.Lifecycle; lc != nil && !o.DryRun {
+		if err := lc.AfterWrite(ctx, stored, false); err != nil {
+			return Result{}, err
+		}
+	}
+	s.recordWrite(ctx, t, o, stored, "Created", "Created")
+	return Result{Object: stored, Warnings: warnings, Changed: true}, nil
+}
+
+// store creates obj at key inside its namespace (SPEC §2: a write into a missing namespace
+// creates it; a Terminating one refuses new objects). A generated name that is taken is
+// generated again.
+func (s *Store) store(ctx context.Context, key cache.Key, obj map[string]any, o Options, generated bool) (*cache.Object, error) {
+	if key.Namespace != "" {
+		unlock := s.lockNamespace(key.Namespace, false)
+		defer unlock()
+		if err := s.admitIntoNamespace(ctx, key, o); err != nil {
+			return nil, err
+		}
+	}
+	prefix := stringOf(metadataOf(obj)["generateName"])
+	for attempt := 1; ; attempt++ {
+		stored, err := s.cfg.Storage.Create(ctx, key, obj, cache.WriteOptions{DryRun: o.DryRun})
+		if !generated || !errors.Is(err, cache.ErrAlreadyExists) || attempt == generateNameAttempts {
+			return stored, err
+		}
+		key.Name = generateName(prefix)
+		metadataOf(obj)["name"] = key.Name
+	}
+}

@@ -1,0 +1,108 @@
+package registry
+
+import (
+	"context"
+	"errors"
+
+	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/kinds"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Delete deletes t's object (SPEC §2): an object with finalizers is marked (deletionTimestamp
+// set, generation bumped: a MODIFIED event) and goes when an update empties its finalizers;
+// deleting a marked object again changes nothing; any other object is removed at once.
+// removed says which happened; the object returned is its state after the call. A namespace's
+// deletion cascades (namespace.go).
+func (s *Store) Delete(ctx context.Context, t Target, pre cache.Preconditions, o Options) (*cache.Object, bool, error) {
+	if err := s.checkWritable(t, t.Key, o); err != nil {
+		return nil, false, err
+	}
+	if lc := t.Kind.Lifecycle; lc != nil {
+		if err := lc.BeforeDelete(ctx, t.Key.Name); err != nil {
+			return nil, false, err
+		}
+	}
+	var obj *cache.Object
+	var removed bool
+	var err error
+	if t.Key.GroupResource() == kinds.Namespaces {
+		obj, removed, err = s.deleteNamespace(ctx, t, pre, o)
+	} else {
+		obj, removed, err = s.deleteObject(ctx, t, pre, o)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if lc := t.Kind.Lifecycle; lc != nil && removed && !o.DryRun {
+		if err := lc.AfterWrite(ctx, obj, true); err != nil {
+			return nil, false, err
+		}
+	}
+	s.recordWrite(ctx, t, o, obj, "Deleted", "Deleted")
+	return obj, removed, nil
+}
+
+// deleteObject marks or removes t's object in one GuaranteedUpdate, so the finalizers it
+// decides on are the ones stored at that moment.
+func (s *Store) deleteObject(ctx context.Context, t Target, pre cache.Preconditions, o Options) (*cache.Object, bool, error) {
+	removing := false
+	obj, err := s.cfg.Storage.GuaranteedUpdate(ctx, t.Key, pre, func(cur *cache.Object) (cache.Update, error) {
+		removing = false
+		switch {
+		case cur.Deleting():
+			return cache.Update{}, nil
+		case len(cur.Finalizers()) > 0:
+			obj, err := cur.Decode()
+			if err != nil {
+				return cache.Update{}, err
+			}
+			md := metadataOf(obj)
+			md["deletionTimestamp"] = s.now()
+			md["deletionGracePeriodSeconds"] = int64(0)
+			md["generation"] = cur.Generation() + 1
+			return cache.Update{Object: obj}, nil
+		}
+		removing = true
+		return cache.Update{Remove: true}, nil
+	}, cache.WriteOptions{DryRun: o.DryRun})
+	if err != nil {
+		return nil, false, err
+	}
+	if removing && !o.DryRun {
+		s.afterRemove(ctx, t.Key)
+	}
+	return obj, removing, nil
+}
+
+// afterRemove finishes what a removal leaves: a Terminating namespace whose last object went.
+func (s *Store) afterRemove(ctx context.Context, key cache.Key) {
+	if key.Namespace != "" {
+		_, _ = s.finishNamespace(ctx, key.Namespace)
+	}
+}
+
+// DeleteCollection deletes every object q selects in t (deletecollection), one Delete each,
+// and returns them: removed ones in their last state, ones held by finalizers marked.
+func (s *Store) DeleteCollection(ctx context.Context, t Target, q ListOptions, pre cache.Preconditions, o Options) ([]*cache.Object, metav1.ListMeta, error) {
+	q.Limit, q.Continue = 0, nil
+	items, meta, err := s.List(ctx, t, q)
+	if err != nil {
+		return nil, meta, err
+	}
+	out := make([]*cache.Object, 0, len(items))
+	for _, it := range items {
+		one := t
+		one.Key = it.Key()
+		obj, _, err := s.Delete(ctx, one, pre, o)
+		if errors.Is(err, cache.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, meta, err
+		}
+		out = append(out, obj)
+	}
+	meta.ResourceVersion = formatRV(s.cfg.Storage.ResourceVersion())
+	return out, meta, nil
+}

@@ -1,0 +1,202 @@
+package registry
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/kinds"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// Server-owned metadata (SPEC §2): uid, creationTimestamp, generation, deletionTimestamp. The
+// server sets them; what a client sends for them is ignored on create and kept from the stored
+// object on update.
+
+func (s *Store) now() string { return s.cfg.Clock.Now().UTC().Format(time.RFC3339) }
+
+// stampCreate sets what a create gives: name (when key has one: a name that is not a string
+// is left for validation to refuse) and namespace from key, a new uid, creationTimestamp and
+// generation 1, and no deletion.
+func (s *Store) stampCreate(key cache.Key, md map[string]any) {
+	if key.Name != "" {
+		md["name"] = key.Name
+	}
+	if key.Namespace != "" {
+		md["namespace"] = key.Namespace
+	} else {
+		delete(md, "namespace")
+	}
+	md["uid"] = s.cfg.NewUID()
+	md["creationTimestamp"] = s.now()
+	md["generation"] = int64(1)
+	delete(md, "resourceVersion")
+	delete(md, "deletionTimestamp")
+	delete(md, "deletionGracePeriodSeconds")
+}
+
+// keptOnUpdate are the metadata fields an update keeps from the stored object.
+var keptOnUpdate = []string{"name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"}
+
+// stampUpdate makes next the next version of cur (decoded as old): the fields above are kept,
+// generation moves when anything outside metadata and status changed, and while the object is
+// being deleted no finalizer may be added. It reports whether the update removes the object
+// (the last finalizer of one being deleted went).
+func stampUpdate(t Target, cur *cache.Object, old, next map[string]any) (removing bool, err error) {
+	md, oldMD := metadataOf(next), metadataOf(old)
+	for _, f := range keptOnUpdate {
+		if v, ok := oldMD[f]; ok {
+			md[f] = v
+		} else {
+			delete(md, f)
+		}
+	}
+	gen := cur.Generation()
+	if cache.SpecHash(next) != cur.SpecHash() {
+		gen++
+	}
+	md["generation"] = gen
+	finalizers := stringSlice(md["finalizers"])
+	if !cur.Deleting() {
+		return false, nil
+	}
+	var added []string
+	for _, f := range finalizers {
+		if !slices.Contains(cur.Finalizers(), f) {
+			added = append(added, f)
+		}
+	}
+	if len(added) > 0 {
+		return false, apierrors.NewInvalid(t.groupKind(), t.Key.Name, field.ErrorList{field.Forbidden(field.NewPath("metadata", "finalizers"),
+			"no new finalizers can be added if the object is being deleted, found new finalizers ["+strings.Join(added, " ")+"]")})
+	}
+	return len(finalizers) == 0, nil
+}
+
+// nameChars are the characters generateName appends (no vowels, no look-alikes).
+const nameChars = "bcdfghjklmnpqrstvwxz2456789"
+
+// generateName returns prefix plus 5 random characters, the prefix cut so the name fits 253.
+func generateName(prefix string) string {
+	const maxPrefix = 253 - 5
+	if len(prefix) > maxPrefix {
+		prefix = prefix[:maxPrefix]
+	}
+	b := []byte(prefix)
+	for range 5 {
+		b = append(b, nameChars[rand.IntN(len(nameChars))])
+	}
+	return string(b)
+}
+
+// checkTypeMeta requires apiVersion and kind to name the URL's kind.
+func checkTypeMeta(k *kinds.Kind, obj map[string]any) error {
+	av, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	switch {
+	case kind == "":
+		return badRequest("Object 'Kind' is missing in the request body")
+	case av == "":
+		return badRequest("Object 'apiVersion' is missing in the request body")
+	case av != k.GroupVersion():
+		return badRequest("the API version in the data (%s) does not match the expected API version (%s)", av, k.GroupVersion())
+	case kind != k.Kind:
+		return badRequest("the kind in the data (%s) does not match the expected kind (%s)", kind, k.Kind)
+	}
+	return nil
+}
+
+// metadata returns obj's metadata, creating an empty one when absent; a metadata that is not
+// an object is a 400.
+func metadata(obj map[string]any) (map[string]any, error) {
+	switch md := obj["metadata"].(type) {
+	case map[string]any:
+		return md, nil
+	case nil:
+		m := map[string]any{}
+		obj["metadata"] = m
+		return m, nil
+	default:
+		return nil, badRequest("metadata must be a JSON object, not %s", jsonKind(md))
+	}
+}
+
+func (t Target) groupKind() schema.GroupKind {
+	return schema.GroupKind{Group: t.Kind.Group, Kind: t.Kind.Kind}
+}
+
+func metadataOf(obj map[string]any) map[string]any {
+	md, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		md = map[string]any{}
+		obj["metadata"] = md
+	}
+	return md
+}
+
+func stringOf(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func stringSlice(v any) []string {
+	l, _ := v.([]any)
+	out := make([]string, 0, len(l))
+	for _, e := range l {
+		if s, ok := e.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func formatRV(rv uint64) string { return strconv.FormatUint(rv, 10) }
+
+// deepCopy copies a decoded JSON value so the copy can be modified freely.
+func deepCopy(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = deepCopyValue(v)
+	}
+	return out
+}
+
+func deepCopyValue(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		return deepCopy(v)
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = deepCopyValue(e)
+		}
+		return out
+	}
+	return v
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case json.Number:
+		return "a number"
+	}
+	return fmt.Sprintf("%T", v)
+}

@@ -1,0 +1,87 @@
+package registry
+
+import (
+	"encoding/json"
+	"math"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// scaleOf is the autoscaling/v1 Scale view of obj.
+func scaleOf(t Target, obj map[string]any) map[string]any {
+	md := metadataOf(obj)
+	smd := map[string]any{}
+	for _, k := range []string{"name", "namespace", "uid", "resourceVersion", "creationTimestamp"} {
+		if v, ok := md[k]; ok {
+			smd[k] = v
+		}
+	}
+	spec := map[string]any{}
+	if v, ok := getPath(obj, jsonPath(t.Kind.Scale.SpecReplicasPath)); ok {
+		spec["replicas"] = v
+	}
+	status := map[string]any{"replicas": json.Number("0")}
+	if v, ok := getPath(obj, jsonPath(t.Kind.Scale.StatusReplicasPath)); ok {
+		status["replicas"] = v
+	}
+	if t.Kind.Scale.LabelSelectorPath != nil {
+		if v, ok := getPath(obj, jsonPath(*t.Kind.Scale.LabelSelectorPath)); ok {
+			status["selector"] = v
+		}
+	}
+	return map[string]any{"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": smd, "spec": spec, "status": status}
+}
+
+// fromScale returns cur with the replicas of the Scale object scale, and the Scale's
+// resourceVersion, when it has one, as the update's precondition.
+func fromScale(t Target, cur, scale map[string]any) (map[string]any, error) {
+	if av, kind := stringOf(scale["apiVersion"]), stringOf(scale["kind"]); kind != "Scale" || av != "autoscaling/v1" {
+		return nil, badRequest("expected an autoscaling/v1 Scale, got %s %s", av, kind)
+	}
+	smd, _ := scale["metadata"].(map[string]any)
+	if name := stringOf(smd["name"]); name != "" && name != t.Key.Name {
+		return nil, badRequest("the name of the object (%s) does not match the name on the URL (%s)", name, t.Key.Name)
+	}
+	spec, _ := scale["spec"].(map[string]any)
+	n, ok := spec["replicas"].(json.Number)
+	path := field.NewPath("spec", "replicas")
+	invalid := func(detail string) error {
+		return apierrors.NewInvalid(schema.GroupKind{Group: "autoscaling", Kind: "Scale"}, t.Key.Name,
+			field.ErrorList{field.Invalid(path, spec["replicas"], detail)})
+	}
+	if !ok {
+		return nil, invalid("must be an integer")
+	}
+	v, err := n.Int64()
+	if err != nil || v > math.MaxInt32 {
+		return nil, invalid("must be an integer")
+	}
+	if v < 0 {
+		return nil, invalid("must be greater than or equal to 0")
+	}
+	next := deepCopy(cur)
+	setPath(next, jsonPath(t.Kind.Scale.SpecReplicasPath), json.Number(n.String()))
+	if rv := stringOf(smd["resourceVersion"]); rv != "" {
+		metadataOf(next)["resourceVersion"] = rv
+	}
+	return next, nil
+}
+
+// patchScale applies a patch to the Scale view of cur.
+func patchScale(t Target, cur map[string]any, apply func([]byte) ([]byte, error)) (map[string]any, error) {
+	doc, err := json.Marshal(scaleOf(t, cur))
+	if err != nil {
+		return nil, err
+	}
+	out, err := apply(doc)
+	if err != nil {
+		return nil, err
+	}
+	scale, err := DecodeObject(out)
+	if err != nil {
+		return nil, invalidPatch(t, err)
+	}
+	return fromScale(t, cur, scale)
+}

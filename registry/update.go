@@ -1,0 +1,165 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/webhooks"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// MutateFunc turns the current object (a private copy) into the desired one: a PUT body, a
+// patched document, a new status or scale. A resourceVersion it leaves in the result other
+// than the current one is the client's precondition, so the update fails with a conflict.
+type MutateFunc func(cur map[string]any) (next map[string]any, err error)
+
+// Update is PUT: body replaces the object (or its status, or its scale). Without a
+// resourceVersion in the body the update is unconditional (SPEC §11).
+func (s *Store) Update(ctx context.Context, t Target, body map[string]any, o Options) (Result, error) {
+	return s.update(ctx, t, o, func(cur map[string]any) (map[string]any, error) {
+		if t.Sub == "scale" {
+			return fromScale(t, cur, body)
+		}
+		if _, err := metadata(body); err != nil {
+			return nil, err
+		}
+		return deepCopy(body), nil
+	})
+}
+
+// update is the write path of a change to an existing object, all of it inside one
+// GuaranteedUpdate: mutate, the name, namespace, uid and resourceVersion checks, the status
+// rules of the subresource, stamping (kept metadata, generation, finalizer rules), admission,
+// the kind's lifecycle. For the main resource of a kind with a status subresource the stored
+// status is kept; for /status only status changes.
+func (s *Store) update(ctx context.Context, t Target, o Options, mutate MutateFunc) (Result, error) {
+	if err := s.checkWritable(t, t.Key, o); err != nil {
+		return Result{}, err
+	}
+	var (
+		seen     *cache.Object // the object the last attempt started from
+		removing bool          // the last attempt removes the object
+		warnings []string
+	)
+	stored, err := s.cfg.Storage.GuaranteedUpdate(ctx, t.Key, cache.Preconditions{}, func(curObj *cache.Object) (cache.Update, error) {
+		seen, removing, warnings = curObj, false, nil
+		cur, err := curObj.Decode()
+		if err != nil {
+			return cache.Update{}, err
+		}
+		next, err := mutate(deepCopy(cur))
+		if err != nil {
+			return cache.Update{}, err
+		}
+		if t.Sub == "" && !o.applying {
+			next = s.trackUpdate(t.Kind, cur, next, o.FieldManager)
+		}
+		if err := checkUpdate(t, curObj, next); err != nil {
+			return cache.Update{}, err
+		}
+		if t.Sub == "status" {
+			next = withStatusOf(cur, next)
+		} else if t.Kind.Status {
+			if st, ok := cur["status"]; ok {
+				next["status"] = st
+			} else {
+				delete(next, "status")
+			}
+		}
+		md := metadataOf(next)
+		md["name"] = t.Key.Name
+		if t.Kind.Namespaced {
+			md["namespace"] = t.Key.Namespace
+		}
+		stamp := func() (err error) {
+			removing, err = stampUpdate(t, curObj, cur, next)
+			return err
+		}
+		if t.Sub == "status" {
+			if err = stamp(); err == nil {
+				warnings, err = admitStatus(t, next, o)
+			}
+		} else {
+			warnings, err = s.admit(ctx, admitRequest{t: t, op: webhooks.Update, obj: next, old: cur, o: o, stamp: stamp})
+		}
+		if err != nil {
+			s.recordRejection(ctx, t, o, t.Key.Name, curObj.UID(), err)
+			return cache.Update{}, err
+		}
+		if lc := t.Kind.Lifecycle; lc != nil && t.Sub == "" {
+			w, err := lc.BeforeWrite(ctx, next, cur, o.DryRun)
+			if err != nil {
+				return cache.Update{}, err
+			}
+			warnings = append(warnings, w...)
+		}
+		return cache.Update{Object: next, Remove: removing}, nil
+	}, cache.WriteOptions{DryRun: o.DryRun})
+	if err != nil {
+		return Result{}, err
+	}
+	changed := stored != seen
+	if changed && !o.DryRun {
+		if lc := t.Kind.Lifecycle; lc != nil {
+			if err := lc.AfterWrite(ctx, stored, removing); err != nil {
+				return Result{}, err
+			}
+		}
+		if removing {
+			s.afterRemove(ctx, t.Key)
+		}
+	}
+	if changed {
+		s.recordWrite(ctx, t, o, stored, "Updated", "Updated")
+	}
+	return Result{Object: stored, Warnings: warnings, Changed: changed}, nil
+}
+
+// checkUpdate checks what the client may not change: the kind, the name and namespace of the
+// URL, the uid, and the resourceVersion it read (a different one is a conflict).
+func checkUpdate(t Target, cur *cache.Object, next map[string]any) error {
+	if err := checkTypeMeta(t.Kind, next); err != nil {
+		return err
+	}
+	md, err := metadata(next)
+	if err != nil {
+		return err
+	}
+	if name := stringOf(md["name"]); name != "" && name != t.Key.Name {
+		return badRequest("the name of the object (%s) does not match the name on the URL (%s)", name, t.Key.Name)
+	}
+	if ns := stringOf(md["namespace"]); ns != "" && ns != t.Key.Namespace && t.Kind.Namespaced {
+		return badRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	if uid := stringOf(md["uid"]); uid != "" && uid != cur.UID() {
+		return apierrors.NewConflict(t.GroupResource(), t.Key.Name,
+			fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, cur.UID()))
+	}
+	if rv := stringOf(md["resourceVersion"]); rv != "" {
+		want, err := cache.ParseResourceVersion(rv)
+		if err != nil {
+			return apierrors.NewInvalid(t.groupKind(), t.Key.Name, field.ErrorList{field.Forbidden(field.NewPath("metadata", "resourceVersion"), "must be a decimal resourceVersion")})
+		}
+		if want != cur.ResourceVersion() {
+			return &cache.Error{Err: cache.ErrConflict, Key: t.Key, Message: "the object has been modified; please apply your changes to the latest version and try again"}
+		}
+	}
+	return nil
+}
+
+// withStatusOf returns cur with only its status taken from next (a /status write).
+func withStatusOf(cur, next map[string]any) map[string]any {
+	out := deepCopy(cur)
+	if st, ok := next["status"]; ok {
+		out["status"] = st
+	} else {
+		delete(out, "status")
+	}
+	md := metadataOf(out)
+	if rv, ok := metadataOf(next)["resourceVersion"]; ok {
+		md["resourceVersion"] = rv
+	}
+	return out
+}

@@ -1,0 +1,156 @@
+package registry_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/opemu/opemu/application"
+	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/cache/cachetest"
+	"github.com/opemu/opemu/registry"
+	"github.com/opemu/opemu/registry/registrytest"
+	"github.com/opemu/opemu/webhooks"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// The write path without HTTP: these call the registry directly.
+
+var ctx = context.Background()
+
+func appTarget(t testing.TB, env *registrytest.Env) registry.Target {
+	t.Helper()
+	k, ok := env.Kinds.Lookup("cloudnative.elide.dev", "v1", "applications")
+	require.True(t, ok)
+	return registry.Target{Kind: k, Key: cache.Key{Group: k.Group, Resource: k.Plural, Namespace: "default"}}
+}
+
+func appObj(replicas any, image string) map[string]any {
+	return map[string]any{
+		"apiVersion": "cloudnative.elide.dev/v1",
+		"kind":       "Application",
+		"metadata":   map[string]any{"name": "web"},
+		"spec":       map[string]any{"replicas": replicas, "image": image, "extra": true},
+		"status":     map[string]any{"phase": "Running"},
+	}
+}
+
+func TestCreateRunsTheAdmissionOrder(t *testing.T) {
+	t.Parallel()
+	env := registrytest.New(t, registrytest.Options{})
+	res, err := env.Registry.Create(ctx, appTarget(t, env), appObj(json.Number("2"), "nginx:1.27"), registry.Options{FieldValidation: "Warn"})
+	require.NoError(t, err)
+	got := cachetest.Decode(t, res.Object)
+	spec := got["spec"].(map[string]any)
+	assert.NotContains(t, spec, "extra", "pruned")
+	assert.Equal(t, "RollingUpdate", spec["strategy"], "defaulted")
+	assert.Equal(t, "elide-operator", got["metadata"].(map[string]any)["labels"].(map[string]any)["app.kubernetes.io/managed-by"], "mutated")
+	assert.NotContains(t, got, "status", "status is dropped on create")
+	assert.Contains(t, res.Warnings, `unknown field "spec.extra"`)
+}
+
+func TestCreateRejections(t *testing.T) {
+	t.Parallel()
+	env := registrytest.New(t, registrytest.Options{})
+	tg := appTarget(t, env)
+	tests := []struct {
+		name string
+		obj  map[string]any
+		opts registry.Options
+		code int32
+	}{
+		{"schema", appObj(json.Number("101"), "nginx:1"), registry.Options{}, http.StatusUnprocessableEntity},
+		{"policy", appObj(json.Number("1"), "alpine:3"), registry.Options{}, http.StatusForbidden},
+		{"strict", appObj(json.Number("1"), "nginx:1"), registry.Options{FieldValidation: "Strict"}, http.StatusBadRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := env.Registry.Create(ctx, tg, tt.obj, tt.opts)
+			var st apierrors.APIStatus
+			require.True(t, errors.As(err, &st), "err %v", err)
+			assert.Equal(t, tt.code, st.Status().Code)
+		})
+	}
+	_, err := env.Storage.Get(ctx, cachetest.Key("default", "web"))
+	require.ErrorIs(t, err, cache.ErrNotFound, "a rejected write stores nothing")
+}
+
+// TestUpdateRetriesWhenAnotherWriteWins makes the first attempt lose a race (a mutating
+// webhook writes the object meanwhile): without a client resourceVersion the update is retried
+// on the new state, admission included; with one, the conflict is returned.
+func TestUpdateRetriesWhenAnotherWriteWins(t *testing.T) {
+	t.Parallel()
+	var storage cache.Interface
+	calls, races, raced := 0, 0, 0
+	racer := webhooks.HandlerFunc(func(_ context.Context, req *webhooks.Request) webhooks.Response {
+		calls++
+		if req.Operation == webhooks.Update && races > 0 {
+			races--
+			raced++
+			_, err := storage.GuaranteedUpdate(ctx, cachetest.Key("default", "web"), cache.Preconditions{}, func(cur *cache.Object) (cache.Update, error) {
+				obj, _ := cur.Decode()
+				obj["metadata"].(map[string]any)["labels"] = map[string]any{"raced": fmt.Sprint("yes-", raced)}
+				return cache.Update{Object: obj}, nil
+			}, cache.WriteOptions{})
+			require.NoError(t, err)
+		}
+		return webhooks.Allowed()
+	})
+	storage = cache.New(cache.Config{})
+	env := registrytest.New(t, registrytest.Options{Storage: storage, Admission: &webhooks.Chain{Mutating: []webhooks.Named{{Name: "racer", Handler: racer}}}})
+	tg := appTarget(t, env)
+	_, err := env.Registry.Create(ctx, tg, appObj(json.Number("1"), "nginx:1"), registry.Options{})
+	require.NoError(t, err)
+
+	tg.Key.Name = "web"
+	calls, races = 0, 1
+	res, err := env.Registry.Patch(ctx, tg, "application/merge-patch+json", []byte(`{"spec":{"replicas":3}}`), registry.Options{})
+	require.NoError(t, err)
+	assert.Equal(t, 2, calls, "admission ran again on the retry")
+	got := cachetest.Decode(t, res.Object)
+	assert.Equal(t, json.Number("3"), got["spec"].(map[string]any)["replicas"])
+	assert.Equal(t, map[string]any{"raced": "yes-1"}, got["metadata"].(map[string]any)["labels"], "the retry saw the other write")
+
+	// The client's resourceVersion is a precondition: once the race makes it stale, the retry
+	// stops with a conflict before admission runs again.
+	calls, races = 0, 1
+	pinned := fmt.Sprintf(`{"metadata":{"resourceVersion":"%d"},"spec":{"replicas":4}}`, res.Object.ResourceVersion())
+	_, err = env.Registry.Patch(ctx, tg, "application/merge-patch+json", []byte(pinned), registry.Options{})
+	require.ErrorIs(t, err, cache.ErrConflict)
+	assert.Equal(t, 1, calls, "a client precondition is not retried")
+}
+
+// TestControllerWritesAreValidated: the in-process client the controller writes through runs
+// the same schema validation as a client's write (SPEC §6), so an invalid status is a 422.
+func TestControllerWritesAreValidated(t *testing.T) {
+	t.Parallel()
+	env := registrytest.New(t, registrytest.Options{})
+	client := env.Registry.Client(application.Source)
+	key := cachetest.Key("default", "web")
+	o, err := client.Create(ctx, key, cachetest.App("web", 1))
+	require.NoError(t, err)
+	obj := cachetest.Decode(t, o)
+	obj["status"] = map[string]any{"phase": "Sleeping", "readyReplicas": "three"}
+	_, err = client.UpdateStatus(ctx, key, obj)
+	require.True(t, apierrors.IsInvalid(err), "an invalid status is refused: %v", err)
+	var st apierrors.APIStatus
+	require.True(t, errors.As(err, &st))
+	var fields []string
+	for _, c := range st.Status().Details.Causes {
+		fields = append(fields, c.Field)
+	}
+	assert.ElementsMatch(t, []string{"status.phase", "status.readyReplicas"}, fields)
+	got, err := env.Storage.Get(ctx, key)
+	require.NoError(t, err)
+	assert.Same(t, o, got, "nothing was stored")
+
+	obj["status"] = map[string]any{"phase": "Running", "readyReplicas": json.Number("1")}
+	u, err := client.UpdateStatus(ctx, key, obj)
+	require.NoError(t, err, "a valid status is stored")
+	assert.Equal(t, "Running", cachetest.Decode(t, u)["status"].(map[string]any)["phase"])
+}

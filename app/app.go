@@ -46,6 +46,11 @@ func logger(cfg Config) *slog.Logger {
 // released. It closes ln.
 func Serve(ctx context.Context, cfg Config, ln net.Listener) error {
 	log := logger(cfg)
+	tokens, err := security(log, cfg, ln.Addr())
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
 	clk := cfg.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
@@ -167,6 +172,11 @@ func Serve(ctx context.Context, cfg Config, ln net.Listener) error {
 		MaxInflight: cfg.MaxInflight,
 		PProf:       cfg.PProf,
 		Clock:       clk,
+
+		AllowedHosts:   cfg.AllowedHosts,
+		AllowedOrigins: cfg.AllowedOrigins,
+		Tokens:         tokens,
+		TLS:            cfg.TLS,
 	})
 	if err != nil {
 		_ = ln.Close()

@@ -28,7 +28,7 @@ func (s *Server) recordWrite(ctx context.Context, t target, o writeOptions, obj 
 	}
 	s.cfg.Events.Record(ctx, events.Event{
 		Object: ref(t, obj.Key().Name, obj.UID(), obj.ResourceVersion()),
-		Type:   events.TypeNormal, Severity: events.Info, Reason: reason, Source: apiserverSource,
+		Type:   events.TypeNormal, Severity: events.Info, Reason: reason, Source: eventSource(ctx),
 		Message: fmt.Sprintf("%s %s %s", verb, t.kind.Kind, objectName(obj.Key())),
 	})
 }
@@ -60,9 +60,18 @@ func (s *Server) recordRejection(ctx context.Context, t target, o writeOptions, 
 	}
 	s.cfg.Events.Record(ctx, events.Event{
 		Object: ref(t, name, uid, 0),
-		Type:   events.TypeWarning, Severity: events.Warning, Reason: reason, Source: apiserverSource,
+		Type:   events.TypeWarning, Severity: events.Warning, Reason: reason, Source: eventSource(ctx),
 		Message: st.Status().Message,
 	})
+}
+
+// eventSource is the Event source of a write: the authenticated user who made it (SPEC §13), or
+// the API server when authentication is off.
+func eventSource(ctx context.Context) string {
+	if u, ok := UserFrom(ctx); ok && u.Name != "" {
+		return u.Name
+	}
+	return apiserverSource
 }
 
 func ref(t target, name, uid string, rv uint64) events.Ref {

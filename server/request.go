@@ -194,13 +194,14 @@ type writeOptions struct {
 	dryRun          bool
 	fieldValidation string // "Ignore", "Warn" or "Strict"
 	fieldManager    string
+	userAgent       string // names the manager of an update without fieldManager, as in Kubernetes
 	force           bool
 	applying        bool // a server-side apply: ownership is already recorded
 }
 
 func parseWriteOptions(c *echo.Context) (writeOptions, error) {
 	q := c.Request().URL.Query()
-	o := writeOptions{fieldValidation: "Warn", fieldManager: q.Get("fieldManager")}
+	o := writeOptions{fieldValidation: "Warn", fieldManager: q.Get("fieldManager"), userAgent: c.Request().UserAgent()}
 	for _, d := range q["dryRun"] {
 		if d != "All" {
 			return o, badRequest("Invalid dryRun value %q: only \"All\" is supported", d)

@@ -110,7 +110,7 @@ func (s *Server) update(ctx context.Context, t target, o writeOptions, mutate mu
 			return writeResult{}, err
 		}
 		if t.sub == "" && !o.applying {
-			next = s.trackUpdate(t.kind, cur, next, o.fieldManager)
+			next = s.trackUpdate(t.kind, cur, next, managerOrUserAgent(o.fieldManager, o.userAgent))
 		}
 		if err := checkTypeMeta(t.kind, next); err != nil {
 			return writeResult{}, err

@@ -167,7 +167,14 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), out io.Wr
 	fs.SetOutput(out)
 	values := make(map[string]*string, len(all))
 	for _, s := range all {
-		values[s.flag] = fs.String(s.flag, s.def, s.usage+" [$"+s.env+"]")
+		v := s.def
+		values[s.flag] = &v
+		if s.def == "true" || s.def == "false" {
+			// A switch: --insecure-no-auth alone means true; --pprof=maybe is still rejected below.
+			fs.Var((*boolText)(&v), s.flag, s.usage+" [$"+s.env+"]")
+			continue
+		}
+		fs.StringVar(&v, s.flag, s.def, s.usage+" [$"+s.env+"]")
 	}
 	fs.Usage = func() {
 		fmt.Fprintf(out, "opemu: an in-memory Kubernetes-style API server with the operator pattern inside.\n\n"+
@@ -271,6 +278,14 @@ func splitList(v string) []string {
 	}
 	return out
 }
+
+// boolText is a flag.Value that keeps the text it is given and may be used without a value,
+// as a boolean flag can; the setting's parse function checks the text.
+type boolText string
+
+func (b *boolText) String() string     { return string(*b) }
+func (b *boolText) Set(v string) error { *b = boolText(v); return nil }
+func (b *boolText) IsBoolFlag() bool   { return true }
 
 func boolInto(field func(*config) *bool) func(*config, string) error {
 	return func(c *config, v string) error {

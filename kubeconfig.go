@@ -96,6 +96,10 @@ func runKubeconfig(args []string, lookupEnv func(string) (string, bool), stdout,
 		}
 	}
 	user := "  user: {}\n"
+	if *token != "" && u.Scheme == "http" {
+		fmt.Fprintln(stderr, "opemu kubeconfig: warning: kubectl and client-go's kubeconfig loader send a token only over https, "+
+			"so this kubeconfig's token will not be sent; start opemu with TLS=self-signed (or TLS_CERT_FILE) and use an https server")
+	}
 	if *token != "" {
 		quoted, _ := json.Marshal(*token) // a JSON string is a YAML double-quoted scalar
 		user = "  user:\n    token: " + string(quoted) + "\n"

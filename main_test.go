@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -177,10 +178,19 @@ func TestHelpListsEverySetting(t *testing.T) {
 
 // proc is a started opemu binary.
 type proc struct {
-	cmd    *exec.Cmd
-	addr   string
+	cmd  *exec.Cmd
+	addr string
+	mu   sync.Mutex // guards stderr, written while the process runs
+	// stderr is what the process logged; read it with logs.
 	stderr *bytes.Buffer
 	done   chan error
+}
+
+// logs returns what the process has logged so far.
+func (p *proc) logs() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.String()
 }
 
 var listeningRE = regexp.MustCompile(`listening addr=(\S+)`)
@@ -203,7 +213,9 @@ func start(t *testing.T, env ...string) *proc {
 			case first <- line:
 			default:
 			}
+			p.mu.Lock()
 			p.stderr.WriteString(line + "\n")
+			p.mu.Unlock()
 		}
 		p.done <- cmd.Wait()
 	}()
@@ -263,7 +275,7 @@ func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 
 	start := time.Now()
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-	assert.Equal(t, 0, p.wait(t, 5*time.Second), "exit code after SIGTERM; stderr:\n%s", p.stderr)
+	assert.Equal(t, 0, p.wait(t, 5*time.Second), "exit code after SIGTERM; stderr:\n%s", p.logs())
 	assert.Less(t, time.Since(start), 5*time.Second)
 	_, err = io.ReadAll(watch.Body)
 	assert.NoError(t, err, "the watch should end cleanly, not be cut")

@@ -402,7 +402,7 @@ func TestSelfSignedTLS(t *testing.T) {
 		resp.Body.Close()
 		assert.Equal(t, http.StatusOK, resp.StatusCode)
 	}
-	assert.Contains(t, p.stderr.String(), "newCA=true")
+	assert.Contains(t, p.logs(), "newCA=true")
 	assert.Equal(t, "admin", eventSources(t, base, client, "s3cret-token")["demo"], "TOKEN's user made the write")
 
 	// Restart: same CA, same certificate, and the CA clients already trust still works.
@@ -412,7 +412,7 @@ func TestSelfSignedTLS(t *testing.T) {
 	again, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
 	require.NoError(t, err)
 	assert.Equal(t, caPEM, again)
-	require.Eventually(t, func() bool { return strings.Contains(p2.stderr.String(), "newCA=false newCertificate=false") }, 5*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return strings.Contains(p2.logs(), "newCA=false newCertificate=false") }, 5*time.Second, 20*time.Millisecond)
 	kc2 := kubeconfigFor(t, append(env, "ADDR="+p2.addr))
 	assert.Equal(t, string(m[1]), string(caDataRE.FindSubmatch(kc2)[1]))
 	assert.Contains(t, kubeWith(t, p2, kc2).run("get", "apps"), "No resources found")

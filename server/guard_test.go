@@ -211,14 +211,14 @@ func TestGuardCORS(t *testing.T) {
 	assert.Equal(t, "DENY", api.header.Get("X-Frame-Options"))
 }
 
-func tokenFile(t *testing.T, content string) string {
+func tokenFile(t testing.TB, content string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "tokens.csv")
 	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
 	return path
 }
 
-func withTokens(t *testing.T) func(*server.Config, *cache.Config) {
+func withTokens(t testing.TB) func(*server.Config, *cache.Config) {
 	tokens := server.NewTokens()
 	require.NoError(t, server.ReadTokenFile(tokenFile(t, "alice-token,alice,1001,\"developers,ops\"\nbob-token,bob,1002\n"), tokens))
 	return func(c *server.Config, _ *cache.Config) { c.Tokens, c.PProf = tokens, true }

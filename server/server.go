@@ -313,12 +313,13 @@ func verbOf(r *http.Request) string {
 }
 
 // resourceOf is the resource label: the plural for resource routes, the route for the rest.
+// It is valid UTF-8 whatever the path held (Prometheus panics on anything else).
 func resourceOf(c *echo.Context) string {
 	if res := c.Param("resource"); res != "" {
 		if sub := c.Param("sub"); sub != "" {
-			return res + "/" + sub
+			res += "/" + sub
 		}
-		return res
+		return strings.ToValidUTF8(res, "\uFFFD")
 	}
 	if p := c.Path(); p != "" {
 		return p

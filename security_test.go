@@ -387,6 +387,18 @@ func TestSelfSignedTLS(t *testing.T) {
 	list, err := dyn.Resource(appsGVR).Namespace("default").List(context.Background(), metav1.ListOptions{})
 	require.NoError(t, err)
 	assert.Len(t, list.Items, 1)
+	// A watch streams over HTTPS (HTTP/2) too.
+	w, err := dyn.Resource(appsGVR).Namespace("default").Watch(context.Background(), metav1.ListOptions{ResourceVersion: list.GetResourceVersion()})
+	require.NoError(t, err)
+	defer w.Stop()
+	_, err = dyn.Resource(appsGVR).Namespace("default").Create(context.Background(), app("over-tls", 1), metav1.CreateOptions{})
+	require.NoError(t, err)
+	select {
+	case ev := <-w.ResultChan():
+		assert.Equal(t, "over-tls", ev.Object.(metav1.Object).GetName())
+	case <-time.After(10 * time.Second):
+		t.Fatal("no watch event over HTTPS within 10s")
+	}
 
 	// A client that does not trust the CA is refused by its own TLS stack; one that does gets in.
 	_, err = http.Get(base + "/healthz")

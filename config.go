@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	opemu "github.com/opemu/opemu/app"
+	"github.com/opemu/opemu/certs"
+	"github.com/opemu/opemu/server"
 )
 
 // config is every setting of SPEC §1: the server's (app.Config) and the logger's. Each has an
@@ -24,6 +26,15 @@ type config struct {
 	opemu.Config
 	LogLevel  string
 	LogFormat string
+	// SPEC §13: where tokens and certificates come from (security.go loads them into
+	// app.Config's Tokens and TLS).
+	Token       string
+	TokenFile   string
+	TLSMode     string // TLS: "" or "self-signed"
+	TLSCertFile string
+	TLSKeyFile  string
+	TLSDir      string
+	TLSSANs     []string
 }
 
 // setting is one configurable value: its variable, its flag, its default and how to parse it.
@@ -96,7 +107,53 @@ func settings() []setting {
 			c.LogFormat = v
 			return nil
 		}},
-		{"PPROF", "pprof", "false", "serve /debug/pprof/", boolInto(func(c *config) *bool { return &c.PProf })},
+		{"PPROF", "pprof", "false", "serve /debug/pprof/ (needs the token like every route)", boolInto(func(c *config) *bool { return &c.PProf })},
+		{"ALLOWED_HOSTS", "allowed-hosts", "", `comma-separated Host names a loopback listener answers besides localhost and loopback IPs (DNS-rebinding defence); "*" = any, ".example.com" = the domain and its subdomains`, func(c *config, v string) error {
+			c.AllowedHosts = splitList(v)
+			for _, h := range c.AllowedHosts {
+				if strings.ContainsAny(h, "/:@ ") && h != "*" && !strings.HasPrefix(h, "[") {
+					return fmt.Errorf("%q is not a host name (no scheme, port or path)", h)
+				}
+			}
+			return nil
+		}},
+		{"ALLOWED_ORIGINS", "allowed-origins", "", "comma-separated browser origins (e.g. http://localhost:5173) whose pages may call the API; only they get CORS headers", func(c *config, v string) error {
+			c.AllowedOrigins = splitList(v)
+			for _, o := range c.AllowedOrigins {
+				if _, err := server.ParseOrigin(o); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{"TOKEN", "token", "", "bearer token every request needs except /healthz, /readyz, /livez (user admin); beware: a flag shows in ps", func(c *config, v string) error {
+			if strings.ContainsAny(v, " \t\r\n,") {
+				return errors.New("a token may not contain white space or commas")
+			}
+			c.Token = v
+			return nil
+		}},
+		{"TOKEN_FILE", "token-file", "", `kube-apiserver's static token file: one token,user,uid,"group1,group2" per line`, func(c *config, v string) error { c.TokenFile = v; return nil }},
+		{"INSECURE_NO_AUTH", "insecure-no-auth", "false", "true: no token even when listening beyond loopback (by default one is generated and logged)", boolInto(func(c *config) *bool { return &c.InsecureNoAuth })},
+		{"TLS", "tls", "", "self-signed: serve HTTPS with a CA and a certificate generated into TLS_DIR and kept across restarts", func(c *config, v string) error {
+			if v != "" && v != "self-signed" {
+				return fmt.Errorf("must be self-signed or empty, not %q (for your own certificate set TLS_CERT_FILE and TLS_KEY_FILE)", v)
+			}
+			c.TLSMode = v
+			return nil
+		}},
+		{"TLS_CERT_FILE", "tls-cert-file", "", "serve HTTPS with this certificate chain (PEM), with TLS_KEY_FILE", func(c *config, v string) error { c.TLSCertFile = v; return nil }},
+		{"TLS_KEY_FILE", "tls-key-file", "", "the private key (PEM) of TLS_CERT_FILE", func(c *config, v string) error { c.TLSKeyFile = v; return nil }},
+		{"TLS_DIR", "tls-dir", "", "where TLS=self-signed keeps ca.crt, ca.key, tls.crt, tls.key (default <user config dir>/opemu/tls)", func(c *config, v string) error { c.TLSDir = v; return nil }},
+		{"TLS_SANS", "tls-sans", "", "comma-separated extra DNS names and IPs for the self-signed certificate (besides localhost, 127.0.0.1, ::1, the hostname)", func(c *config, v string) error {
+			c.TLSSANs = splitList(v)
+			for _, h := range c.TLSSANs {
+				if err := certs.CheckHost(h); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
 	}
 }
 
@@ -110,11 +167,18 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), out io.Wr
 	fs.SetOutput(out)
 	values := make(map[string]*string, len(all))
 	for _, s := range all {
-		values[s.flag] = fs.String(s.flag, s.def, s.usage+" [$"+s.env+"]")
+		v := s.def
+		values[s.flag] = &v
+		if s.def == "true" || s.def == "false" {
+			// A switch: --insecure-no-auth alone means true; --pprof=maybe is still rejected below.
+			fs.Var((*boolText)(&v), s.flag, s.usage+" [$"+s.env+"]")
+			continue
+		}
+		fs.StringVar(&v, s.flag, s.def, s.usage+" [$"+s.env+"]")
 	}
 	fs.Usage = func() {
 		fmt.Fprintf(out, "opemu: an in-memory Kubernetes-style API server with the operator pattern inside.\n\n"+
-			"Usage:\n  opemu [flags]\n  opemu kubeconfig [--server URL]\n\nEvery flag has an environment variable (in brackets); the flag wins.\n\n")
+			"Usage:\n  opemu [flags]\n  opemu kubeconfig [--server URL] [--token TOKEN] [--certificate-authority FILE]\n\nEvery flag has an environment variable (in brackets); the flag wins.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -175,6 +239,9 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), out io.Wr
 	if c.BackoffMax < c.BackoffBase {
 		return c, errors.New("invalid BACKOFF_MAX: must not be shorter than BACKOFF_BASE")
 	}
+	if err := checkSecurity(&c); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 
@@ -211,6 +278,14 @@ func splitList(v string) []string {
 	}
 	return out
 }
+
+// boolText is a flag.Value that keeps the text it is given and may be used without a value,
+// as a boolean flag can; the setting's parse function checks the text.
+type boolText string
+
+func (b *boolText) String() string     { return string(*b) }
+func (b *boolText) Set(v string) error { *b = boolText(v); return nil }
+func (b *boolText) IsBoolFlag() bool   { return true }
 
 func boolInto(field func(*config) *bool) func(*config, string) error {
 	return func(c *config, v string) error {

@@ -20,8 +20,9 @@ var updateScreenshot = flag.Bool("update-screenshot", false, "rewrite docs/dashb
 
 const chromiumPath = "/usr/bin/chromium"
 
-// browser starts headless Chromium (Debian's) and returns a context for chromedp.
-func browser(t *testing.T) context.Context {
+// browser starts headless Chromium (Debian's) with extra options and returns a context for
+// chromedp.
+func browser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {
 		if os.Getenv("CI") != "" {
@@ -40,6 +41,7 @@ func browser(t *testing.T) context.Context {
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1400, 900),
 	)
+	opts = append(opts, extra...)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(alloc)
 	t.Cleanup(func() { cancelCtx(); cancelAlloc() })

@@ -38,6 +38,10 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 		fmt.Fprintf(stderr, "opemu: %v\n", err)
 		return 2
 	}
+	if err := loadSecurity(&cfg); err != nil {
+		fmt.Fprintf(stderr, "opemu: %v\n", err)
+		return 2
+	}
 	log := newLogger(cfg, stderr)
 	klog.SetSlogLogger(log) // client-go's elector logs through the same handler
 

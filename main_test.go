@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -102,6 +103,41 @@ func TestParseConfig(t *testing.T) {
 			assert.Zero(t, c.RolloutStep)
 			assert.Equal(t, 500*time.Millisecond, c.RetryPeriod)
 		}},
+		{name: "security defaults", check: func(t *testing.T, c config) {
+			assert.Empty(t, c.AllowedHosts)
+			assert.Empty(t, c.AllowedOrigins)
+			assert.Empty(t, c.Token)
+			assert.Empty(t, c.TLSMode)
+			assert.False(t, c.InsecureNoAuth)
+			assert.True(t, strings.HasSuffix(c.TLSDir, filepath.Join("opemu", "tls")) || strings.HasSuffix(c.TLSDir, "opemu-tls"), c.TLSDir)
+		}},
+		{name: "security settings", env: map[string]string{
+			"ALLOWED_HOSTS": "opemu.test, .lab.example", "ALLOWED_ORIGINS": "http://localhost:5173,https://app.example",
+			"TOKEN": "t0k3n", "TOKEN_FILE": "/etc/opemu/tokens.csv", "TLS": "self-signed", "TLS_DIR": "/tmp/x", "TLS_SANS": "opemu.lab,10.0.0.7",
+		}, check: func(t *testing.T, c config) {
+			assert.Equal(t, []string{"opemu.test", ".lab.example"}, c.AllowedHosts)
+			assert.Equal(t, []string{"http://localhost:5173", "https://app.example"}, c.AllowedOrigins)
+			assert.Equal(t, "t0k3n", c.Token)
+			assert.Equal(t, "/etc/opemu/tokens.csv", c.TokenFile)
+			assert.Equal(t, "self-signed", c.TLSMode)
+			assert.Equal(t, "/tmp/x", c.TLSDir)
+			assert.Equal(t, []string{"opemu.lab", "10.0.0.7"}, c.TLSSANs)
+		}},
+		{name: "security flags", args: []string{"--insecure-no-auth", "--tls-cert-file", "c.pem", "--tls-key-file", "k.pem"}, check: func(t *testing.T, c config) {
+			assert.True(t, c.InsecureNoAuth)
+			assert.Equal(t, "c.pem", c.TLSCertFile)
+			assert.Equal(t, "k.pem", c.TLSKeyFile)
+		}},
+		{name: "bad allowed host", env: map[string]string{"ALLOWED_HOSTS": "http://opemu.test"}, err: "invalid ALLOWED_HOSTS"},
+		{name: "bad allowed origin", env: map[string]string{"ALLOWED_ORIGINS": "localhost:5173"}, err: "invalid ALLOWED_ORIGINS"},
+		{name: "origin with a path", env: map[string]string{"ALLOWED_ORIGINS": "http://localhost:5173/app"}, err: "invalid ALLOWED_ORIGINS"},
+		{name: "token with a space", env: map[string]string{"TOKEN": "a b"}, err: "invalid TOKEN"},
+		{name: "bad TLS", env: map[string]string{"TLS": "yes"}, err: "invalid TLS"},
+		{name: "cert without key", env: map[string]string{"TLS_CERT_FILE": "c.pem"}, err: "invalid TLS_CERT_FILE"},
+		{name: "self-signed and cert files", env: map[string]string{"TLS": "self-signed", "TLS_CERT_FILE": "c.pem", "TLS_KEY_FILE": "k.pem"}, err: "invalid TLS"},
+		{name: "SANs without self-signed", env: map[string]string{"TLS_SANS": "opemu.lab"}, err: "invalid TLS_SANS"},
+		{name: "bad SAN", env: map[string]string{"TLS": "self-signed", "TLS_SANS": "not a name"}, err: "invalid TLS_SANS"},
+		{name: "insecure with a token", env: map[string]string{"INSECURE_NO_AUTH": "true", "TOKEN": "t"}, err: "invalid INSECURE_NO_AUTH"},
 		{name: "bad port", env: map[string]string{"PORT": "http"}, err: "invalid PORT"},
 		{name: "bad duration", env: map[string]string{"LEASE_DURATION": "15"}, err: "invalid LEASE_DURATION"},
 		{name: "zero lease duration", env: map[string]string{"LEASE_DURATION": "0s"}, err: "invalid LEASE_DURATION"},
@@ -142,10 +178,19 @@ func TestHelpListsEverySetting(t *testing.T) {
 
 // proc is a started opemu binary.
 type proc struct {
-	cmd    *exec.Cmd
-	addr   string
+	cmd  *exec.Cmd
+	addr string
+	mu   sync.Mutex // guards stderr, written while the process runs
+	// stderr is what the process logged; read it with logs.
 	stderr *bytes.Buffer
 	done   chan error
+}
+
+// logs returns what the process has logged so far.
+func (p *proc) logs() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.String()
 }
 
 var listeningRE = regexp.MustCompile(`listening addr=(\S+)`)
@@ -168,7 +213,9 @@ func start(t *testing.T, env ...string) *proc {
 			case first <- line:
 			default:
 			}
+			p.mu.Lock()
 			p.stderr.WriteString(line + "\n")
+			p.mu.Unlock()
 		}
 		p.done <- cmd.Wait()
 	}()
@@ -228,7 +275,7 @@ func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 
 	start := time.Now()
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-	assert.Equal(t, 0, p.wait(t, 5*time.Second), "exit code after SIGTERM; stderr:\n%s", p.stderr)
+	assert.Equal(t, 0, p.wait(t, 5*time.Second), "exit code after SIGTERM; stderr:\n%s", p.logs())
 	assert.Less(t, time.Since(start), 5*time.Second)
 	_, err = io.ReadAll(watch.Body)
 	assert.NoError(t, err, "the watch should end cleanly, not be cut")
@@ -240,12 +287,16 @@ func TestBinaryRejectsInvalidConfig(t *testing.T) {
 		{"duration", "LEASE_DURATION=soon", "invalid LEASE_DURATION"},
 		{"port", "PORT=-1", "invalid PORT"},
 		{"log format", "LOG_FORMAT=xml", "invalid LOG_FORMAT"},
+		{"allowed origin", "ALLOWED_ORIGINS=*", "invalid ALLOWED_ORIGINS"},
+		{"TLS", "TLS=on", "invalid TLS"},
+		{"missing token file", "TOKEN_FILE=/nonexistent/tokens.csv", "invalid TOKEN_FILE"},
+		{"missing certificate", "TLS_CERT_FILE=/nonexistent/c.pem\x00TLS_KEY_FILE=/nonexistent/k.pem", "invalid TLS_CERT_FILE"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			cmd := exec.Command(binary)
-			cmd.Env = append(os.Environ(), tt.env)
+			cmd.Env = append(os.Environ(), strings.Split(tt.env, "\x00")...)
 			out, err := cmd.CombinedOutput()
 			var exit *exec.ExitError
 			require.True(t, errors.As(err, &exit), "want a non-zero exit, got %v", err)

@@ -55,13 +55,15 @@ type App struct {
 	recorder *events.Recorder
 	ctrl     *reconciler.Controller // nil when the controller is off
 	elector  *leader.Elector        // nil when election is off
-	server   *server.Server
 	metrics  *metrics.Registry
+	// server is the HTTP server's configuration; Run completes it (tokens depend on the
+	// listener) and serves it.
+	server server.Config
 }
 
 // New wires a server: the store, the served kinds (the built-ins and the Application CRD),
 // admission, the write path, the event recorder, the controller and the elector when asked
-// for, and the HTTP server. Nothing runs until Run.
+// for. Nothing runs until Run, which adds the HTTP server.
 func New(cfg Config) (*App, error) {
 	log := logger(cfg)
 	clk := cfg.Clock
@@ -167,7 +169,7 @@ func New(cfg Config) (*App, error) {
 	if err := reg.Bootstrap(context.Background(), seeds...); err != nil {
 		return nil, err
 	}
-	a.server, err = server.New(server.Config{
+	a.server = server.Config{
 		Store:       a.store,
 		Registry:    reg,
 		Kinds:       served,
@@ -185,8 +187,12 @@ func New(cfg Config) (*App, error) {
 		MaxInflight: cfg.MaxInflight,
 		PProf:       cfg.PProf,
 		Clock:       clk,
-	})
-	return a, err
+
+		AllowedHosts:   cfg.AllowedHosts,
+		AllowedOrigins: cfg.AllowedOrigins,
+		TLS:            cfg.TLS,
+	}
+	return a, nil
 }
 
 // Run serves on ln until ctx is done, then stops: the HTTP server drains, the controller's
@@ -194,6 +200,17 @@ func New(cfg Config) (*App, error) {
 // goroutine it started has returned. It closes ln.
 func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	defer a.store.Close()
+	tokens, err := security(a.log, a.cfg, ln.Addr())
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	a.server.Tokens = tokens
+	srv, err := server.New(a.server)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
@@ -207,7 +224,7 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 		a.metrics.SetLeader(true)
 		wg.Go(func() { _ = a.ctrl.Run(ctx) })
 	}
-	err := a.server.Run(ctx, ln)
+	err = srv.Run(ctx, ln)
 	cancel()
 	wg.Wait()
 	a.log.Info("stopped")

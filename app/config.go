@@ -1,10 +1,14 @@
 package app
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/opemu/opemu/certs"
+	"github.com/opemu/opemu/server"
 )
 
 // Config is every setting of one server (SPEC §1). The zero value serves the API in memory on
@@ -57,6 +61,21 @@ type Config struct {
 	MaxInflight int
 	// PProf serves /debug/pprof/.
 	PProf bool
+
+	// The request guard, tokens and TLS (SPEC §13).
+
+	// AllowedHosts and AllowedOrigins are server.Config's: Host names a loopback listener also
+	// answers, and browser origins that may call the API (with CORS).
+	AllowedHosts, AllowedOrigins []string
+	// Tokens authenticates every request but the health probes. Nil on a listener beyond
+	// loopback means Run generates a token (user AdminUser) and logs it with a dashboard URL,
+	// unless InsecureNoAuth.
+	Tokens         *server.Tokens
+	InsecureNoAuth bool
+	// TLS, when set, serves HTTPS. SelfSigned is the CA and certificate it holds when they are
+	// opemu's own (TLS=self-signed), for the log.
+	TLS        *tls.Config
+	SelfSigned *certs.Bundle
 
 	// Version is what GET / reports. Empty means "dev".
 	Version string

@@ -3,9 +3,13 @@ package registry
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/opemu/opemu/kinds"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -69,6 +73,27 @@ func (s *Store) trackUpdate(k *kinds.Kind, live, next map[string]any, manager st
 	}
 	out := fm.UpdateNoErrors(&unstructured.Unstructured{Object: plainNumbers(live)}, &unstructured.Unstructured{Object: plainNumbers(next)}, manager)
 	return out.(*unstructured.Unstructured).Object
+}
+
+// managerOrUserAgent names the manager of a write as kube-apiserver does: the fieldManager
+// parameter, else the User-Agent up to its first "/" (kubectl's "kubectl-client-side-apply" is
+// a fieldManager; client-go's default agent gives "main" or the program's name). Kubernetes does
+// not record the authenticated user here, and neither does opemu.
+func managerOrUserAgent(manager, userAgent string) string {
+	if manager != "" {
+		return manager
+	}
+	var b strings.Builder
+	for _, r := range strings.Split(userAgent, "/")[0] {
+		if !unicode.IsPrint(r) {
+			continue
+		}
+		if b.Len()+utf8.RuneLen(r) > validation.FieldManagerMaxLength {
+			break
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // plainNumbers returns m with json.Number values as int64 or float64, the number types

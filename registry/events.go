@@ -29,7 +29,7 @@ func (s *Store) recordWrite(ctx context.Context, t Target, o Options, obj *cache
 	}
 	s.cfg.Events.Record(ctx, events.Event{
 		Object: ref(t, obj.Key().Name, obj.UID(), obj.ResourceVersion()),
-		Type:   events.TypeNormal, Severity: events.Info, Reason: reason, Source: apiserverSource,
+		Type:   events.TypeNormal, Severity: events.Info, Reason: reason, Source: eventSource(o),
 		Message: fmt.Sprintf("%s %s %s", verb, t.Kind.Kind, objectName(obj.Key())),
 	})
 }
@@ -61,9 +61,18 @@ func (s *Store) recordRejection(ctx context.Context, t Target, o Options, name, 
 	}
 	s.cfg.Events.Record(ctx, events.Event{
 		Object: ref(t, name, uid, 0),
-		Type:   events.TypeWarning, Severity: events.Warning, Reason: reason, Source: apiserverSource,
+		Type:   events.TypeWarning, Severity: events.Warning, Reason: reason, Source: eventSource(o),
 		Message: st.Status().Message,
 	})
+}
+
+// eventSource is the Event source of a write: the authenticated user who made it (SPEC §13), or
+// the API server when authentication is off.
+func eventSource(o Options) string {
+	if o.User != "" {
+		return o.User
+	}
+	return apiserverSource
 }
 
 func ref(t Target, name, uid string, rv uint64) events.Ref {

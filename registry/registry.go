@@ -98,6 +98,11 @@ type Options struct {
 	FieldManager    string
 	// Force takes over fields other managers own (server-side apply only).
 	Force bool
+	// UserAgent names the manager of an update without FieldManager, as in Kubernetes.
+	UserAgent string
+	// User is the authenticated user making the write (the source of its Events); empty for
+	// anonymous requests and opemu's own writes.
+	User string
 	// Internal marks a write by opemu itself (controller, recorder, elector): it records no
 	// Events of its own and may write read-only objects.
 	Internal bool

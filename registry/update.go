@@ -54,7 +54,7 @@ func (s *Store) update(ctx context.Context, t Target, o Options, mutate MutateFu
 			return cache.Update{}, err
 		}
 		if t.Sub == "" && !o.applying {
-			next = s.trackUpdate(t.Kind, cur, next, o.FieldManager)
+			next = s.trackUpdate(t.Kind, cur, next, managerOrUserAgent(o.FieldManager, o.UserAgent))
 		}
 		if err := checkUpdate(t, curObj, next); err != nil {
 			return cache.Update{}, err

@@ -18,6 +18,7 @@ func (s *Server) root(c *echo.Context) error {
 	endpoints := map[string]string{
 		"health":    "/healthz",
 		"readiness": "/readyz",
+		"liveness":  "/livez",
 		"leader":    "/leader",
 		"crd":       "/crd",
 		"crds":      "/crds",

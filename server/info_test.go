@@ -175,3 +175,13 @@ func TestPanicIsAStatus(t *testing.T) {
 	assert.Contains(t, m["message"], "broken webhook")
 	status(t, e.do("GET", appsPath+"/web", "", ""), http.StatusNotFound, "NotFound")
 }
+
+// TestInvalidUTF8InThePath: a resource name that is not UTF-8 (found by FuzzGuard) gets its
+// 404 Status; it used to panic in the request metrics and drop the connection.
+func TestInvalidUTF8InThePath(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, path := range []string{"/api/v1/%AC", "/api/v1/%AC/x", "/apis/cloudnative.elide.dev/v1/namespaces/default/applications/x/%FF"} {
+		status(t, e.do("GET", path, "", ""), http.StatusNotFound, "NotFound")
+	}
+}

@@ -135,10 +135,13 @@ func (s *Server) decodeObjectBody(t registry.Target, contentType string, body []
 	return obj, body, err
 }
 
-// parseWriteOptions reads the query parameters every write takes.
+// parseWriteOptions reads the query parameters every write takes, and who is writing.
 func parseWriteOptions(c *echo.Context) (registry.Options, error) {
 	q := c.Request().URL.Query()
-	o := registry.Options{FieldValidation: "Warn", FieldManager: q.Get("fieldManager")}
+	o := registry.Options{FieldValidation: "Warn", FieldManager: q.Get("fieldManager"), UserAgent: c.Request().UserAgent()}
+	if u, ok := UserFrom(c.Request().Context()); ok {
+		o.User = u.Name
+	}
 	for _, d := range q["dryRun"] {
 		if d != "All" {
 			return o, badRequest("Invalid dryRun value %q: only \"All\" is supported", d)

@@ -14,6 +14,7 @@ func (s *Server) routes() {
 	e.GET("/", s.root)
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
+	e.GET("/livez", s.healthz)
 	e.GET("/leader", s.leader)
 	e.GET("/crd", s.applicationCRD)
 	e.GET("/crds", s.listCRDs)

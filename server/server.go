@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -72,6 +74,20 @@ type Config struct {
 	// Clock gives the time Tables compute ages from. Nil means the real clock. (Request
 	// deadlines, heartbeats and bookmarks are transport timing and stay on the real clock.)
 	Clock clock.PassiveClock
+
+	// The request guard (SPEC §13, guard.go).
+
+	// AllowedHosts are Host names a loopback listener answers besides localhost and loopback
+	// addresses (ALLOWED_HOSTS): "*" allows any, ".example.com" a domain and its subdomains.
+	AllowedHosts []string
+	// AllowedOrigins are the browser origins (scheme://host[:port]) that may call the server
+	// from another origin (ALLOWED_ORIGINS); only they get CORS headers.
+	AllowedOrigins []string
+	// Tokens, when set, authenticates every request but the health probes and the dashboard's
+	// login (TOKEN, TOKEN_FILE). Nil serves everyone.
+	Tokens *Tokens
+	// TLS, when set, makes Run serve HTTPS (HTTP/2 included) with it.
+	TLS *tls.Config
 }
 
 // LeaderStatus is what the server needs to know about leader election. The leader package
@@ -105,6 +121,8 @@ type Server struct {
 	// stopWatches is closed when shutdown begins; watch handlers return when it is.
 	stopWatches chan struct{}
 	started     time.Time
+	// allowedOrigins is Config.AllowedOrigins, normalized.
+	allowedOrigins map[string]bool
 }
 
 // New validates cfg and builds the routes.
@@ -146,17 +164,27 @@ func New(cfg Config) (*Server, error) {
 		cfg.Clock = clock.RealClock{}
 	}
 	s := &Server{
-		cfg:         cfg,
-		log:         cfg.Logger,
-		inflight:    make(chan struct{}, cfg.MaxInflight),
-		stopWatches: make(chan struct{}),
-		started:     time.Now(),
+		cfg:            cfg,
+		log:            cfg.Logger,
+		inflight:       make(chan struct{}, cfg.MaxInflight),
+		stopWatches:    make(chan struct{}),
+		started:        time.Now(),
+		allowedOrigins: map[string]bool{},
+	}
+	for _, o := range cfg.AllowedOrigins {
+		origin, err := ParseOrigin(o)
+		if err != nil {
+			return nil, fmt.Errorf("server: AllowedOrigins: %w", err)
+		}
+		s.allowedOrigins[origin] = true
 	}
 	s.echo = echo.New()
 	s.echo.HTTPErrorHandler = s.errorHandler
 	// A panic in a handler (say, in a library parsing a request) is answered as a 500 Status and
 	// logged by errorHandler, instead of dropping the connection.
-	s.echo.Use(s.observe, s.limit, middleware.RecoverWithConfig(middleware.RecoverConfig{DisablePrintStack: true}))
+	// The guard comes before everything else a request meets but the metrics, so refusals are
+	// counted.
+	s.echo.Use(s.observe, s.guard, s.limit, middleware.RecoverWithConfig(middleware.RecoverConfig{DisablePrintStack: true}))
 	s.routes()
 	return s, nil
 }
@@ -166,16 +194,25 @@ func (s *Server) Handler() http.Handler { return s.echo }
 
 // Run serves on ln until ctx is done, then shuts down gracefully: readiness turns 503, the
 // listener closes, open watches end, and in-flight requests finish (bounded by
-// Config.ShutdownTimeout). It returns once every request has returned.
+// Config.ShutdownTimeout). It returns once every request has returned. With Config.TLS it
+// serves HTTPS on ln.
 func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.echo,
 		ReadHeaderTimeout: s.cfg.RequestTimeout,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		ConnContext:       withListener(ln),
+		TLSConfig:         s.cfg.TLS,
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if s.cfg.TLS != nil {
+			errc <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
 	select {
 	case err := <-errc:
 		return err
@@ -271,12 +308,13 @@ func verbOf(r *http.Request) string {
 }
 
 // resourceOf is the resource label: the plural for resource routes, the route for the rest.
+// It is valid UTF-8 whatever the path held (Prometheus panics on anything else).
 func resourceOf(c *echo.Context) string {
 	if res := c.Param("resource"); res != "" {
 		if sub := c.Param("sub"); sub != "" {
-			return res + "/" + sub
+			res += "/" + sub
 		}
-		return res
+		return strings.ToValidUTF8(res, "\uFFFD")
 	}
 	if p := c.Path(); p != "" {
 		return p

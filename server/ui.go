@@ -3,7 +3,9 @@ package server
 import (
 	"embed"
 	"io/fs"
+	"net"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v5"
 )
@@ -14,12 +16,77 @@ import (
 //go:embed ui
 var uiFiles embed.FS
 
+const (
+	dashboardPath = "/ui/"
+	// loginPath serves the dashboard's token prompt when tokens are configured (SPEC §13).
+	loginPath = "/ui/login"
+	// cookieMaxAge keeps the dashboard's cookie for a month: the token is asked for once.
+	cookieMaxAge = 30 * 24 * time.Hour
+)
+
 func (s *Server) uiRoutes() {
 	sub, err := fs.Sub(uiFiles, "ui")
 	if err != nil {
 		panic(err) // the embedded tree always has ui/
 	}
-	files := http.StripPrefix("/ui/", http.FileServer(http.FS(sub)))
-	s.echo.GET("/ui", func(c *echo.Context) error { return c.Redirect(http.StatusMovedPermanently, "/ui/") })
+	files := http.StripPrefix(dashboardPath, http.FileServer(http.FS(sub)))
+	s.echo.GET("/ui", func(c *echo.Context) error { return c.Redirect(http.StatusMovedPermanently, dashboardPath) })
 	s.echo.GET("/ui/*", echo.WrapHandler(files))
+	s.echo.GET(loginPath, s.loginPage)
+	s.echo.POST(loginPath, s.login)
+}
+
+// isDashboardPage reports whether path is the dashboard's page, where a browser without
+// credentials is sent to the login instead of getting a 401 Status.
+func isDashboardPage(path string) bool {
+	return path == "/ui" || path == dashboardPath || path == dashboardPath+"index.html"
+}
+
+// loginPage serves the token prompt. Without tokens there is nothing to log in to.
+func (s *Server) loginPage(c *echo.Context) error {
+	if s.cfg.Tokens == nil {
+		return c.Redirect(http.StatusSeeOther, dashboardPath)
+	}
+	page, err := fs.ReadFile(uiFiles, "ui/login.html")
+	if err != nil {
+		return err
+	}
+	return c.HTMLBlob(http.StatusOK, page)
+}
+
+// login takes the prompt's form post (token=...): a valid token becomes the dashboard's cookie.
+// The guard has already refused posts from other origins.
+func (s *Server) login(c *echo.Context) error {
+	if s.cfg.Tokens == nil {
+		return c.Redirect(http.StatusSeeOther, dashboardPath)
+	}
+	token := c.Request().PostFormValue("token")
+	if _, ok := s.cfg.Tokens.Authenticate(token); !ok {
+		return c.Redirect(http.StatusSeeOther, loginPath+"?failed=1")
+	}
+	setTokenCookie(c, token)
+	return c.Redirect(http.StatusSeeOther, dashboardPath)
+}
+
+// cookieName names the dashboard's cookie after the server's port: browsers share cookies
+// between the ports of one host, and two opemu servers there may have different tokens.
+func cookieName(r *http.Request) string {
+	_, port, err := net.SplitHostPort(r.Host)
+	if err != nil || port == "" {
+		port = "80"
+		if r.TLS != nil {
+			port = "443"
+		}
+	}
+	return "opemu_token_" + port
+}
+
+// setTokenCookie keeps token's cookie value in an HttpOnly (no script reads it), SameSite=Strict
+// (no other site's request carries it) cookie, Secure over HTTPS.
+func setTokenCookie(c *echo.Context, token string) {
+	r := c.Request()
+	c.SetCookie(&http.Cookie{
+		Name: cookieName(r), Value: cookieValue(token), Path: "/",
+		MaxAge: int(cookieMaxAge / time.Second), HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+	})
 }

@@ -15,6 +15,13 @@ const plural = (o) => (o.kind === "Application" ? "applications" : o.kind.toLowe
 const pathOf = (o) => `/apis/${o.apiVersion}/namespaces/${o.metadata.namespace}/${plural(o)}/${o.metadata.name}`;
 const esc = (s) => String(s ?? "").replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 
+// toLogin sends the page to the token prompt when the server asks for credentials (it runs with
+// TOKEN or TOKEN_FILE and the cookie is missing, expired or for another token).
+function toLogin(r) {
+  if (r.status === 401) location.assign("/ui/login");
+  return r;
+}
+
 function setConn(state) {
   $("conn").textContent = state;
   $("conn").dataset.state = state;
@@ -30,7 +37,10 @@ function connect() {
   render();
   source = new EventSource("/watch?kind=all&initial=true");
   source.onopen = () => setConn("live");
-  source.onerror = () => setConn("reconnecting");
+  source.onerror = () => {
+    setConn("reconnecting");
+    fetch("/version").then(toLogin).catch(() => {});
+  };
   source.onmessage = (m) => handle(JSON.parse(m.data), m.lastEventId);
 }
 
@@ -132,7 +142,7 @@ async function refreshDetail() {
 
 async function refreshController() {
   try {
-    const l = await (await fetch("/leader")).json();
+    const l = await toLogin(await fetch("/leader")).json();
     $("leader").textContent = l.electionEnabled ? `${l.leader || "none"}${l.isLeader ? " (this replica)" : ""}` : `${l.identity} (no election)`;
     const text = await (await fetch("/metrics")).text();
     const sum = (name) => text.split("\n").filter((x) => x.startsWith(name + "{") || x.startsWith(name + " "))
@@ -152,7 +162,7 @@ async function refreshController() {
 }
 
 async function call(method, path, body, type = "application/json") {
-  const r = await fetch(path, { method, headers: body ? { "Content-Type": type } : {}, body: body ? JSON.stringify(body) : undefined });
+  const r = toLogin(await fetch(path, { method, headers: body ? { "Content-Type": type } : {}, body: body ? JSON.stringify(body) : undefined }));
   const data = await r.json().catch(() => ({}));
   const msg = $("message");
   msg.className = r.ok ? "" : "error";

@@ -144,9 +144,14 @@ func (k *Kind) Selectable(label string) bool {
 	return false
 }
 
+// fieldValue is the value at a dotted path. It runs on every write of kinds with selectable
+// fields, so it walks the path without splitting it.
 func fieldValue(obj map[string]any, path string) string {
 	var cur any = obj
-	for _, key := range strings.Split(strings.TrimPrefix(path, "."), ".") {
+	rest := strings.TrimPrefix(path, ".")
+	for rest != "" {
+		var key string
+		key, rest, _ = strings.Cut(rest, ".")
 		m, ok := cur.(map[string]any)
 		if !ok {
 			return ""

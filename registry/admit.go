@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/google/uuid"
 	"github.com/opemu/opemu/webhooks"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -38,7 +37,6 @@ func (s *Store) admit(ctx context.Context, r admitRequest) ([]string, error) {
 	var req *webhooks.Request
 	if s.cfg.Admission != nil {
 		req = &webhooks.Request{
-			UID:         uuid.NewString(),
 			Kind:        metav1.GroupVersionKind{Group: r.t.Kind.Group, Version: r.t.Kind.Version, Kind: r.t.Kind.Kind},
 			Resource:    metav1.GroupVersionResource{Group: r.t.Kind.Group, Version: r.t.Kind.Version, Resource: r.t.Kind.Plural},
 			SubResource: r.t.Sub,

@@ -20,6 +20,8 @@ const (
 
 // Request is one object to judge.
 type Request struct {
+	// UID identifies an AdmissionReview's request; empty for the write path's in-process
+	// requests (nothing answers them by UID).
 	UID         string
 	Kind        metav1.GroupVersionKind
 	Resource    metav1.GroupVersionResource

@@ -82,12 +82,6 @@ func (s *Server) groups() []metav1.APIGroup {
 			g.Versions = append(g.Versions, gvd)
 		}
 	}
-	if _, ok := byGroup["apiextensions.k8s.io"]; !ok {
-		gvd := metav1.GroupVersionForDiscovery{GroupVersion: "apiextensions.k8s.io/v1", Version: "v1"}
-		byGroup["apiextensions.k8s.io"] = &metav1.APIGroup{TypeMeta: metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}, Name: "apiextensions.k8s.io",
-			Versions: []metav1.GroupVersionForDiscovery{gvd}, PreferredVersion: gvd}
-		order = append(order, "apiextensions.k8s.io")
-	}
 	out := make([]metav1.APIGroup, 0, len(order))
 	for _, name := range order {
 		g := byGroup[name]
@@ -127,7 +121,7 @@ func (s *Server) coreResources(c *echo.Context) error {
 
 func (s *Server) groupResources(c *echo.Context) error {
 	list, ok := s.resourceList(c.Param("group"), c.Param("version"))
-	if !ok && c.Param("group") != "apiextensions.k8s.io" {
+	if !ok {
 		return echo.ErrNotFound
 	}
 	return c.JSON(http.StatusOK, list)

@@ -31,7 +31,27 @@ func NamespaceKind() *Kind {
 		StrategicPatch:   &corev1.Namespace{},
 		Protobuf:         true,
 		PrepareForCreate: defaultNamespace,
+		Canonicalize:     labelNamespace,
 	}
+}
+
+// labelNamespace sets the kubernetes.io/metadata.name label to the Namespace's name, as
+// kube-apiserver's namespace strategy does in Canonicalize (so a generated name gets it too).
+func labelNamespace(obj map[string]any) {
+	md, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		return
+	}
+	name, _ := md["name"].(string)
+	if name == "" {
+		return
+	}
+	labels, ok := md["labels"].(map[string]any)
+	if !ok {
+		labels = map[string]any{}
+		md["labels"] = labels
+	}
+	labels["kubernetes.io/metadata.name"] = name
 }
 
 // defaultNamespace fills what kube-apiserver's namespace strategy fills: the kubernetes

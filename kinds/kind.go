@@ -50,6 +50,11 @@ type Kind struct {
 	// PrepareForCreate, when set, fills what the kind's API strategy fills on create before
 	// validation (e.g. a Namespace's phase). It may change obj.
 	PrepareForCreate func(obj map[string]any)
+	// Canonicalize, when set, runs on creates and updates after validation, right before each
+	// store write, as kube-apiserver's strategies' Canonicalize does: a name generateName made
+	// is final only then (a Namespace's kubernetes.io/metadata.name label follows it). It may
+	// change obj.
+	Canonicalize func(obj map[string]any)
 	// Lifecycle, when set, takes part in the kind's writes beyond the schema (a
 	// CustomResourceDefinition serves new kinds when stored).
 	Lifecycle Lifecycle

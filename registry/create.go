@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/webhooks"
 )
 
@@ -62,7 +63,7 @@ func (s *Store) Create(ctx context.Context, t Target, obj map[string]any, o Opti
 		}
 		warnings = append(warnings, w...)
 	}
-	stored, err := s.store(ctx, key, obj, o, generated)
+	stored, err := s.store(ctx, t.Kind, key, obj, o, generated)
 	if err != nil {
 		return Result{}, err
 	}
@@ -77,8 +78,8 @@ func (s *Store) Create(ctx context.Context, t Target, obj map[string]any, o Opti
 
 // store creates obj at key inside its namespace (SPEC §2: a write into a missing namespace
 // creates it; a Terminating one refuses new objects). A generated name that is taken is
-// generated again.
-func (s *Store) store(ctx context.Context, key cache.Key, obj map[string]any, o Options, generated bool) (*cache.Object, error) {
+// generated again. The kind's Canonicalize runs before each attempt, on the name it will have.
+func (s *Store) store(ctx context.Context, k *kinds.Kind, key cache.Key, obj map[string]any, o Options, generated bool) (*cache.Object, error) {
 	if key.Namespace != "" {
 		unlock := s.lockNamespace(key.Namespace, false)
 		defer unlock()
@@ -88,6 +89,9 @@ func (s *Store) store(ctx context.Context, key cache.Key, obj map[string]any, o 
 	}
 	prefix := stringOf(metadataOf(obj)["generateName"])
 	for attempt := 1; ; attempt++ {
+		if k.Canonicalize != nil {
+			k.Canonicalize(obj)
+		}
 		stored, err := s.cfg.Storage.Create(ctx, key, obj, cache.WriteOptions{DryRun: o.DryRun})
 		if !generated || !errors.Is(err, cache.ErrAlreadyExists) || attempt == generateNameAttempts {
 			return stored, err

@@ -83,9 +83,10 @@ func stampUpdate(t Target, cur *cache.Object, old, next map[string]any) (removin
 // nameChars are the characters generateName appends (no vowels, no look-alikes).
 const nameChars = "bcdfghjklmnpqrstvwxz2456789"
 
-// generateName returns prefix plus 5 random characters, the prefix cut so the name fits 253.
+// generateName returns prefix plus 5 random characters, the prefix cut to 58 characters so the
+// name fits a DNS label, as kube-apiserver's SimpleNameGenerator cuts it.
 func generateName(prefix string) string {
-	const maxPrefix = 253 - 5
+	const maxPrefix = 63 - 5
 	if len(prefix) > maxPrefix {
 		prefix = prefix[:maxPrefix]
 	}

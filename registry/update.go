@@ -95,6 +95,9 @@ func (s *Store) update(ctx context.Context, t Target, o Options, mutate MutateFu
 			}
 			warnings = append(warnings, w...)
 		}
+		if t.Kind.Canonicalize != nil && t.Sub == "" {
+			t.Kind.Canonicalize(next)
+		}
 		return cache.Update{Object: next, Remove: removing}, nil
 	}, cache.WriteOptions{DryRun: o.DryRun})
 	if err != nil {

@@ -32,7 +32,10 @@ func parseWatchQuery(c *echo.Context, selectable func(string) bool) (watchQuery,
 	if err != nil {
 		return watchQuery{}, err
 	}
-	wq := watchQuery{ListOptions: lq, bookmarks: q.Get("allowWatchBookmarks") == "true"}
+	wq := watchQuery{ListOptions: lq}
+	if wq.bookmarks, err = queryBool(q, "allowWatchBookmarks"); err != nil {
+		return wq, err
+	}
 	if v := q.Get("timeoutSeconds"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
@@ -40,14 +43,8 @@ func parseWatchQuery(c *echo.Context, selectable func(string) bool) (watchQuery,
 		}
 		wq.timeout = time.Duration(n) * time.Second
 	}
-	if v := q.Get("sendInitialEvents"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return wq, badRequest("sendInitialEvents must be true or false, not %q", v)
-		}
-		wq.sendInitialEvents = &b
-	}
-	return wq, nil
+	wq.sendInitialEvents, err = queryBoolPtr(q, "sendInitialEvents")
+	return wq, err
 }
 
 // kubeWatch streams t's changes as the kube-apiserver does. A resourceVersion of "" or "0"

@@ -43,7 +43,11 @@ func (s *Server) listObjects(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if isWatch(c.Request()) {
+	watch, err := queryBool(c.Request().URL.Query(), "watch")
+	if err != nil {
+		return err
+	}
+	if watch {
 		return s.kubeWatch(c, t)
 	}
 	q, err := parseListQuery(c.Request().URL.Query(), selectable(t))

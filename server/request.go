@@ -90,10 +90,14 @@ func mediaType(r *http.Request) string {
 const objectMediaTypes = "application/json, application/yaml"
 
 // decodeObject decodes a create or update body (JSON, YAML, or protobuf for built-in kinds)
-// into a JSON object. A field given twice is an error under fieldValidation=Strict and a
-// warning under Warn, as in Kubernetes; the last value given is the one kept.
+// into a JSON object; a built-in kind's missing apiVersion and kind come from the URL. A field
+// given twice is an error under fieldValidation=Strict and a warning under Warn, as in
+// Kubernetes; the last value given is the one kept.
 func (s *Server) decodeObject(t registry.Target, contentType string, body []byte, fieldValidation string) (map[string]any, []string, error) {
 	obj, js, err := s.decodeObjectBody(t, contentType, body)
+	if err == nil && t.Sub != "scale" {
+		defaultTypeMeta(t.Kind, obj)
+	}
 	if err != nil || js == nil || fieldValidation == "Ignore" {
 		return obj, nil, err
 	}
@@ -155,14 +159,9 @@ func parseWriteOptions(c *echo.Context) (registry.Options, error) {
 	default:
 		return o, badRequest("fieldValidation must be one of Ignore, Warn or Strict, not %q", v)
 	}
-	switch q.Get("force") {
-	case "", "false":
-	case "true":
-		o.Force = true
-	default:
-		return o, badRequest("force must be true or false")
-	}
-	return o, nil
+	var err error
+	o.Force, err = queryBool(q, "force")
+	return o, err
 }
 
 // setWarnings adds one Warning header per message, in Kubernetes' format.

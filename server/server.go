@@ -237,14 +237,15 @@ func (s *Server) BeginShutdown() {
 }
 
 // isWatch reports whether r is long-lived (a watch or a profile), exempt from MAX_INFLIGHT
-// and the request timeout.
+// and the request timeout. A watch parameter that is not a boolean is not a watch here; the
+// list handler answers it with a 400.
 func isWatch(r *http.Request) bool {
 	switch r.URL.Path {
 	case "/watch", "/debug/pprof/profile", "/debug/pprof/trace":
 		return true
 	}
-	w := r.URL.Query().Get("watch")
-	return w == "true" || w == "1"
+	w, err := queryBool(r.URL.Query(), "watch")
+	return w && err == nil
 }
 
 // limit enforces MAX_INFLIGHT, the body limit and the per-request deadline.

@@ -134,12 +134,8 @@ func (s *Server) parseSSE(r *http.Request) (cache.WatchOptions, error) {
 			return opts, badRequest("unable to parse labelSelector: %v", err)
 		}
 	}
-	switch q.Get("initial") {
-	case "", "false":
-	case "true":
-		opts.SendInitialEvents = true
-	default:
-		return opts, badRequest("initial must be true or false")
+	if opts.SendInitialEvents, err = queryBool(q, "initial"); err != nil {
+		return opts, err
 	}
 	if v := q.Get("resourceVersion"); v != "" && v != "0" {
 		if opts.ResourceVersion, err = cache.ParseResourceVersion(v); err != nil {

@@ -87,3 +87,32 @@ func TestTypeMetaFromURL(t *testing.T) {
 		{name: "namespace body of another kind", method: "POST", path: "/api/v1/namespaces", body: `{"kind":"Lease","metadata":{"name":"x"}}`, code: 400, reason: "BadRequest", message: "kind"},
 	})
 }
+
+// TestUnservedResourceIs404: a resource this server does not serve answers kube-apiserver's
+// generic 404 (not an object's NotFound, which would name the resource and an empty name). The
+// resources asked for are ones SPEC §14 does not plan to serve either.
+func TestUnservedResourceIs404(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const want = `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","details":{},"code":404}`
+	for _, tt := range []struct{ method, path string }{
+		{"GET", "/api/v1/namespaces/default/podtemplates"},
+		{"GET", "/api/v1/podtemplates"},
+		{"GET", "/api/v1/namespaces/default/podtemplates/pt"},
+		{"POST", "/api/v1/namespaces/default/podtemplates"},
+		{"GET", "/apis/apps/v1/namespaces/default/controllerrevisions?watch=true"},
+		{"DELETE", "/apis/example.com/v1/gizmos/g1"},
+		{"GET", "/apis/cloudnative.elide.dev/v2/namespaces/default/applications"},
+		{"GET", "/no/such/route"},
+	} {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			body := ""
+			if tt.method == "POST" {
+				body = `{"apiVersion":"v1","kind":"PodTemplate","metadata":{"name":"pt"}}`
+			}
+			r := e.do(tt.method, tt.path, "application/json", body)
+			require.Equal(t, http.StatusNotFound, r.code)
+			assert.JSONEq(t, want, string(r.body))
+		})
+	}
+}

@@ -25,9 +25,9 @@ func toStatus(err error) *metav1.Status {
 	case errors.As(err, &cerr):
 		st = cacheStatus(cerr)
 	case errors.Is(err, echo.ErrNotFound):
-		st = apierrors.NewNotFound(schema.GroupResource{}, "").ErrStatus
-		st.Message = "the server could not find the requested resource"
-		st.Details = nil
+		// kube-apiserver's answer for a route or resource it does not serve: "the server could
+		// not find the requested resource" with empty details.
+		st = apierrors.NewGenericServerResponse(http.StatusNotFound, "", schema.GroupResource{}, "", "", 0, false).ErrStatus
 	case errors.Is(err, echo.ErrMethodNotAllowed):
 		st = apierrors.NewMethodNotSupported(schema.GroupResource{}, "").ErrStatus
 		st.Message = "the server does not allow this method on the requested resource"

@@ -13,18 +13,19 @@ import (
 	"github.com/labstack/echo/v5"
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/registry"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 )
 
 // parseTarget resolves the URL's group, version, resource, namespace, name and subresource.
-// Parsing only: an unknown resource or a path that does not fit the kind's scope is a 404.
+// Parsing only: an unknown resource or a path that does not fit the kind's scope is the generic
+// 404 of an unknown route.
 func (s *Server) parseTarget(c *echo.Context) (registry.Target, error) {
 	group, version, resource := c.Param("group"), c.Param("version"), c.Param("resource")
 	k, ok := s.cfg.Kinds.Lookup(group, version, resource)
 	if !ok {
-		return registry.Target{}, apierrors.NewNotFound(schema.GroupResource{Group: group, Resource: resource}, "")
+		// A resource this server does not serve is not a missing object: kube-apiserver answers
+		// its generic 404, which clients read as "not served" (RESTMapper: no matches for kind).
+		return registry.Target{}, echo.ErrNotFound
 	}
 	t := registry.Target{Kind: k, Sub: c.Param("sub")}
 	t.Key = cache.Key{Group: k.Group, Resource: k.Plural, Namespace: c.Param("namespace"), Name: c.Param("name")}

@@ -12,6 +12,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // kubectlPath is the real kubectl of machines of this kind (a dispatcher that picks its binary
@@ -140,4 +144,40 @@ func TestKubectl(t *testing.T) {
 	assert.Contains(t, k.run("delete", "app", "demo", "--timeout=20s"), `"demo" deleted`)
 	out, _ := k.cmd(context.Background(), "get", "app", "demo").CombinedOutput()
 	assert.Contains(t, string(out), "NotFound")
+}
+
+// TestKubectlAuth: the checks tools make before acting (kubectl auth can-i, can-i --list, whoami;
+// kubectl sends the reviews as protobuf) are answered: everything is allowed, and a client
+// without credentials is system:anonymous.
+func TestKubectlAuth(t *testing.T) {
+	t.Parallel()
+	p := start(t, "ENABLE_CONTROLLER=false", "ENABLE_LEADER_ELECTION=false")
+	k := newKube(t, p)
+	assert.Equal(t, "yes\n", k.run("auth", "can-i", "create", "applications"))
+	assert.Equal(t, "yes\n", k.run("auth", "can-i", "delete", "namespaces", "--all-namespaces"))
+	assert.Equal(t, "yes\n", k.run("auth", "can-i", "get", "/healthz"))
+	assert.Regexp(t, `(?m)^\*\.\*\s+\[\]\s+\[\]\s+\[\*\]$`, k.run("auth", "can-i", "--list"))
+	who := k.run("auth", "whoami")
+	assert.Regexp(t, `Username\s+system:anonymous`, who)
+	assert.Regexp(t, `Groups\s+\[system:unauthenticated\]`, who)
+}
+
+// TestReviewsNameTheTokenUser: with tokens configured, the reviews name the token's user
+// (client-go's typed clients, which send them as protobuf).
+func TestReviewsNameTheTokenUser(t *testing.T) {
+	t.Parallel()
+	p := start(t, "TOKEN_FILE="+writeTokenFile(t), "ENABLE_CONTROLLER=false", "ENABLE_LEADER_ELECTION=false")
+	rc := restConfig(p)
+	rc.BearerToken = "alice-3f9c2a"
+	cs, err := kubernetes.NewForConfig(rc)
+	require.NoError(t, err)
+	ctx := context.Background()
+	who, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, authenticationv1.UserInfo{Username: "alice", UID: "1001", Groups: []string{"developers", "ops", "system:authenticated"}}, who.Status.UserInfo)
+	can, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "delete", Resource: "namespaces"}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	assert.True(t, can.Status.Allowed)
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,7 +31,9 @@ type protobufCodec struct {
 func (p *protobufCodec) get() runtime.Decoder {
 	p.once.Do(func() {
 		scheme := runtime.NewScheme()
-		for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, coordinationv1.AddToScheme} {
+		// The reviews (authorization and authentication) are not stored kinds, but clients send
+		// them as protobuf too (kubectl auth can-i).
+		for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, coordinationv1.AddToScheme, authorizationv1.AddToScheme, authenticationv1.AddToScheme} {
 			if err := add(scheme); err != nil {
 				panic(err) // registering the client-go types cannot fail
 			}
@@ -40,8 +44,8 @@ func (p *protobufCodec) get() runtime.Decoder {
 	return p.decoder
 }
 
-// DecodeProtobuf decodes a protobuf body (an object of a built-in kind, or DeleteOptions) into
-// its JSON encoding and says what it is.
+// DecodeProtobuf decodes a protobuf body (an object of a built-in kind, a review, or
+// DeleteOptions) into its JSON encoding and says what it is.
 func (r *Registry) DecodeProtobuf(body []byte) ([]byte, schema.GroupVersionKind, error) {
 	obj, gvk, err := r.proto.get().Decode(body, nil, nil)
 	if err != nil {

@@ -33,7 +33,8 @@ func (s *Server) resourceList(group, version string) (*metav1.APIResourceList, b
 		gv = group + "/" + version
 	}
 	list := &metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv, APIResources: []metav1.APIResource{}}
-	found := false
+	reviews := reviewResources(group, version)
+	found := len(reviews) > 0
 	for _, k := range s.servedKinds() {
 		if k.Group != group || k.Version != version {
 			continue
@@ -50,6 +51,7 @@ func (s *Server) resourceList(group, version string) (*metav1.APIResourceList, b
 			list.APIResources = append(list.APIResources, metav1.APIResource{Name: k.Plural + "/scale", Namespaced: k.Namespaced, Group: "autoscaling", Version: "v1", Kind: "Scale", Verbs: metav1.Verbs{"get", "patch", "update"}})
 		}
 	}
+	list.APIResources = append(list.APIResources, reviews...)
 	return list, found
 }
 
@@ -57,7 +59,7 @@ func (s *Server) resourceList(group, version string) (*metav1.APIResourceList, b
 func (s *Server) groups() []metav1.APIGroup {
 	byGroup := map[string]*metav1.APIGroup{}
 	var order []string
-	for _, k := range s.servedKinds() {
+	for _, k := range append(s.servedKinds(), reviewKinds...) {
 		if k.Group == "" {
 			continue
 		}

@@ -34,6 +34,18 @@ func (s *Server) routes() {
 	e.GET("/openapi/v3", s.openAPIRoot)
 	e.GET("/openapi/v3/*", s.openAPIDocument)
 
+	// Reviews: created and answered, never stored (reviews.go).
+	for path, create := range map[string]echo.HandlerFunc{
+		"/apis/authorization.k8s.io/v1/selfsubjectaccessreviews": s.selfSubjectAccessReview,
+		"/apis/authorization.k8s.io/v1/selfsubjectrulesreviews":  s.selfSubjectRulesReview,
+		"/apis/authentication.k8s.io/v1/selfsubjectreviews":      s.selfSubjectReview,
+	} {
+		e.POST(path, create)
+		for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+			e.Add(m, path, methodNotAllowed)
+		}
+	}
+
 	e.GET("/events", s.queryEvents)
 	e.GET("/events/stats", s.eventStats)
 

@@ -181,3 +181,21 @@ func TestReviewsNameTheTokenUser(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, can.Status.Allowed)
 }
+
+// TestKubectlExplainOpenAPIV2: `kubectl explain --output=plaintext-openapiv2` reads /openapi/v2
+// (as protobuf) and explains the same schema v3 does.
+func TestKubectlExplainOpenAPIV2(t *testing.T) {
+	t.Parallel()
+	p := start(t, "ENABLE_CONTROLLER=false", "ENABLE_LEADER_ELECTION=false")
+	k := newKube(t, p)
+	out := k.run("explain", "--output=plaintext-openapiv2", "applications.spec")
+	assert.Contains(t, out, "KIND:     Application")
+	assert.Regexp(t, `replicas\s+<integer> -required-`, out)
+	assert.Regexp(t, `config\s+<map\[string\]string>`, out)
+	assert.Contains(t, out, "Number of replicas to run")
+	assert.Regexp(t, `(?m)^\s+limits\s+<Object>$`, k.run("explain", "--output=plaintext-openapiv2", "app.spec", "--recursive"))
+
+	// A CRD applied at runtime is explained too.
+	k.run("apply", "-f", "examples/widget-crd.yaml")
+	assert.Contains(t, k.run("explain", "--output=plaintext-openapiv2", "widgets.spec"), "KIND:     Widget")
+}

@@ -77,16 +77,7 @@ func openAPIDoc(served []*kinds.Kind) []byte {
 			"post": map[string]any{"operationId": "create" + op, "x-kubernetes-action": "post", "x-kubernetes-group-version-kind": gvk,
 				"parameters": []any{query("dryRun"), query("fieldManager"), query("fieldValidation")}, "responses": okResp},
 		}
-		var schema map[string]any
-		if k.Schema != nil {
-			raw, _ := json.Marshal(k.Schema.OpenAPI())
-			_ = json.Unmarshal(raw, &schema)
-		} else {
-			schema = map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true,
-				"properties": map[string]any{"apiVersion": map[string]any{"type": "string"}, "kind": map[string]any{"type": "string"}, "metadata": map[string]any{"type": "object"}}}
-		}
-		schema["x-kubernetes-group-version-kind"] = []any{gvk}
-		schemas[name] = schema
+		schemas[name] = kindSchema(k)
 	}
 	doc := map[string]any{
 		"openapi":    "3.0.0",
@@ -96,6 +87,21 @@ func openAPIDoc(served []*kinds.Kind) []byte {
 	}
 	b, _ := json.Marshal(doc)
 	return b
+}
+
+// kindSchema is k's schema as both OpenAPI documents show it, carrying its group-version-kind
+// (a fresh map each call: callers may change it).
+func kindSchema(k *kinds.Kind) map[string]any {
+	var schema map[string]any
+	if k.Schema != nil {
+		raw, _ := json.Marshal(k.Schema.OpenAPI())
+		_ = json.Unmarshal(raw, &schema)
+	} else {
+		schema = map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+			"properties": map[string]any{"apiVersion": map[string]any{"type": "string"}, "kind": map[string]any{"type": "string"}, "metadata": map[string]any{"type": "object"}}}
+	}
+	schema["x-kubernetes-group-version-kind"] = []any{map[string]string{"group": k.Group, "version": k.Version, "kind": k.Kind}}
+	return schema
 }
 
 // schemaName reverses the group like Kubernetes does: dev.elide.cloudnative.v1.Application.

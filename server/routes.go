@@ -31,6 +31,7 @@ func (s *Server) routes() {
 	e.GET("/apis", s.apiGroupList)
 	e.GET("/apis/:group", s.apiGroup)
 	e.GET("/apis/:group/:version", s.groupResources)
+	e.GET("/openapi/v2", s.openAPIV2)
 	e.GET("/openapi/v3", s.openAPIRoot)
 	e.GET("/openapi/v3/*", s.openAPIDocument)
 

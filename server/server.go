@@ -123,6 +123,8 @@ type Server struct {
 	started     time.Time
 	// allowedOrigins is Config.AllowedOrigins, normalized.
 	allowedOrigins map[string]bool
+	// openAPIV2Cache keeps /openapi/v2's protobuf encoding.
+	openAPIV2Cache openAPIV2Cache
 }
 
 // New validates cfg and builds the routes.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -48,6 +49,15 @@ func browser(t *testing.T, extra ...chromedp.ExecAllocatorOption) context.Contex
 	return ctx
 }
 
+// historyLen is how many reconcile passes the API's history of Application default/name holds.
+func historyLen(t *testing.T, addr, name string) int {
+	t.Helper()
+	code, h := httpJSON(t, "GET", "http://"+addr+"/apis/cloudnative.elide.dev/v1/namespaces/default/applications/"+name+"/history", "")
+	require.Equal(t, http.StatusOK, code)
+	items, _ := h["items"].([]any)
+	return len(items)
+}
+
 func freePort(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -61,7 +71,8 @@ func freePort(t *testing.T) string {
 func TestDashboard(t *testing.T) {
 	t.Parallel()
 	addr := freePort(t)
-	env := []string{"ADDR=" + addr, "ROLLOUT_STEP=300ms", "ENABLE_LEADER_ELECTION=false"}
+	// No periodic resync: every reconcile pass in this test has a cause the test knows.
+	env := []string{"ADDR=" + addr, "ROLLOUT_STEP=300ms", "ENABLE_LEADER_ELECTION=false", "RECONCILE_INTERVAL=0"}
 	p := start(t, env...)
 	ctx := browser(t)
 	// The first action starts the browser; it must not run under a timeout (chromedp.Run).
@@ -96,6 +107,23 @@ func TestDashboard(t *testing.T) {
 		chromedp.WaitVisible(css(`#history tbody tr`)),
 		chromedp.WaitVisible(css(`#events tbody tr`)),
 	)
+	// "Reconcile now" on the converged object: the pass finds nothing to do, and the history
+	// shows it on top.
+	passes := historyLen(t, addr, "web")
+	poll := func(expr string) {
+		t.Helper()
+		c, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, err := chromedp.Run(c, chromedp.Poll[bool](expr))
+		require.NoError(t, err, "waiting for %s", expr)
+	}
+	poll(fmt.Sprintf(`document.querySelectorAll("#history tbody tr").length === %d`, passes))
+	run(5*time.Second, chromedp.Click(css("#reconcile")))
+	poll(fmt.Sprintf(`document.querySelectorAll("#history tbody tr").length === %d`, passes+1))
+	poll(`document.querySelector("#history tbody tr").classList.contains("idle") &&
+		document.querySelector("#history tbody tr").textContent.includes("nothing to do")`)
+	assert.Equal(t, passes+1, historyLen(t, addr, "web"))
+
 	if *updateScreenshot {
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))

@@ -86,12 +86,12 @@ func (a *Reconciler) NotBefore(key cache.Key) time.Time {
 // History returns the last reconciles of key, oldest first.
 func (a *Reconciler) History(key cache.Key) []Attempt { return a.history.get(key) }
 
-// pass is what one reconcile did, for the history.
+// pass is what one reconcile did, for the history. Every pass is recorded, one that found
+// nothing to do too (it says so), so a reconcile asked for by hand always leaves a trace.
 type pass struct {
 	res     reconciler.Result
 	phase   string
 	message string
-	idle    bool // nothing was due: not recorded in the history
 }
 
 // Reconcile does the next due step for the Application at key (level-based).
@@ -107,16 +107,14 @@ func (a *Reconciler) Reconcile(ctx context.Context, key cache.Key) (reconciler.R
 		return reconciler.Result{}, err
 	}
 	p, err := a.reconcile(ctx, key, obj, start)
-	if !p.idle || err != nil {
-		msg := p.message
-		if err != nil {
-			msg = err.Error()
-		}
-		a.history.add(key, Attempt{
-			Generation: obj.Generation(), Success: err == nil, Phase: p.phase, Message: msg,
-			StartTime: formatStart(start), Duration: a.cfg.Clock.Now().Sub(start).String(),
-		})
+	msg := p.message
+	if err != nil {
+		msg = err.Error()
 	}
+	a.history.add(key, Attempt{
+		Generation: obj.Generation(), Success: err == nil, Phase: p.phase, Message: msg,
+		StartTime: formatStart(start), Duration: a.cfg.Clock.Now().Sub(start).String(),
+	})
 	return p.res, err
 }
 
@@ -151,7 +149,9 @@ func (a *Reconciler) reconcile(ctx context.Context, key cache.Key, obj *cache.Ob
 func (a *Reconciler) rollout(ctx context.Context, key cache.Key, obj *cache.Object, app map[string]any, st appStatus, now time.Time) (pass, error) {
 	step := a.cfg.RolloutStep
 	if due := a.NotBefore(key); now.Before(due) {
-		return pass{res: reconciler.Result{RequeueAfter: due.Sub(now)}, phase: st.Phase, idle: true}, nil
+		wait := due.Sub(now)
+		return pass{res: reconciler.Result{RequeueAfter: wait}, phase: st.Phase,
+			message: fmt.Sprintf("nothing to do yet: the next rollout step is due in %v", wait.Round(time.Millisecond))}, nil
 	}
 	spec, _ := app["spec"].(map[string]any)
 	desired := int64Of(spec["replicas"])
@@ -232,7 +232,7 @@ func (a *Reconciler) rollout(ctx context.Context, key cache.Key, obj *cache.Obje
 			return pass{phase: st.Phase}, err
 		}
 	}
-	p := pass{phase: st.Phase, message: message, idle: !changed}
+	p := pass{phase: st.Phase, message: message}
 	if !later.IsZero() {
 		p.res.RequeueAfter = later.Sub(now)
 	}
@@ -278,7 +278,7 @@ func (a *Reconciler) simulateFailure(ctx context.Context, key cache.Key, obj *ca
 // It never fails on purpose (simulated failures do not apply).
 func (a *Reconciler) cleanup(ctx context.Context, key cache.Key, obj *cache.Object, app map[string]any, st appStatus) (pass, error) {
 	if !slices.Contains(obj.Finalizers(), Finalizer) {
-		return pass{phase: st.Phase, idle: true}, nil
+		return pass{phase: st.Phase, message: "nothing to do: being deleted, and our finalizer is already removed"}, nil
 	}
 	var err error
 	if st.ReadyReplicas != 0 {

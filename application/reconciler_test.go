@@ -351,6 +351,52 @@ func TestStatusWritesDoNotRequeue(t *testing.T) {
 	})
 }
 
+// TestEveryPassIsRecorded: a reconcile asked for by hand on a converged Application, or before
+// the next rollout step is due, does nothing and writes nothing, and its history says so.
+func TestEveryPassIsRecorded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, time.Second)
+		defer r.stop()
+		key := cachetest.Key("default", "web")
+		r.create("web", 2, nil)
+		synctest.Wait()
+		require.Equal(t, "Pending", r.status("web").Phase)
+
+		// Mid-rollout, before the next step is due.
+		_, before := attemptStarts(t, r, "web")
+		obj, err := r.store.Get(ctx, key)
+		require.NoError(t, err)
+		require.True(t, r.ctrl.Enqueue(key))
+		synctest.Wait()
+		_, after := attemptStarts(t, r, "web")
+		require.Len(t, after, len(before)+1)
+		last := after[len(after)-1]
+		assert.True(t, last.Success)
+		assert.Equal(t, "nothing to do yet: the next rollout step is due in 1s", last.Message)
+		again, err := r.store.Get(ctx, key)
+		require.NoError(t, err)
+		assert.Equal(t, obj.ResourceVersion(), again.ResourceVersion(), "an early pass writes nothing")
+
+		// Converged.
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		require.Equal(t, "Running", r.status("web").Phase)
+		_, before = attemptStarts(t, r, "web")
+		obj, err = r.store.Get(ctx, key)
+		require.NoError(t, err)
+		require.True(t, r.ctrl.Enqueue(key))
+		synctest.Wait()
+		_, after = attemptStarts(t, r, "web")
+		require.Len(t, after, len(before)+1)
+		last = after[len(after)-1]
+		assert.Equal(t, application.Attempt{Generation: 1, Success: true, Phase: "Running", Message: "nothing to do",
+			StartTime: last.StartTime, Duration: last.Duration}, last)
+		again, err = r.store.Get(ctx, key)
+		require.NoError(t, err)
+		assert.Equal(t, obj.ResourceVersion(), again.ResourceVersion(), "a pass with nothing to do writes nothing")
+	})
+}
+
 // metricValue sums every sample of the metric name (histograms: their counts), or only those
 // whose result label keep accepts when keep is given.
 func metricValue(t *testing.T, reg *metrics.Registry, name string, keep ...func(result string) bool) float64 {

@@ -130,8 +130,10 @@ async function refreshDetail() {
   if (!o) return;
   if (o.kind === "Application") {
     const h = await (await fetch(pathOf(o) + "/history")).json().catch(() => ({ items: [] }));
+    // Newest first. A pass that found nothing to do (a resync, or "Reconcile now" on a converged
+    // object) is recorded too, and shown muted.
     $("history").querySelector("tbody").innerHTML = (h.items || []).slice().reverse()
-      .map((a) => `<tr><td>${esc(a.startTime)}</td><td>${esc(a.generation)}</td><td>${a.success ? "✔" : "✘"}</td><td>${esc(a.phase)}</td><td>${esc(a.message)}</td><td>${esc(a.duration)}</td></tr>`)
+      .map((a) => `<tr class="${a.success && String(a.message).startsWith("nothing to do") ? "idle" : ""}"><td>${esc(a.startTime)}</td><td>${esc(a.generation)}</td><td>${a.success ? "✔" : "✘"}</td><td>${esc(a.phase)}</td><td>${esc(a.message)}</td><td>${esc(a.duration)}</td></tr>`)
       .join("");
   }
   const e = await (await fetch(`/events?namespace=${encodeURIComponent(o.metadata.namespace)}&name=${encodeURIComponent(o.metadata.name)}&limit=30`)).json();
@@ -200,7 +202,14 @@ $("toggle-fail").onclick = () => {
   const on = (o.metadata.annotations || {})["cloudnative.elide.dev/simulate-failures"];
   patch(o, { metadata: { annotations: { "cloudnative.elide.dev/simulate-failures": on ? null : "3" } } });
 };
-$("reconcile").onclick = () => call("POST", pathOf(objects.get(selected)) + "/reconcile");
+// The reconcile runs after the 202: look at the history again shortly, so its pass shows at once.
+$("reconcile").onclick = async () => {
+  if (await call("POST", pathOf(objects.get(selected)) + "/reconcile")) {
+    $("message").textContent += " (queued; the pass appears in the reconcile history)";
+    setTimeout(refreshDetail, 200);
+    setTimeout(refreshDetail, 800);
+  }
+};
 $("delete").onclick = () => call("DELETE", pathOf(objects.get(selected)));
 $("filter").addEventListener("input", renderTimeline);
 

@@ -28,6 +28,11 @@ const (
 	slack = 150 * time.Millisecond
 )
 
+// failoverJitter is what SPEC §8's kill -9 bound adds to LEASE_DURATION: client-go jitters each
+// retry up to 2.2 × RETRY_PERIOD, one jittered retry may pass before a follower sees the last
+// renewal (its lease clock starts then), and one more before it acquires.
+var failoverJitter = time.Duration(4.4 * float64(haRetry))
+
 type replica struct {
 	name string
 	p    *proc

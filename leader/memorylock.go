@@ -15,8 +15,9 @@ import (
 // LeaseResource is where Leases are stored.
 var LeaseResource = cache.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
 
-// MemoryLock keeps the lease as a coordination/v1 Lease in this process's store, with the
-// store's optimistic concurrency (it is client-go's LeaseLock, against the local store).
+// MemoryLock keeps the lease as a coordination/v1 Lease in this process's store (a valid
+// LeaseSpec, see record.leaseSpec), with the store's optimistic concurrency (it is client-go's
+// LeaseLock, against the local store).
 type MemoryLock struct {
 	Client    Client
 	Namespace string
@@ -54,15 +55,12 @@ func (l *MemoryLock) Get(ctx context.Context) (*rl.LeaderElectionRecord, []byte,
 		return nil, nil, err
 	}
 	raw, _ := json.Marshal(obj["spec"])
-	var r record
-	_ = json.Unmarshal(raw, &r)
 	l.remember(o)
-	return r.election(), raw, nil
+	return recordFromLeaseSpec(raw).election(), raw, nil
 }
 
 func (l *MemoryLock) lease(ler rl.LeaderElectionRecord, rv string) map[string]any {
-	var spec map[string]any
-	_ = json.Unmarshal(toRecord(ler).encode(), &spec)
+	spec := toRecord(ler).leaseSpec()
 	md := map[string]any{"name": l.Name, "namespace": l.Namespace}
 	if rv != "" {
 		md["resourceVersion"] = rv
@@ -114,9 +112,7 @@ func (l *MemoryLock) Peek(ctx context.Context) (record, bool) {
 		return record{}, false
 	}
 	raw, _ := json.Marshal(obj["spec"])
-	var r record
-	_ = json.Unmarshal(raw, &r)
-	return r, true
+	return recordFromLeaseSpec(raw), true
 }
 
 // RecordEvent reports an election event.

@@ -2,7 +2,6 @@ package leader
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 
 	"github.com/opemu/opemu/cache"
@@ -28,13 +27,11 @@ func (e *Elector) mirror(ctx context.Context) {
 }
 
 func (e *Elector) writeMirror(ctx context.Context, key cache.Key, r record) {
-	var spec map[string]any
-	_ = json.Unmarshal(r.encode(), &spec)
 	obj := map[string]any{
 		"apiVersion": "coordination.k8s.io/v1",
 		"kind":       "Lease",
 		"metadata":   map[string]any{"name": key.Name, "namespace": key.Namespace, "labels": map[string]any{"opemu.dev/mirror": "file"}},
-		"spec":       spec,
+		"spec":       r.leaseSpec(),
 	}
 	_, err := e.cfg.Client.Update(ctx, key, obj)
 	if errors.Is(err, cache.ErrNotFound) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	rl "k8s.io/client-go/tools/leaderelection/resourcelock"
 )
@@ -42,6 +43,27 @@ func (r record) election() *rl.LeaderElectionRecord {
 func (r record) encode() []byte {
 	b, _ := json.Marshal(r)
 	return b
+}
+
+// leaseSpec is r as a coordination.k8s.io/v1 LeaseSpec (the Lease objects in the store: the
+// memory backend's lock and the file backend's mirror), converted as client-go's LeaseLock
+// does: leaseTransitions (the record's leaderTransitions), and acquireTime and renewTime as
+// MicroTime (RFC 3339 with microseconds). The file and /leader keep the record's own shape.
+func (r record) leaseSpec() map[string]any {
+	b, _ := json.Marshal(rl.LeaderElectionRecordToLeaseSpec(r.election()))
+	var spec map[string]any
+	_ = json.Unmarshal(b, &spec)
+	return spec
+}
+
+// recordFromLeaseSpec reads a Lease's spec (JSON) back into a record; a spec that does not
+// decode gives the zero record (held by nobody).
+func recordFromLeaseSpec(raw []byte) record {
+	var spec coordinationv1.LeaseSpec
+	if err := json.Unmarshal(raw, &spec); err != nil {
+		return record{}
+	}
+	return toRecord(*rl.LeaseSpecToLeaderElectionRecord(&spec))
 }
 
 // Info is the lease as /leader shows it.

@@ -33,6 +33,99 @@ const (
 // renewal (its lease clock starts then), and one more before it acquires.
 var failoverJitter = time.Duration(4.4 * float64(haRetry))
 
+// loadMeter measures what the machine adds to a failover while one runs, so the kill -9 bound
+// can be asserted tightly on an idle machine and still hold on a loaded one (2 shared cores, the
+// race detector, parallel tests and builds). The bound is wall time through three timer waits in
+// the replicas (the holder's last renewal, the follower's observing retry, its acquiring retry)
+// and the new holder's write of the lease file (a temp file, fsync, rename, fsync of the
+// directory), which may queue behind the other follower's write under the file's lock. So it
+// measures how late a 10 ms ticker in this process fires (CPU lag) and how long the same kind of
+// write takes in the lease's directory (write latency), and allows three CPU lags and two writes
+// on top of the sampling slack. On an idle machine that is a few milliseconds.
+type loadMeter struct {
+	stop, done chan struct{}
+	// Written by the meter's goroutines until done is closed.
+	lag, write time.Duration
+}
+
+func startLoadMeter(t *testing.T, dir string) *loadMeter {
+	t.Helper()
+	m := &loadMeter{stop: make(chan struct{}), done: make(chan struct{})}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		const tick = 10 * time.Millisecond
+		tk := time.NewTicker(tick)
+		defer tk.Stop()
+		last := time.Now()
+		for {
+			select {
+			case <-m.stop:
+				return
+			case <-tk.C:
+			}
+			now := time.Now()
+			m.lag = max(m.lag, now.Sub(last)-tick)
+			last = now
+		}
+	})
+	wg.Go(func() {
+		tk := time.NewTicker(50 * time.Millisecond)
+		defer tk.Stop()
+		probe := filepath.Join(dir, "probe")
+		for {
+			select {
+			case <-m.stop:
+				return
+			case <-tk.C:
+			}
+			start := time.Now()
+			if err := writeSynced(dir, probe); err != nil {
+				t.Errorf("write probe: %v", err)
+				return
+			}
+			m.write = max(m.write, time.Since(start))
+		}
+	})
+	go func() { wg.Wait(); close(m.done) }()
+	return m
+}
+
+// writeSynced writes a small file the way the file lease backend writes its record.
+func writeSynced(dir, path string) error {
+	tmp, err := os.CreateTemp(dir, ".probe-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.WriteString(`{"holderIdentity":"probe","leaseDurationSeconds":2}`)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// margin stops the meter and returns what a kill -9 failover may take beyond SPEC §8's bound,
+// and a description of it for the log.
+func (m *loadMeter) margin() (time.Duration, string) {
+	close(m.stop)
+	<-m.done
+	margin := slack + 3*m.lag + 2*m.write
+	return margin, fmt.Sprintf("margin %v: sampling %v, CPU lag %v, lease write %v", margin.Round(time.Millisecond), slack, m.lag.Round(time.Millisecond), m.write.Round(time.Millisecond))
+}
+
 type replica struct {
 	name string
 	p    *proc
@@ -175,12 +268,14 @@ func TestHAFailover(t *testing.T) {
 		assert.Equal(t, want, r.readyz(), "/readyz of %s", r.name)
 	}
 
-	// kill -9 of the leader: another leads within LEASE_DURATION + 2.2 × RETRY_PERIOD.
+	// kill -9 of the leader: another leads within LEASE_DURATION + 4.4 × RETRY_PERIOD.
+	load := startLoadMeter(t, filepath.Dir(lease))
 	require.NoError(t, first.p.cmd.Process.Signal(syscall.SIGKILL))
 	rest := without(rs, first)
-	second, took := waitLeader(t, haLease+time.Duration(2.2*float64(haRetry)), rest...)
-	t.Logf("after kill -9, %s leads in %v", second.name, took)
-	assert.LessOrEqual(t, took, haLease+time.Duration(2.2*float64(haRetry))+slack)
+	second, took := waitLeader(t, haLease+failoverJitter, rest...)
+	margin, why := load.margin()
+	t.Logf("after kill -9, %s leads in %v (bound %v; %s)", second.name, took, haLease+failoverJitter, why)
+	assert.LessOrEqual(t, took, haLease+failoverJitter+margin)
 
 	// SIGTERM of the new leader: it releases the lease; the last one leads within
 	// 2.2 × RETRY_PERIOD + 1 s, and the stopped one exits 0.
@@ -252,11 +347,13 @@ func TestHAKillLeaderMidRollout(t *testing.T) {
 	}
 	phase, ready, _ := status(first, "big")
 	require.Less(t, ready, 8.0, "still rolling out when killed (phase %s)", phase)
+	load := startLoadMeter(t, filepath.Dir(lease))
 	require.NoError(t, first.p.cmd.Process.Signal(syscall.SIGKILL))
 	killed := time.Now()
-	second, took := waitLeader(t, haLease+time.Duration(2.2*float64(haRetry)), followers...)
-	t.Logf("after kill -9 mid-rollout (%v of 8 ready), %s leads in %v", ready, second.name, took)
-	assert.LessOrEqual(t, took, haLease+time.Duration(2.2*float64(haRetry))+slack)
+	second, took := waitLeader(t, haLease+failoverJitter, followers...)
+	margin, why := load.margin()
+	t.Logf("after kill -9 mid-rollout (%v of 8 ready), %s leads in %v (bound %v; %s)", ready, second.name, took, haLease+failoverJitter, why)
+	assert.LessOrEqual(t, took, haLease+failoverJitter+margin)
 
 	// Everything written to it while it followed now rolls out to Ready.
 	for i := range 3 {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # HA demo: three opemu replicas elect one leader through a shared lease file; killing the
-# leader hands leadership to another within LEASE_DURATION + 2.2 x RETRY_PERIOD.
+# leader hands leadership to another within LEASE_DURATION + 4.4 x RETRY_PERIOD.
 # It uses the built binary (go run would hide the server from signals) and stops only the
 # processes it started.
 set -euo pipefail

@@ -69,7 +69,8 @@ func requireClientNode(t *testing.T) (node, entry string) {
 
 // TestClientNode: the JavaScript client lists and watches with the kubeconfig `opemu
 // kubeconfig` wrote, unedited (it refuses a plain-HTTP server unless the cluster entry says
-// insecure-skip-tls-verify).
+// insecure-skip-tls-verify), and creates a Namespace from a body without apiVersion and kind,
+// named by generateName.
 func TestClientNode(t *testing.T) {
 	t.Parallel()
 	node, entry := requireClientNode(t)
@@ -93,7 +94,12 @@ func TestClientNode(t *testing.T) {
 	require.Contains(t, steps, "watch", "stdout:\n%s", out)
 	assert.Equal(t, "ApplicationList", steps["list"]["kind"])
 	assert.Equal(t, []any{"js-app"}, steps["list"]["names"])
+	require.Contains(t, steps, "created")
+	name, _ := steps["created"]["name"].(string)
+	assert.Regexp(t, `^js-[a-z0-9]{5}$`, name)
+	assert.Equal(t, "Namespace", steps["created"]["kind"])
 	assert.Contains(t, steps["namespaces"]["names"], "default")
+	assert.Contains(t, steps["namespaces"]["names"], name)
 	assert.Equal(t, []any{[]any{"ADDED", "js-app", 1.0}, []any{"MODIFIED", "js-app", 2.0}}, steps["watch"]["events"])
 }
 

@@ -20,6 +20,9 @@ await apps.createNamespacedCustomObject({
 });
 const list = await apps.listNamespacedCustomObject({ group, version, namespace, plural });
 out("list", { kind: list.kind, names: list.items.map((i) => i.metadata.name) });
+// A typed model without apiVersion and kind, named by generateName.
+const created = await core.createNamespace({ body: { metadata: { generateName: "js-" } } });
+out("created", { name: created.metadata.name, kind: created.kind });
 const namespaces = await core.listNamespace();
 out("namespaces", { names: namespaces.items.map((i) => i.metadata.name) });
 

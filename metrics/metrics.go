@@ -34,6 +34,7 @@ type Registry struct {
 	queueDepth      *prometheus.GaugeVec
 	queueAdds       *prometheus.CounterVec
 	queueRetries    *prometheus.CounterVec
+	faultsInjected  *prometheus.CounterVec
 	resourceCount   *funcCollector
 	phaseCount      *funcCollector
 }
@@ -57,11 +58,12 @@ func New() *Registry {
 	r.queueDepth = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "workqueue_depth", Help: "Keys waiting in the work queue."}, []string{"name"})
 	r.queueAdds = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "workqueue_adds_total", Help: "Keys added to the work queue."}, []string{"name"})
 	r.queueRetries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "workqueue_retries_total", Help: "Rate-limited requeues."}, []string{"name"})
+	r.faultsInjected = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "faults_injected_total", Help: "Faults injected into client requests, by Fault name."}, []string{"fault"})
 	r.resourceCount = newFuncCollector("resource_count", "Stored objects by kind and namespace.", "kind", "namespace")
 	r.phaseCount = newFuncCollector("resource_phase_count", "Stored objects by kind and status phase.", "kind", "phase")
 	for _, c := range []prometheus.Collector{r.requests, r.requestDuration, r.webhooks, r.webhookDuration, r.watchClients,
 		r.reconciles, r.reconcileErrors, r.reconcileTime, r.events, r.leader, r.transitions, r.queueDepth, r.queueAdds,
-		r.queueRetries, r.resourceCount, r.phaseCount,
+		r.queueRetries, r.faultsInjected, r.resourceCount, r.phaseCount,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -176,6 +178,13 @@ func (r *Registry) QueueAdd(name string) {
 func (r *Registry) QueueRetry(name string) {
 	if r != nil {
 		r.queueRetries.WithLabelValues(name).Inc()
+	}
+}
+
+// FaultInjected counts one fault injected into a client request by the Fault named fault.
+func (r *Registry) FaultInjected(fault string) {
+	if r != nil {
+		r.faultsInjected.WithLabelValues(fault).Inc()
 	}
 }
 

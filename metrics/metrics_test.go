@@ -63,6 +63,7 @@ func TestEveryMetricMoves(t *testing.T) {
 		{"queue depth", func(r *metrics.Registry) { r.QueueDepth("application", 7) }, "workqueue_depth", map[string]string{"name": "application"}, 7},
 		{"queue adds", func(r *metrics.Registry) { r.QueueAdd("application") }, "workqueue_adds_total", map[string]string{"name": "application"}, 1},
 		{"queue retries", func(r *metrics.Registry) { r.QueueRetry("application") }, "workqueue_retries_total", map[string]string{"name": "application"}, 1},
+		{"faults injected", func(r *metrics.Registry) { r.FaultInjected("conflicts"); r.FaultInjected("conflicts") }, "faults_injected_total", map[string]string{"fault": "conflicts"}, 2},
 		{"resource count", func(r *metrics.Registry) {
 			r.SetResourceCounts(func() []metrics.Count {
 				return []metrics.Count{{Labels: [2]string{"applications", "default"}, Value: 3}}

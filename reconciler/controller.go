@@ -11,7 +11,6 @@ import (
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/metrics"
-	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 )
 
@@ -55,9 +54,14 @@ type Controller struct {
 
 	// mu guards queue and known.
 	mu    sync.Mutex
-	queue workqueue.TypedRateLimitingInterface[cache.Key] // nil while not running
-	known map[cache.Key]*cache.Object                     // the informer's cache
-	phase map[cache.Key]string                            // status.phase of known objects, for counts
+	queue *queue                      // nil while not running
+	known map[cache.Key]*cache.Object // the informer's cache
+	phase map[cache.Key]string        // status.phase of known objects, for counts
+
+	// gate holds the workers while the controller is paused (SPEC §16).
+	gate gate
+	// stepMu lets one Step run at a time.
+	stepMu sync.Mutex
 }
 
 // New validates cfg.
@@ -94,7 +98,7 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	return &Controller{cfg: cfg, known: map[cache.Key]*cache.Object{}, phase: map[cache.Key]string{}}, nil
+	return &Controller{cfg: cfg, known: map[cache.Key]*cache.Object{}, phase: map[cache.Key]string{}, gate: gate{changed: make(chan struct{})}}, nil
 }
 
 // Run lists and watches the resource, enqueues every object (a full resync), and reconciles
@@ -117,10 +121,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		wg.Go(func() { c.resync(ctx, q) })
 	}
 	for range c.cfg.Workers {
-		wg.Go(func() {
-			for c.processNext(ctx, q) {
-			}
-		})
+		wg.Go(func() { c.work(ctx, q) })
 	}
 	<-ctx.Done()
 	q.ShutDown()
@@ -162,7 +163,7 @@ func (c *Controller) PhaseCounts() map[string]int {
 }
 
 // enqueue adds key now, or when the reconciler says its next step is due.
-func (c *Controller) enqueue(q workqueue.TypedRateLimitingInterface[cache.Key], key cache.Key) {
+func (c *Controller) enqueue(q *queue, key cache.Key) {
 	if s, ok := c.cfg.Reconciler.(Scheduler); ok {
 		if d := s.NotBefore(key).Sub(c.cfg.Clock.Now()); d > 0 {
 			q.AddAfter(key, d)
@@ -176,7 +177,7 @@ func (c *Controller) enqueue(q workqueue.TypedRateLimitingInterface[cache.Key], 
 // watch ends early (it fell behind). A key is enqueued on create, on delete and on updates
 // that change generation, labels, annotations, finalizers or deletionTimestamp; status-only
 // writes (the controller's own) are not.
-func (c *Controller) inform(ctx context.Context, q workqueue.TypedRateLimitingInterface[cache.Key]) {
+func (c *Controller) inform(ctx context.Context, q *queue) {
 	for ctx.Err() == nil {
 		w, err := c.cfg.Store.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{c.cfg.Resource}, SendInitialEvents: true})
 		if err != nil {
@@ -204,7 +205,7 @@ func (c *Controller) inform(ctx context.Context, q workqueue.TypedRateLimitingIn
 }
 
 // forgetUnlisted handles objects deleted while a re-list was pending.
-func (c *Controller) forgetUnlisted(q workqueue.TypedRateLimitingInterface[cache.Key], listed map[cache.Key]bool) {
+func (c *Controller) forgetUnlisted(q *queue, listed map[cache.Key]bool) {
 	c.mu.Lock()
 	var gone []cache.Key
 	for k := range c.known {
@@ -220,7 +221,7 @@ func (c *Controller) forgetUnlisted(q workqueue.TypedRateLimitingInterface[cache
 	}
 }
 
-func (c *Controller) handle(q workqueue.TypedRateLimitingInterface[cache.Key], ev cache.Event, initial bool) {
+func (c *Controller) handle(q *queue, ev cache.Event, initial bool) {
 	key := ev.Object.Key()
 	c.mu.Lock()
 	old := c.known[key]
@@ -251,7 +252,7 @@ func matters(old, cur *cache.Object) bool {
 }
 
 // resync enqueues every known object every ResyncInterval (drift detection).
-func (c *Controller) resync(ctx context.Context, q workqueue.TypedRateLimitingInterface[cache.Key]) {
+func (c *Controller) resync(ctx context.Context, q *queue) {
 	t := c.cfg.Clock.NewTicker(c.cfg.ResyncInterval)
 	defer t.Stop()
 	for {
@@ -269,37 +270,61 @@ func (c *Controller) resync(ctx context.Context, q workqueue.TypedRateLimitingIn
 	}
 }
 
-// processNext reconciles one key; it returns false once the queue is shut down.
-func (c *Controller) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[cache.Key]) bool {
-	key, shutdown := q.Get()
-	if shutdown {
-		return false
+// work takes keys until the queue shuts down or ctx is done. While the controller is paused
+// it takes none, except the one key of a Step.
+func (c *Controller) work(ctx context.Context, q *queue) {
+	for c.gate.wait(ctx) {
+		key, shutdown := q.Get()
+		if shutdown {
+			return
+		}
+		// A worker that was already waiting in Get when the controller paused gets here with a
+		// key it may not process: it goes back, unprocessed, to the back of the queue.
+		step, ok := c.gate.admit()
+		if !ok {
+			q.putBack(key)
+			continue
+		}
+		out := c.process(ctx, q, key)
+		if step != nil {
+			step <- out
+		}
 	}
+}
+
+// process reconciles key and decides what becomes of it: forgotten, requeued at once (a
+// conflict), requeued with backoff (a failure), or dropped after MaxRetries.
+func (c *Controller) process(ctx context.Context, q *queue, key cache.Key) Outcome {
 	defer q.Done(key)
 	start := time.Now()
 	res, err := c.cfg.Reconciler.Reconcile(ctx, key)
 	d := time.Since(start)
+	out := Outcome{Controller: c.cfg.Name, Key: key, Object: objectName(key), Duration: d.String()}
+	if err != nil {
+		out.Error = err.Error()
+	}
 	switch {
 	case err == nil:
-		c.cfg.Metrics.ObserveReconcile(c.cfg.Name, "success", d)
+		out.Result = "success"
 		q.Forget(key)
 		if res.RequeueAfter > 0 {
+			out.RequeueAfter = res.RequeueAfter.String()
 			q.AddAfter(key, res.RequeueAfter)
 		}
 	case errors.Is(err, cache.ErrConflict):
 		// Someone wrote the object meanwhile: try again on the new state, not as a failure.
-		c.cfg.Metrics.ObserveReconcile(c.cfg.Name, "conflict", d)
+		out.Result = "conflict"
 		q.Add(key)
 	case isTerminal(err):
-		c.cfg.Metrics.ObserveReconcile(c.cfg.Name, "error", d)
+		out.Result = "error"
 		c.cfg.Metrics.ReconcileError(c.cfg.Name)
 		q.Forget(key)
 	case q.NumRequeues(key) < c.cfg.MaxRetries:
-		c.cfg.Metrics.ObserveReconcile(c.cfg.Name, "error", d)
+		out.Result = "error"
 		c.cfg.Metrics.ReconcileError(c.cfg.Name)
 		q.AddRateLimited(key)
 	default:
-		c.cfg.Metrics.ObserveReconcile(c.cfg.Name, "dropped", d)
+		out.Result = "dropped"
 		c.cfg.Metrics.ReconcileError(c.cfg.Name)
 		q.Forget(key)
 		c.cfg.Logger.Warn("dropping key after retries", "controller", c.cfg.Name, "key", key.String(), "retries", c.cfg.MaxRetries, "err", err)
@@ -307,5 +332,6 @@ func (c *Controller) processNext(ctx context.Context, q workqueue.TypedRateLimit
 			dr.Dropped(ctx, key, err)
 		}
 	}
-	return true
+	c.cfg.Metrics.ObserveReconcile(c.cfg.Name, out.Result, d)
+	return out
 }

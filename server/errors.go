@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v5"
 	"github.com/opemu/opemu/cache"
@@ -89,8 +90,9 @@ func (s *Server) errorHandler(c *echo.Context, err error) {
 	if st.Code == http.StatusInternalServerError {
 		s.log.Error("internal error", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
 	}
-	if st.Code == http.StatusTooManyRequests {
-		c.Response().Header().Set("Retry-After", "1")
+	// As kube-apiserver: a Status that says when to retry says it in Retry-After too.
+	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
 	}
 	if werr := c.JSON(int(st.Code), st); werr != nil {
 		s.log.Debug("writing error response", "err", werr)

@@ -16,16 +16,18 @@ func (s *Server) root(c *echo.Context) error {
 	}
 	sort.Strings(resources)
 	endpoints := map[string]string{
-		"health":    "/healthz",
-		"readiness": "/readyz",
-		"liveness":  "/livez",
-		"leader":    "/leader",
-		"crd":       "/crd",
-		"crds":      "/crds",
-		"validate":  "POST /validate",
-		"mutate":    "POST /mutate",
-		"metrics":   "/metrics",
-		"watch":     "/watch",
+		"health":     "/healthz",
+		"readiness":  "/readyz",
+		"liveness":   "/livez",
+		"leader":     "/leader",
+		"crd":        "/crd",
+		"crds":       "/crds",
+		"validate":   "POST /validate",
+		"mutate":     "POST /mutate",
+		"metrics":    "/metrics",
+		"watch":      "/watch",
+		"controller": "/controller (POST /controller/pause, /controller/step, /controller/resume)",
+		"clock":      "/clock (POST /clock/advance)",
 	}
 	if c, ok := s.cfg.CRDs.CRD(s.cfg.PrimaryCRD); ok {
 		for _, v := range c.Spec.Versions {

@@ -113,6 +113,9 @@ func (s *Server) kubeWatch(c *echo.Context, t registry.Target) error {
 		defer tk.Stop()
 		bookmark = tk.C
 	}
+	inj := faultOf(c)
+	faulted, stopFault := watchFault(inj)
+	defer stopFault()
 	events := w.Events()
 	for {
 		select {
@@ -148,6 +151,13 @@ func (s *Server) kubeWatch(c *echo.Context, t registry.Target) error {
 					_ = kw.flush()
 				}
 			}
+			return nil
+		case <-faulted:
+			// A Fault ends the stream (SPEC §16), with a 410 ERROR event when it expires it.
+			if inj.Watch.Expire {
+				_ = kw.status(toStatus(inj.ExpiredStatus()))
+			}
+			inj.WatchDone(true)
 			return nil
 		case <-s.stopWatches:
 			return nil

@@ -22,6 +22,12 @@ func (s *Server) routes() {
 	e.POST("/mutate", s.review(true))
 	e.GET("/metrics", s.metrics)
 	e.GET("/watch", s.sseWatch)
+	e.GET("/controller", s.controllers)
+	e.POST("/controller/pause", s.controlLoop(true))
+	e.POST("/controller/resume", s.controlLoop(false))
+	e.POST("/controller/step", s.stepLoop)
+	e.GET("/clock", s.getClock)
+	e.POST("/clock/advance", s.advanceClock)
 	s.uiRoutes()
 
 	// Discovery.

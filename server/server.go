@@ -17,6 +17,7 @@ import (
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/crd"
 	"github.com/opemu/opemu/events"
+	"github.com/opemu/opemu/faults"
 	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/metrics"
 	"github.com/opemu/opemu/registry"
@@ -45,6 +46,14 @@ type Config struct {
 	Events *events.Recorder
 	// Controller reconciles objects; nil when the controller is off.
 	Controller Controller
+	// Loop pauses, steps and resumes the controllers and shows their queues (/controller);
+	// nil when no controller runs.
+	Loop Loop
+	// Faults decides the faults injected into client requests (SPEC §16). Nil injects none.
+	Faults *faults.Engine
+	// ManualClock, when set, is the clock Config.Clock reads, moved by POST /clock/advance
+	// (CLOCK=manual). Nil means the clock is real.
+	ManualClock ManualClock
 	// BookmarkInterval is how often a Kubernetes watch that allows bookmarks gets one. Zero
 	// means 30 s.
 	BookmarkInterval time.Duration
@@ -186,7 +195,9 @@ func New(cfg Config) (*Server, error) {
 	// logged by errorHandler, instead of dropping the connection.
 	// The guard comes before everything else a request meets but the metrics, so refusals are
 	// counted.
-	s.echo.Use(s.observe, s.guard, s.limit, middleware.RecoverWithConfig(middleware.RecoverConfig{DisablePrintStack: true}))
+	// Faults are injected after the limits (a delayed request holds its MAX_INFLIGHT slot and
+	// meets its deadline) and before any handler.
+	s.echo.Use(s.observe, s.guard, s.limit, middleware.RecoverWithConfig(middleware.RecoverConfig{DisablePrintStack: true}), s.injectFaults)
 	s.routes()
 	return s, nil
 }

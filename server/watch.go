@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/faults"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -56,15 +57,18 @@ func (s *Server) sseWatch(c *echo.Context) error {
 	if err := sw.flush(); err != nil {
 		return nil
 	}
-	s.streamSSE(r, w, sw)
+	s.streamSSE(r, w, sw, faultOf(c))
 	return nil
 }
 
-// streamSSE copies events to the client until it leaves, the server shuts down, or the
-// watcher closes; a watcher closed for falling behind gets a 410 ERROR frame first.
-func (s *Server) streamSSE(r *http.Request, w *cache.Watcher, sw *sseWriter) {
+// streamSSE copies events to the client until it leaves, the server shuts down, the watcher
+// closes, or a Fault (inj, may be nil) ends the stream; a watcher closed for falling behind, or
+// expired by a Fault, gets a 410 ERROR frame first.
+func (s *Server) streamSSE(r *http.Request, w *cache.Watcher, sw *sseWriter, inj *faults.Injection) {
 	ping := time.NewTicker(s.cfg.Heartbeat)
 	defer ping.Stop()
+	faulted, stopFault := watchFault(inj)
+	defer stopFault()
 	events := w.Events()
 	for {
 		select {
@@ -89,6 +93,12 @@ func (s *Server) streamSSE(r *http.Request, w *cache.Watcher, sw *sseWriter) {
 			if sw.write([]byte(": ping\n\n")) != nil || sw.flush() != nil {
 				return
 			}
+		case <-faulted:
+			if inj.Watch.Expire {
+				_ = sw.errorFrame(toStatus(inj.ExpiredStatus()))
+			}
+			inj.WatchDone(true)
+			return
 		case <-s.stopWatches:
 			return
 		case <-r.Context().Done():

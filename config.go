@@ -107,6 +107,17 @@ func settings() []setting {
 			c.LogFormat = v
 			return nil
 		}},
+		{"CLOCK", "clock", "real", "real, or manual: timestamps, rollout steps, backoff, requeues, resync and Event expiry follow a clock that moves only by POST /clock/advance (leader election stays real)", func(c *config, v string) error {
+			switch v {
+			case "real":
+				c.Clock = nil
+			case "manual":
+				c.Clock = opemu.NewManualClock(time.Now())
+			default:
+				return fmt.Errorf("must be real or manual, not %q", v)
+			}
+			return nil
+		}},
 		{"PPROF", "pprof", "false", "serve /debug/pprof/ (needs the token like every route)", boolInto(func(c *config) *bool { return &c.PProf })},
 		{"ALLOWED_HOSTS", "allowed-hosts", "", `comma-separated Host names a loopback listener answers besides localhost and loopback IPs (DNS-rebinding defence); "*" = any, ".example.com" = the domain and its subdomains`, func(c *config, v string) error {
 			c.AllowedHosts = splitList(v)

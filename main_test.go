@@ -128,6 +128,17 @@ func TestParseConfig(t *testing.T) {
 			assert.Equal(t, "c.pem", c.TLSCertFile)
 			assert.Equal(t, "k.pem", c.TLSKeyFile)
 		}},
+		{name: "manual clock", env: map[string]string{"CLOCK": "manual"}, check: func(t *testing.T, c config) {
+			manual, ok := c.Clock.(interface{ Step(time.Duration) })
+			require.True(t, ok, "a clock moved by hand")
+			at := c.Clock.Now()
+			manual.Step(30 * time.Second)
+			assert.Equal(t, at.Add(30*time.Second), c.Clock.Now())
+		}},
+		{name: "real clock", args: []string{"--clock", "real"}, check: func(t *testing.T, c config) {
+			assert.Nil(t, c.Clock)
+		}},
+		{name: "bad clock", env: map[string]string{"CLOCK": "fake"}, err: "invalid CLOCK"},
 		{name: "bad allowed host", env: map[string]string{"ALLOWED_HOSTS": "http://opemu.test"}, err: "invalid ALLOWED_HOSTS"},
 		{name: "bad allowed origin", env: map[string]string{"ALLOWED_ORIGINS": "localhost:5173"}, err: "invalid ALLOWED_ORIGINS"},
 		{name: "origin with a path", env: map[string]string{"ALLOWED_ORIGINS": "http://localhost:5173/app"}, err: "invalid ALLOWED_ORIGINS"},

@@ -12,6 +12,7 @@ import (
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/crd"
 	"github.com/opemu/opemu/events"
+	"github.com/opemu/opemu/faults"
 	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/leader"
 	"github.com/opemu/opemu/metrics"
@@ -55,15 +56,16 @@ type App struct {
 	recorder *events.Recorder
 	ctrl     *reconciler.Controller // nil when the controller is off
 	elector  *leader.Elector        // nil when election is off
+	faults   *faults.Engine
 	metrics  *metrics.Registry
 	// server is the HTTP server's configuration; Run completes it (tokens depend on the
 	// listener) and serves it.
 	server server.Config
 }
 
-// New wires a server: the store, the served kinds (the built-ins and the Application CRD),
-// admission, the write path, the event recorder, the controller and the elector when asked
-// for. Nothing runs until Run, which adds the HTTP server.
+// New wires a server: the store, the served kinds (the built-ins, the Application and Fault
+// CRDs), admission, the write path, the event recorder, the fault engine, the controller and
+// the elector when asked for. Nothing runs until Run, which adds the HTTP server.
 func New(cfg Config) (*App, error) {
 	log := logger(cfg)
 	clk := cfg.Clock
@@ -85,6 +87,9 @@ func New(cfg Config) (*App, error) {
 		return nil, err
 	}
 	if err := crds.AddBuiltIn(application.CRD()); err != nil {
+		return nil, err
+	}
+	if err := crds.AddBuiltIn(faults.CRD()); err != nil {
 		return nil, err
 	}
 	a.metrics.SetResourceCounts(resourceCounts(a.store, served))
@@ -112,8 +117,20 @@ func New(cfg Config) (*App, error) {
 		Client: reg.Client("opemu-events"), Host: identity, Limit: cfg.EventLimit, TTL: cfg.EventTTL,
 		Metrics: a.metrics, Logger: log, Clock: clk,
 	})
+	if a.faults, err = faults.New(faults.Config{Client: reg.Client("opemu-faults"), Clock: clk, Metrics: a.metrics, Logger: log}); err != nil {
+		return nil, err
+	}
+	// A manual clock (CLOCK=manual) is moved by POST /clock/advance. Leader election keeps
+	// the real clock: client-go's elector cannot be given another (v0.37), and the mirror of
+	// the file lease is paced with it.
+	manual, _ := clk.(server.ManualClock)
+	electionClock := clk
+	if manual != nil {
+		electionClock = clock.RealClock{}
+	}
 
 	var routes server.Controller
+	var loopRoutes server.Loop
 	if cfg.EnableController {
 		app := application.New(application.Config{Client: reg.Client(application.Source), Events: a.recorder, RolloutStep: cfg.RolloutStep, Clock: clk})
 		a.ctrl, err = reconciler.New(reconciler.Config{
@@ -133,6 +150,7 @@ func New(cfg Config) (*App, error) {
 			return out
 		})
 		routes = controllerRoutes{ctrl: a.ctrl, app: app}
+		loopRoutes = loop{ctrls: sortControllers([]*reconciler.Controller{a.ctrl}), clk: clk}
 	}
 
 	// Only the leader runs reconcile workers. Without election (or without a controller, when
@@ -151,7 +169,7 @@ func New(cfg Config) (*App, error) {
 					Type:   events.TypeNormal, Severity: events.Info, Reason: reason, Message: message, Source: "leader-elector",
 				})
 			},
-			Metrics: a.metrics, Logger: log, Clock: clk,
+			Metrics: a.metrics, Logger: log, Clock: electionClock,
 		})
 		if err != nil {
 			return nil, err
@@ -179,6 +197,9 @@ func New(cfg Config) (*App, error) {
 		Metrics:     a.metrics,
 		Events:      a.recorder,
 		Controller:  routes,
+		Loop:        loopRoutes,
+		Faults:      a.faults,
+		ManualClock: manual,
 		Leader:      leaderStatus,
 		Logger:      log,
 		Identity:    identity,
@@ -216,6 +237,7 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	wg.Go(func() { _ = a.recorder.Run(ctx) })
+	wg.Go(func() { _ = a.faults.Run(ctx) })
 	switch {
 	case a.elector != nil:
 		a.log.Info("leader election", "identity", a.cfg.PodName, "backend", a.elector.Backend(), "lease", a.elector.LeaseNamespace()+"/"+a.elector.LeaseName())

@@ -82,6 +82,8 @@ type Config struct {
 	// Logger receives every log line. Nil means slog.Default().
 	Logger *slog.Logger
 	// Clock is the one clock every part that stamps or waits reads (timestamps, rollout steps,
-	// backoff and requeue timers, resync, Event expiry). Nil means the real clock.
+	// backoff and requeue timers, resync, Event expiry, Fault expiry). Nil means the real clock.
+	// A clock with a Step(time.Duration) method (server.ManualClock, e.g. NewManualClock) is
+	// moved by POST /clock/advance (CLOCK=manual); leader election then keeps the real clock.
 	Clock clock.WithTicker
 }

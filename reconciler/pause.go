@@ -108,6 +108,9 @@ func (c *Controller) Paused() bool {
 // Name is the controller's name (Config.Name).
 func (c *Controller) Name() string { return c.cfg.Name }
 
+// Resource is the resource the controller reconciles (Config.Resource).
+func (c *Controller) Resource() cache.GroupResource { return c.cfg.Resource }
+
 // Queue returns the keys the queue holds (see QueueItem), or nil when the controller is not
 // running.
 func (c *Controller) Queue() []QueueItem {

@@ -22,7 +22,7 @@ import (
 
 var ctx = context.Background()
 
-// rig is the standard core with the Fault CRD served and a running Engine, inside a synctest
+// rig is the standard core (the Fault CRD served) and a running Engine, inside a synctest
 // bubble: synctest.Wait returns once the engine has seen every write and written its status.
 type rig struct {
 	t       *testing.T
@@ -35,8 +35,6 @@ type rig struct {
 func newRig(t *testing.T, roll func() float64) *rig {
 	t.Helper()
 	core := registrytest.New(t, registrytest.Options{})
-	require.NoError(t, core.CRDs.AddBuiltIn(faults.CRD()))
-	require.NoError(t, core.Registry.Bootstrap(ctx, faults.CRD()))
 	m := metrics.New()
 	e, err := faults.New(faults.Config{Client: core.Registry.Client("faults"), Metrics: m, Rand: roll})
 	require.NoError(t, err)

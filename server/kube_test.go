@@ -38,7 +38,7 @@ func TestDiscovery(t *testing.T) {
 	for _, g := range groups["groups"].([]any) {
 		names = append(names, g.(map[string]any)["name"].(string))
 	}
-	assert.ElementsMatch(t, []string{"apiextensions.k8s.io", "cloudnative.elide.dev", "coordination.k8s.io", "authorization.k8s.io", "authentication.k8s.io"}, names)
+	assert.ElementsMatch(t, []string{"apiextensions.k8s.io", "cloudnative.elide.dev", "coordination.k8s.io", "authorization.k8s.io", "authentication.k8s.io", "faults.opemu.dev"}, names)
 	rl := e.do("GET", "/apis/cloudnative.elide.dev/v1", "", "").json(t)
 	var res []string
 	for _, r := range rl["resources"].([]any) {

@@ -14,6 +14,7 @@ import (
 	"github.com/opemu/opemu/application"
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/events"
+	"github.com/opemu/opemu/faults"
 	"github.com/opemu/opemu/metrics"
 	"github.com/opemu/opemu/registry/registrytest"
 	"github.com/opemu/opemu/server"
@@ -52,12 +53,20 @@ func newEnv(t testing.TB, tweak ...func(*server.Config, *cache.Config)) *env {
 	}
 	cfg.Store, cfg.Registry, cfg.Kinds, cfg.CRDs, cfg.Admission = core.Storage, core.Registry, core.Kinds, core.CRDs, core.Admission
 	cfg.Events, cfg.Metrics, cfg.PrimaryCRD = recorder, reg, application.CRDName
+	engine, err := faults.New(faults.Config{Client: core.Registry.Client("opemu-faults"), Metrics: reg})
+	require.NoError(t, err)
+	cfg.Faults = engine
+	runCtx, stopFaults := context.WithCancel(context.Background())
+	faultsDone := make(chan struct{})
+	go func() { _ = engine.Run(runCtx); close(faultsDone) }()
 	srv, err := server.New(cfg)
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
 		srv.BeginShutdown()
 		hs.Close()
+		stopFaults()
+		<-faultsDone
 	})
 	return &env{t: t, store: core.Storage, metrics: reg, srv: srv, http: hs}
 }

@@ -151,3 +151,89 @@ func TestDashboard(t *testing.T) {
 	)
 	fmt.Fprintln(os.Stderr, "dashboard: reconnected and re-listed after a restart")
 }
+
+// TestDashboardLoopAndFaults drives SPEC §16 from the dashboard in headless Chromium: pause the
+// controller, create an Application that waits in the queue, step it, advance the manual clock,
+// step again to Running; then create a Fault from the page, meet it when creating an
+// Application, see it counted, and delete it.
+func TestDashboardLoopAndFaults(t *testing.T) {
+	t.Parallel()
+	p := start(t, "CLOCK=manual", "ROLLOUT_STEP=1s", "ENABLE_LEADER_ELECTION=false", "RECONCILE_INTERVAL=0")
+	ctx := browser(t)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate("about:blank")))
+	run := func(timeout time.Duration, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		c, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		require.NoError(t, chromedp.Do(c, actions...))
+	}
+	text := func(sel string) string {
+		t.Helper()
+		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		s, err := chromedp.Run(c, chromedp.Text(chromedp.CSS(sel)))
+		require.NoError(t, err)
+		return strings.TrimSpace(s)
+	}
+	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
+
+	run(30*time.Second,
+		chromedp.Navigate("http://"+p.addr+"/ui/"),
+		chromedp.WaitVisible(css(`#conn[data-state="live"]`)),
+		chromedp.WaitVisible(css(`#loop-state[data-state="running"]`)),
+		chromedp.WaitVisible(css(`#clock-mode[data-mode="manual"]`)),
+		chromedp.Click(css("#pause")),
+		chromedp.WaitVisible(css(`#loop-state[data-state="paused"]`)),
+		chromedp.SetValue(css("#new-name"), "stepped"),
+		chromedp.SetValue(css("#new-replicas"), "1"),
+		chromedp.Click(css("#create-btn")),
+		chromedp.WaitVisible(css(`tr[data-name="stepped"][data-phase=""]`)),
+		chromedp.WaitVisible(css(`#queue tr[data-object="default/stepped"][data-state="due"]`)),
+	)
+	// One step: the finalizer and the new generation, phase Pending; the next rollout step
+	// waits a second on the manual clock.
+	run(15*time.Second,
+		chromedp.Click(css("#step")),
+		chromedp.WaitVisible(css(`tr[data-name="stepped"][data-phase="Pending"]`)),
+	)
+	assert.Contains(t, text("#step-result"), "stepped application default/stepped: success")
+	before := text("#clock-now")
+	run(15*time.Second,
+		chromedp.SetValue(css("#advance-by"), "1s"),
+		chromedp.Click(css("#advance")),
+		chromedp.WaitVisible(css(`#queue tr[data-object="default/stepped"][data-state="due"]`)),
+	)
+	assert.NotEqual(t, before, text("#clock-now"), "the clock moved")
+	run(15*time.Second,
+		chromedp.Click(css("#step")),
+		chromedp.WaitVisible(css(`tr[data-name="stepped"][data-phase="Running"]`)),
+	)
+	assert.Equal(t, "1 / 1", text(`tr[data-name="stepped"] td.ready`))
+
+	// A Fault made on the page: creates of Applications answer 503 once.
+	run(15*time.Second,
+		chromedp.SetValue(css("#fault-name"), "no-creates"),
+		chromedp.SetValue(css("#fault-verbs"), "create"),
+		chromedp.SetValue(css("#fault-resource"), "applications"),
+		chromedp.SetValue(css("#fault-status"), "503"),
+		chromedp.SetValue(css("#fault-count"), "1"),
+		chromedp.Click(css("#fault-create")),
+		chromedp.WaitVisible(css(`#fault-list tr[data-fault="no-creates"][data-phase="Active"]`)),
+		chromedp.SetValue(css("#new-name"), "refused"),
+		chromedp.Click(css("#create-btn")),
+		chromedp.WaitVisible(css(`#message.error`)),
+		chromedp.WaitVisible(css(`#fault-list tr[data-fault="no-creates"][data-phase="Exhausted"]`)),
+	)
+	assert.Contains(t, text("#message"), `503 ServiceUnavailable: injected by Fault "no-creates"`)
+	assert.Equal(t, "1", text(`#fault-list tr[data-fault="no-creates"] td.injected`))
+	run(15*time.Second,
+		chromedp.Click(css(`#fault-list button.fault-delete[data-name="no-creates"]`)),
+		chromedp.WaitNotPresent(css(`#fault-list tr[data-fault="no-creates"]`)),
+		chromedp.Click(css("#resume")),
+		chromedp.WaitVisible(css(`#loop-state[data-state="running"]`)),
+	)
+	resp, err := http.Get("http://" + p.addr + "/apis/cloudnative.elide.dev/v1/namespaces/default/applications/refused")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "the refused create stored nothing")
+}

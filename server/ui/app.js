@@ -1,9 +1,11 @@
 // opemu dashboard: one SSE stream (/watch?kind=all&initial=true) feeds everything; the rest is
-// the public API (/leader, /metrics, /events, .../history, CRUD). No build step.
+// the public API (/leader, /metrics, /events, .../history, /controller, /clock, CRUD). No build
+// step.
 "use strict";
 
-const hidden = new Set(["Event", "Lease", "Namespace", "CustomResourceDefinition"]);
+const hidden = new Set(["Event", "Lease", "Namespace", "CustomResourceDefinition", "Fault"]);
 const objects = new Map(); // key → object, as the store has it
+const faults = new Map(); // name → Fault, as the store has it
 const previous = new Map(); // key → the state before its last change
 const timeline = [];
 let selected = null;
@@ -34,7 +36,9 @@ function connect() {
   if (source) source.close();
   objects.clear();
   previous.clear();
+  faults.clear();
   render();
+  renderFaults();
   source = new EventSource("/watch?kind=all&initial=true");
   source.onopen = () => setConn("live");
   source.onerror = () => {
@@ -55,6 +59,11 @@ function handle(ev, id) {
   const o = ev.object;
   const k = keyOf(o);
   addTimeline(ev.type, o.kind, o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name, "", id);
+  if (o.kind === "Fault") {
+    if (ev.type === "DELETED") faults.delete(o.metadata.name);
+    else faults.set(o.metadata.name, o);
+    renderFaults();
+  }
   if (hidden.has(o.kind)) return;
   if (ev.type === "DELETED") {
     objects.delete(k);
@@ -213,7 +222,104 @@ $("reconcile").onclick = async () => {
 $("delete").onclick = () => call("DELETE", pathOf(objects.get(selected)));
 $("filter").addEventListener("input", renderTimeline);
 
+// The controller loop (SPEC §16): pause, step, resume, the queue and the clock.
+
+// parseTime reads the server's RFC 3339 times, whose nanoseconds Date does not take.
+const parseTime = (s) => Date.parse(String(s).replace(/(\.\d{3})\d+/, "$1"));
+const ago = (due, now) => {
+  const ms = parseTime(due) - parseTime(now);
+  return ms <= 0 ? "now" : `in ${(ms / 1000).toFixed(ms < 10000 ? 1 : 0)}s`;
+};
+
+async function refreshLoop() {
+  try {
+    const c = await toLogin(await fetch("/controller")).json();
+    const ctrls = c.controllers || [];
+    const state = ctrls.length === 0 ? "disabled" : ctrls.some((x) => x.paused) ? "paused" : ctrls.some((x) => x.running) ? "running" : "not leading";
+    $("loop-state").textContent = state;
+    $("loop-state").dataset.state = state;
+    $("queue").querySelector("tbody").innerHTML = ctrls
+      .flatMap((x) => x.queue.map((q) => `<tr data-object="${esc(q.object)}" data-state="${esc(q.state)}">
+        <td>${esc(x.name)}</td><td>${esc(q.object)}</td><td>${esc(q.state)}</td><td title="${esc(q.due)}">${q.due ? esc(ago(q.due, c.now)) : ""}</td><td>${esc(q.failures)}</td></tr>`))
+      .join("");
+    const k = await (await fetch("/clock")).json();
+    $("clock-now").textContent = new Date(parseTime(k.now)).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
+    $("clock-now").title = k.now;
+    $("clock-mode").textContent = `(${k.mode})`;
+    $("clock-mode").dataset.mode = k.mode;
+    $("advance").disabled = k.mode !== "manual";
+    $("advance").title = k.mode === "manual" ? "move the manual clock forward" : "the clock is real: start opemu with CLOCK=manual";
+  } catch (err) {
+    $("loop-state").textContent = "unreachable";
+  }
+}
+
+// loopCall POSTs to a loop route and shows its answer in #step-result.
+async function loopCall(path, body) {
+  const r = toLogin(await fetch(path, { method: "POST", headers: body ? { "Content-Type": "application/json" } : {}, body: body ? JSON.stringify(body) : undefined }));
+  const data = await r.json().catch(() => ({}));
+  const out = $("step-result");
+  out.className = r.ok ? "" : "error";
+  if (!r.ok) out.textContent = `${r.status} ${data.reason || ""}: ${data.message || ""}`;
+  else if (data.step) {
+    const s = data.step;
+    out.textContent = `stepped ${s.controller} ${s.object}: ${s.result}${s.error ? " (" + s.error + ")" : ""}${s.requeueAfter ? ", requeue after " + s.requeueAfter : ""}, took ${s.duration}`;
+  } else if (data.mode) out.textContent = `clock moved to ${data.now}`;
+  else out.textContent = `${path}: ${r.status}`;
+  refreshLoop();
+  refreshDetail();
+}
+
+$("pause").onclick = () => loopCall("/controller/pause");
+$("resume").onclick = () => loopCall("/controller/resume");
+$("step").onclick = () => loopCall("/controller/step");
+$("advance").onclick = () => loopCall("/clock/advance", { by: $("advance-by").value });
+
+// Faults (SPEC §16): the stored Faults, from the stream; created and deleted through the API.
+
+const faultsPath = "/apis/faults.opemu.dev/v1/faults";
+
+function renderFaults() {
+  const rows = [...faults.values()].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+  $("fault-list").querySelector("tbody").innerHTML = rows
+    .map((f) => {
+      const sp = f.spec || {};
+      const m = sp.match || {};
+      const a = sp.action || {};
+      const st = f.status || {};
+      const matches = [(m.verbs || []).join(",") || "every verb", m.resource || "every resource", m.subresource ? "/" + m.subresource : "", m.name ? `name ${m.name}` : ""].filter(Boolean).join(" ");
+      const does = [a.status ? `status ${a.status}` : "", a.delay ? `delay ${a.delay}` : "", a.watch ? `watch ends after ${a.watch.closeAfter || "0s"}${a.watch.expire ? " (410)" : ""}` : "",
+        sp.every ? `every ${sp.every}` : "", sp.probability !== undefined ? `p=${sp.probability}` : "", sp.count ? `count ${sp.count}` : ""].filter(Boolean).join(", ");
+      const phase = st.phase || "";
+      return `<tr data-fault="${esc(f.metadata.name)}" data-phase="${esc(phase)}">
+        <td>${esc(f.metadata.name)}</td><td>${esc(matches)}</td><td>${esc(does)}</td><td class="injected">${esc(st.injected ?? 0)}</td>
+        <td class="fault-${esc(phase)}" title="${esc(st.message || "")}">${esc(phase)}</td>
+        <td><button class="danger fault-delete" data-name="${esc(f.metadata.name)}">Delete</button></td></tr>`;
+    })
+    .join("");
+}
+
+$("fault-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const match = {};
+  const verbs = $("fault-verbs").value.split(",").map((v) => v.trim()).filter(Boolean);
+  if (verbs.length) match.verbs = verbs;
+  if ($("fault-resource").value.trim()) match.resource = $("fault-resource").value.trim();
+  const action = {};
+  if ($("fault-status").value) action.status = Number($("fault-status").value);
+  if ($("fault-delay").value.trim()) action.delay = $("fault-delay").value.trim();
+  const spec = { match, action };
+  if ($("fault-count").value) spec.count = Number($("fault-count").value);
+  call("POST", faultsPath, { apiVersion: "faults.opemu.dev/v1", kind: "Fault", metadata: { name: $("fault-name").value }, spec });
+});
+$("fault-list").addEventListener("click", (e) => {
+  const b = e.target.closest("button.fault-delete");
+  if (b) call("DELETE", `${faultsPath}/${encodeURIComponent(b.dataset.name)}`);
+});
+
 connect();
 refreshController();
+refreshLoop();
 setInterval(refreshController, 2000);
 setInterval(refreshDetail, 2000);
+setInterval(refreshLoop, 1000);

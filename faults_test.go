@@ -288,6 +288,9 @@ func TestFaultThrottleKubectl(t *testing.T) {
 	p := start(t, "ENABLE_CONTROLLER=false")
 	k := newKube(t, p)
 	k.run("create", "-f", "examples/application.yaml")
+	// Every example of examples/faults is a valid Fault.
+	dry := k.run("apply", "--dry-run=server", "-f", "examples/faults/")
+	assert.Equal(t, 4, strings.Count(dry, "(server dry run)"), "%s", dry)
 	before := k.run("get", "applications", "-o", "jsonpath={.items[*].metadata.resourceVersion}")
 	assert.Contains(t, k.run("apply", "-f", "examples/faults/throttle-lists.yaml"), "fault.faults.opemu.dev/throttle-lists created")
 	dyn, err := dynamic.NewForConfig(restConfig(p))

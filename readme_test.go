@@ -23,22 +23,33 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// walkthrough returns the shell commands of the README's "A walkthrough with curl" section:
-// every bash block, without the lines that start the server or stream forever (curl -N).
-func walkthrough(t *testing.T) string {
+// walkthrough returns the shell commands of the README's section under heading (by default
+// "## A walkthrough with curl", with its subsections): every bash block, without the lines
+// that start the server or stream forever (curl -N).
+func walkthrough(t *testing.T, heading ...string) string {
 	t.Helper()
 	readme, err := os.ReadFile("README.md")
 	require.NoError(t, err)
 	text := string(readme)
-	start := strings.Index(text, "## A walkthrough with curl")
+	h := "## A walkthrough with curl"
+	if len(heading) > 0 {
+		h = heading[0]
+	}
+	start := strings.Index(text, h)
 	require.GreaterOrEqual(t, start, 0)
-	end := strings.Index(text[start+3:], "\n## ")
-	require.Greater(t, end, 0)
-	section := text[start : start+3+end]
+	rest := text[start+len(h):]
+	end := len(rest)
+	level, _, _ := strings.Cut(h, " ") // "##" or "###": the section ends at a heading as high
+	for l := "##"; len(l) <= len(level); l += "#" {
+		if i := strings.Index(rest, "\n"+l+" "); i >= 0 && i < end {
+			end = i
+		}
+	}
+	section := text[start : start+len(h)+end]
 	var script []string
 	for _, m := range regexp.MustCompile("(?s)```bash\n(.*?)```").FindAllStringSubmatch(section, -1) {
 		for _, line := range strings.Split(m[1], "\n") {
-			if strings.HasPrefix(line, "go run") || strings.Contains(line, "curl -N") {
+			if strings.Contains(line, "go run") || strings.Contains(line, "curl -N") {
 				continue
 			}
 			script = append(script, line)
@@ -137,4 +148,51 @@ func TestREADMEWebhookConfiguration(t *testing.T) {
 	denied := review("ubuntu:22.04")
 	assert.Equal(t, false, denied["allowed"])
 	assert.EqualValues(t, 403, denied["status"].(map[string]any)["code"])
+}
+
+// TestREADMESteppingThroughTheLoop runs the README's "Stepping through the loop" verbatim (but
+// for the port) against CLOCK=manual: three failed attempts 1, 2 and 4 s apart on the clock,
+// the rollout stepped to Running, each step one reconcile.
+func TestREADMESteppingThroughTheLoop(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("curl"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("curl is required in CI (.ci/run installs the Debian package curl): %v", err)
+		}
+		t.Skip("curl not installed")
+	}
+	script := walkthrough(t, "### Stepping through the loop")
+	require.Contains(t, script, "curl -X POST $B/controller/step")
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	require.Contains(t, strings.Split(string(readme), "### Stepping through the loop")[1], "CLOCK=manual go run .")
+	p := start(t, "CLOCK=manual")
+	script = strings.ReplaceAll(script, "127.0.0.1:3000", p.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script).CombinedOutput()
+	require.NoError(t, err, "the README's loop failed:\n%s", out)
+	o := string(out)
+	assert.Equal(t, 3, strings.Count(o, `"result":"error"`), "three simulated failures:\n%s", o)
+	assert.Equal(t, 3, strings.Count(o, `"result":"success"`), "then the rollout:\n%s", o)
+	assert.Contains(t, o, `"message":"nothing to step: no key is due; 1 waiting, the next due in 1s`)
+	assert.Contains(t, o, `"object":"default/stepper","state":"due"`)
+
+	api := "http://" + p.addr + "/apis/cloudnative.elide.dev/v1/namespaces/default/applications"
+	st := getJSON(t, api+"/stepper")["status"].(map[string]any)
+	assert.Equal(t, "Running", st["phase"])
+	assert.EqualValues(t, 2, st["readyReplicas"])
+	h := historyOf(t, api, "stepper")
+	require.Len(t, h, 6)
+	var gaps []time.Duration
+	for i := 1; i < len(h); i++ {
+		a, err := time.Parse(time.RFC3339Nano, h[i-1].(map[string]any)["startTime"].(string))
+		require.NoError(t, err)
+		b, err := time.Parse(time.RFC3339Nano, h[i].(map[string]any)["startTime"].(string))
+		require.NoError(t, err)
+		gaps = append(gaps, b.Sub(a))
+	}
+	assert.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, time.Second, time.Second}, gaps)
+	paused, _, _ := queueOf(t, "http://"+p.addr)
+	assert.False(t, paused, "resumed at the end")
 }

@@ -114,6 +114,10 @@ func New(cfg Config) (*Engine, error) {
 	return e, nil
 }
 
+// Any reports whether any Fault exists (one atomic load), so a caller can skip describing a
+// request when none could match it.
+func (e *Engine) Any() bool { return len(*e.rules.Load()) > 0 }
+
 // Inject decides the fault of req: nil (the common case, one atomic load when no Fault
 // exists) or the Injection of the first Fault, by name, that matches req and fires (its
 // every, probability, count and expiry allow). At most one Fault applies to a request.
@@ -143,22 +147,16 @@ func (e *Engine) fire(r *rule, req Request, now time.Time) *Injection {
 	if !r.expiry.IsZero() && !now.Before(r.expiry) {
 		return nil
 	}
-	inj := &Injection{Fault: r.name, Delay: r.delay, e: e, r: r}
-	switch {
-	case r.status != 0:
-		inj.Err = statusError(r, req)
-	case req.Verb == VerbWatch && r.watch != nil:
-		inj.Watch = r.watch
-		// Without a delay, the fault happens (and is counted) when the stream is closed.
-		inj.pending = r.delay == 0
-	}
+	watch := r.status == 0 && req.Verb == VerbWatch && r.watch != nil
+	// Without a delay, a watch fault happens (and is counted) when the stream is closed.
+	pending := watch && r.delay == 0
 	c := r.c
 	c.mu.Lock()
 	c.seen++
 	fires := c.seen%r.every == 0 && (r.probability >= 1 || e.cfg.Rand() < r.probability) &&
 		(r.count == 0 || c.injected+c.reserved < r.count)
 	if fires {
-		if inj.pending {
+		if pending {
 			c.reserved++
 		} else {
 			c.injected++
@@ -169,7 +167,14 @@ func (e *Engine) fire(r *rule, req Request, now time.Time) *Injection {
 	if !fires {
 		return nil
 	}
-	if !inj.pending {
+	inj := &Injection{Fault: r.name, Delay: r.delay, e: e, r: r, pending: pending}
+	switch {
+	case r.status != 0:
+		inj.Err = statusError(r, req)
+	case watch:
+		inj.Watch = r.watch
+	}
+	if !pending {
 		e.counted(r)
 	}
 	return inj

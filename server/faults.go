@@ -26,7 +26,7 @@ const faultKey = "opemu.fault"
 // dashboard's files, opemu's own routes) are never faulted.
 func (s *Server) injectFaults(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
-		if s.cfg.Faults == nil {
+		if s.cfg.Faults == nil || !s.cfg.Faults.Any() {
 			return next(c)
 		}
 		req, ok := s.faultRequest(c)

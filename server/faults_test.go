@@ -30,8 +30,11 @@ func (e *env) faultStatus(name string) map[string]any {
 	e.t.Helper()
 	r := e.do("GET", faultsPath+"/"+name, "", "")
 	require.Equal(e.t, http.StatusOK, r.code, "%s", r.body)
-	st, _ := r.json(e.t.(*testing.T))["status"].(map[string]any)
-	return st
+	var f struct {
+		Status map[string]any `json:"status"`
+	}
+	require.NoError(e.t, json.Unmarshal(r.body, &f))
+	return f.Status
 }
 
 // waitInjected waits until the Fault name's status counts n injections.

@@ -309,3 +309,53 @@ func TestFaultThrottleKubectl(t *testing.T) {
 	assert.Contains(t, k.run("get", "faults"), "throttle-lists")
 	k.run("delete", "fault", "throttle-lists")
 }
+
+// TestFaultsSpareTheController: a Fault that answers 503 to every request does not touch
+// opemu's own controller and recorder (they do not go through HTTP): an Application rolls out
+// to Running behind it, and the Fault counts only the client's refused request.
+func TestFaultsSpareTheController(t *testing.T) {
+	t.Parallel()
+	p := start(t, "ROLLOUT_STEP=100ms", "ENABLE_LEADER_ELECTION=false")
+	base := "http://" + p.addr
+	api := base + "/apis/cloudnative.elide.dev/v1/namespaces/default/applications"
+	code, _ := httpJSON(t, "POST", base+"/apis/faults.opemu.dev/v1/faults", `{"apiVersion":"faults.opemu.dev/v1","kind":"Fault",
+		"metadata":{"name":"everything"},"spec":{"action":{"status":503}}}`)
+	require.Equal(t, http.StatusCreated, code)
+	require.Eventually(t, func() bool {
+		st, _ := getJSON(t, base+"/apis/faults.opemu.dev/v1/faults/everything")["status"].(map[string]any)
+		return st["phase"] == "Active"
+	}, 5*time.Second, 10*time.Millisecond)
+	code, m := httpJSON(t, "POST", api, appJSON)
+	require.Equal(t, http.StatusServiceUnavailable, code, "%v", m)
+
+	// Let creates through (the new spec is applied once observedGeneration says so); every
+	// other client request stays refused.
+	code, m = httpJSON(t, "PUT", base+"/apis/faults.opemu.dev/v1/faults/everything", `{"apiVersion":"faults.opemu.dev/v1","kind":"Fault",
+		"metadata":{"name":"everything"},"spec":{"match":{"verbs":["get","list","watch","update","patch","delete","deletecollection"]},"action":{"status":503}}}`)
+	require.Equal(t, http.StatusOK, code, "%v", m)
+	waitFaultHTTP(t, base, "everything", func(st map[string]any) bool { return st["observedGeneration"] == float64(2) })
+	code, m = httpJSON(t, "POST", api, appJSON)
+	require.Equal(t, http.StatusCreated, code, "%v", m)
+	// Reads of Applications are refused; the operator's own record says what it did.
+	require.Eventually(t, func() bool {
+		evs, _ := getJSON(t, base+"/events?name=web&reason=Ready")["events"].([]any)
+		return len(evs) == 1
+	}, 10*time.Second, 20*time.Millisecond, "the controller rolled the Application out")
+	code, _ = httpJSON(t, "GET", api+"/web", "")
+	assert.Equal(t, http.StatusServiceUnavailable, code, "while clients are refused")
+	h := historyOf(t, api, "web")
+	assert.Equal(t, "Running", h[len(h)-1].(map[string]any)["phase"])
+	st := waitFaultHTTP(t, base, "everything", func(st map[string]any) bool { return st["injected"] == float64(2) })
+	assert.Equal(t, "Active", st["phase"], "two refused client requests, none of the controller's writes")
+}
+
+// waitFaultHTTP waits until the status of the Fault name satisfies ok, over plain HTTP.
+func waitFaultHTTP(t *testing.T, base, name string, ok func(map[string]any) bool) map[string]any {
+	t.Helper()
+	var st map[string]any
+	require.Eventually(t, func() bool {
+		st, _ = getJSON(t, base+"/apis/faults.opemu.dev/v1/faults/"+name)["status"].(map[string]any)
+		return ok(st)
+	}, 5*time.Second, 10*time.Millisecond, "Fault %s: last status %v", name, st)
+	return st
+}

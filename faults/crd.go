@@ -136,6 +136,7 @@ spec:
             type: object
             description: What the fault did, written by opemu.
             properties:
+              observedGeneration: {type: integer, description: The generation of the spec being applied.}
               injected: {type: integer, description: Faults injected so far.}
               phase:
                 type: string

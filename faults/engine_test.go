@@ -171,9 +171,11 @@ func TestCountSurvivesUpdates(t *testing.T) {
 		m, err := o.Decode()
 		require.NoError(t, err)
 		m["spec"].(map[string]any)["count"] = 3
+		assert.Equal(t, json.Number("1"), r.status("f")["observedGeneration"])
 		_, err = r.client.Update(ctx, key("f"), m)
 		require.NoError(t, err)
 		synctest.Wait()
+		assert.Equal(t, json.Number("2"), r.status("f")["observedGeneration"], "the engine applies the new spec")
 		assert.Equal(t, 2, r.fires(statusUpdate, 5), "two more to reach 3")
 		synctest.Wait()
 		assert.Equal(t, int64(3), r.injected("f"))

@@ -34,8 +34,9 @@ const (
 // rule is one Fault as the engine applies it. Rules are immutable once published; what changes
 // (the counts) lives in the counter shared by every rule made from the same Fault (by uid).
 type rule struct {
-	name, uid string
-	key       cache.Key
+	name, uid  string
+	key        cache.Key
+	generation int64
 
 	match       match
 	status      int // 0: no error
@@ -100,10 +101,12 @@ type spec struct {
 
 // status is the JSON shape of a Fault's status.
 type status struct {
-	Injected          int64  `json:"injected"`
-	Phase             string `json:"phase,omitempty"`
-	Message           string `json:"message,omitempty"`
-	LastInjectionTime string `json:"lastInjectionTime,omitempty"`
+	// ObservedGeneration is the generation of the spec the engine applies.
+	ObservedGeneration int64  `json:"observedGeneration,omitempty"`
+	Injected           int64  `json:"injected"`
+	Phase              string `json:"phase,omitempty"`
+	Message            string `json:"message,omitempty"`
+	LastInjectionTime  string `json:"lastInjectionTime,omitempty"`
 }
 
 // object is the part of a stored Fault the engine reads.
@@ -121,9 +124,9 @@ type object struct {
 func newRule(o *cache.Object) (*rule, status) {
 	var obj object
 	if err := json.Unmarshal(o.Raw(), &obj); err != nil {
-		return &rule{name: o.Key().Name, uid: o.UID(), key: o.Key(), invalid: "the Fault does not decode: " + err.Error()}, status{}
+		return &rule{name: o.Key().Name, uid: o.UID(), key: o.Key(), generation: o.Generation(), invalid: "the Fault does not decode: " + err.Error()}, status{}
 	}
-	r := &rule{name: obj.Metadata.Name, uid: obj.Metadata.UID, key: o.Key(), stored: obj.Status}
+	r := &rule{name: obj.Metadata.Name, uid: obj.Metadata.UID, key: o.Key(), generation: o.Generation(), stored: obj.Status}
 	if err := r.fill(obj); err != nil {
 		r.invalid = err.Error()
 	}

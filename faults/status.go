@@ -75,7 +75,7 @@ func (r *rule) statusAt(now time.Time) status {
 	r.c.mu.Lock()
 	injected, last := r.c.injected, r.c.last
 	r.c.mu.Unlock()
-	st := status{Injected: injected, Phase: r.phase(injected, now), Message: r.invalid}
+	st := status{ObservedGeneration: r.generation, Injected: injected, Phase: r.phase(injected, now), Message: r.invalid}
 	if !last.IsZero() {
 		st.LastInjectionTime = last.UTC().Format(time.RFC3339)
 	}

@@ -203,7 +203,12 @@ func TestDashboardLoopAndFaults(t *testing.T) {
 		chromedp.Click(css("#advance")),
 		chromedp.WaitVisible(css(`#queue tr[data-object="default/stepped"][data-state="due"]`)),
 	)
-	assert.NotEqual(t, before, text("#clock-now"), "the clock moved")
+	// The page shows the clock moved, once it has asked /clock again.
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	moved, err := chromedp.Run(pctx, chromedp.Poll[bool](fmt.Sprintf(`document.getElementById("clock-now").textContent !== %q`, before)))
+	cancel()
+	require.NoError(t, err)
+	assert.True(t, moved, "the clock moved")
 	run(15*time.Second,
 		chromedp.Click(css("#step")),
 		chromedp.WaitVisible(css(`tr[data-name="stepped"][data-phase="Running"]`)),

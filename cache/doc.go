@@ -15,7 +15,28 @@
 //
 // Non-goals: HTTP, JSON schema, admission, object rules, and time (it only stamps versions).
 //
-// Concurrency: a Store is safe for concurrent use. One mutex orders every write, so events come
-// out in resourceVersion order; GuaranteedUpdate runs its UpdateFunc without the lock held;
-// writers never block on watchers (a watcher that falls behind is closed with ErrTooSlow).
+// Concurrency: a Store is safe for concurrent use. One mutex (Store.mu) orders every write, so
+// events come out in resourceVersion order; GuaranteedUpdate runs its UpdateFunc without the
+// lock held; writers never block on watchers.
+//
+// Watch fan-out, who runs what:
+//   - A writer, under Store.mu, appends its event to the resource's history (bounded by count
+//     per resource and by bytes over all resources) and offers it to every watcher in scope
+//     (resource and namespace: a comparison). The offer is O(1) and never blocks: a watcher
+//     without selectors that has nothing queued takes it straight into its channel if there is
+//     room; otherwise it is appended to the watcher's queue. A watcher with more than
+//     Config.WatchBuffer events pending is closed with ErrTooSlow.
+//   - Each watcher has at most one pump goroutine, started when its queue becomes non-empty
+//     and exiting when it is empty again (an idle watcher has none, and no buffer beyond a
+//     16-event channel). The pump applies the label and field selectors and selector
+//     transitions, and sends in order; it is the only sender while it runs. Selectors are never
+//     evaluated under Store.mu, so a costly selector delays its own watcher only. Stop waits
+//     for the pump.
+//   - Watch registers the watcher and reads the snapshot or history under Store.mu, then
+//     filters and sorts those initial events outside it; live events that arrive meanwhile wait
+//     in the queue behind them. The initial events are in the channel when Watch returns.
+//   - List collects candidates under a read lock and applies selectors after releasing it.
+//
+// Lock order: Store.mu before a Watcher's mu. A pump takes only its Watcher's mu, and never
+// while sending. Nothing blocks while holding either lock.
 package cache

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/cache/cachetest"
@@ -101,21 +102,16 @@ func FuzzStoreOps(f *testing.F) {
 		var seen []uint64
 		prev := uint64(0)
 		drain := func(w *cache.Watcher) {
-			for {
-				select {
-				case ev := <-w.Events():
-					if ev.ResourceVersion <= prev {
-						t.Fatalf("watch versions not increasing: %d after %d", ev.ResourceVersion, prev)
-					}
-					prev = ev.ResourceVersion
-					seen = append(seen, ev.ResourceVersion)
-					if ev.Type == cache.Deleted {
-						delete(replayed, ev.Object.Key())
-					} else {
-						replayed[ev.Object.Key()] = ev.Object.Raw()
-					}
-				default:
-					return
+			for _, ev := range cachetest.Drain(t, w, 5*time.Second) {
+				if ev.ResourceVersion <= prev {
+					t.Fatalf("watch versions not increasing: %d after %d", ev.ResourceVersion, prev)
+				}
+				prev = ev.ResourceVersion
+				seen = append(seen, ev.ResourceVersion)
+				if ev.Type == cache.Deleted {
+					delete(replayed, ev.Object.Key())
+				} else {
+					replayed[ev.Object.Key()] = ev.Object.Raw()
 				}
 			}
 		}

@@ -1,44 +1,103 @@
 package cache
 
-// history is a bounded ring of one resource's most recent watch events, oldest first. It is
-// guarded by the Store's mutex.
+// history is one resource's most recent watch events, oldest first, bounded by count
+// (Config.WatchHistory). The store bounds the bytes of every history together
+// (Config.WatchHistoryBytes, see trimHistoryLocked). It is guarded by the Store's mutex.
 type history struct {
-	buf   []Event
-	start int // index of the oldest event once buf is full
-	cap   int
+	events []Event // oldest first; evicted slots are zeroed so they pin nothing
+	max    int
+	bytes  int64 // sum of eventSize over events
 	// since is the version a resume must be at or after: every event newer than it is still
-	// in buf. It starts at the store's first version and moves up as events are evicted.
+	// in events. It starts at the store's first version and moves up as events are evicted.
 	since uint64
 }
 
-func (h *history) init(capacity int, since uint64) {
-	h.cap, h.since = capacity, since
+// eventOverhead approximates what an event keeps alive besides its encoded objects: the
+// Object structs with their index, and the history slot.
+const eventOverhead = 256
+
+// eventSize is what an event in history is charged: the encoded bytes of its object and of
+// the previous state it carries (a MODIFIED or DELETED event pins both), plus eventOverhead.
+// Counting the previous state even when another event shares it errs on the side of keeping
+// less.
+func eventSize(ev Event) int64 {
+	n := int64(eventOverhead)
+	if ev.Object != nil {
+		n += int64(len(ev.Object.raw))
+	}
+	if ev.prev != nil {
+		n += int64(len(ev.prev.raw))
+	}
+	return n
 }
 
-func (h *history) add(ev Event) {
-	if len(h.buf) < h.cap {
-		h.buf = append(h.buf, ev)
-		return
+func (h *history) init(max int, since uint64) {
+	h.max, h.since = max, since
+}
+
+// add appends ev, evicting the oldest event when the count bound is reached, and returns how
+// many bytes the history grew by (negative when it shrank).
+func (h *history) add(ev Event) int64 {
+	var freed int64
+	if len(h.events) >= h.max {
+		freed = h.evictOldest()
 	}
-	h.since = h.buf[h.start].ResourceVersion
-	h.buf[h.start] = ev
-	h.start = (h.start + 1) % h.cap
+	size := eventSize(ev)
+	h.events = append(h.events, ev)
+	h.bytes += size
+	return size - freed
+}
+
+// evictOldest drops the oldest event and returns its size; 0 when the history is empty.
+func (h *history) evictOldest() int64 {
+	if len(h.events) == 0 {
+		return 0
+	}
+	old := h.events[0]
+	size := eventSize(old)
+	h.since = old.ResourceVersion
+	h.events[0] = Event{}
+	h.events = h.events[1:]
+	h.bytes -= size
+	if len(h.events) == 0 {
+		h.events = nil // let the emptied array go
+	}
+	return size
 }
 
 // after calls fn, oldest first, for every event newer than rv.
 func (h *history) after(rv uint64, fn func(Event)) {
-	n := len(h.buf)
-	// Binary search for the first event newer than rv in ring order.
-	lo, hi := 0, n
+	// Binary search for the first event newer than rv.
+	lo, hi := 0, len(h.events)
 	for lo < hi {
 		mid := (lo + hi) / 2
-		if h.buf[(h.start+mid)%n].ResourceVersion > rv {
+		if h.events[mid].ResourceVersion > rv {
 			hi = mid
 		} else {
 			lo = mid + 1
 		}
 	}
-	for i := lo; i < n; i++ {
-		fn(h.buf[(h.start+i)%n])
+	for _, ev := range h.events[lo:] {
+		fn(ev)
+	}
+}
+
+// trimHistoryLocked evicts events until every history together is within
+// Config.WatchHistoryBytes, taking the oldest event of the resource whose history is largest
+// each time: a resource churning large objects pays for its own churn before another
+// resource's watchers lose their resume points. A resume from an evicted version answers
+// ErrGone (410) as it does past the count bound.
+func (s *Store) trimHistoryLocked() {
+	for s.historyBytes > s.cfg.WatchHistoryBytes {
+		var largest *resourceState
+		for _, st := range s.resources {
+			if len(st.history.events) > 0 && (largest == nil || st.history.bytes > largest.history.bytes) {
+				largest = st
+			}
+		}
+		if largest == nil {
+			return
+		}
+		s.historyBytes -= largest.history.evictOldest()
 	}
 }

@@ -63,9 +63,7 @@ func (s *Store) List(_ context.Context, gr GroupResource, opts ...ListOption) (L
 				if o.after && (ns < o.afterNS || ns == o.afterNS && obj.key.Name <= o.afterName) {
 					continue
 				}
-				if matches(obj, o.label, o.field) {
-					items = append(items, obj)
-				}
+				items = append(items, obj)
 			}
 		}
 		if o.namespace != "" {
@@ -77,6 +75,17 @@ func (s *Store) List(_ context.Context, gr GroupResource, opts ...ListOption) (L
 		}
 	}
 	s.mu.RUnlock()
+	// Selectors run outside the lock: a costly one delays this list, never a writer.
+	if !(o.label == nil || o.label.Empty()) || !(o.field == nil || o.field.Empty()) {
+		kept := items[:0]
+		for _, obj := range items {
+			if matches(obj, o.label, o.field) {
+				kept = append(kept, obj)
+			}
+		}
+		clear(items[len(kept):])
+		items = kept
+	}
 	sort.Slice(items, func(i, j int) bool {
 		a, b := items[i].key, items[j].key
 		if a.Namespace != b.Namespace {

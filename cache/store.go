@@ -16,6 +16,11 @@ type Config struct {
 	// WatchHistory is how many watch events are kept per resource for resuming a watch from a
 	// resourceVersion. Zero means 10000.
 	WatchHistory int
+	// WatchHistoryBytes bounds the watch history of every resource together, in bytes of the
+	// events' encoded objects (see eventSize), so churn of large objects cannot pin memory
+	// after the objects are gone. Beyond it the oldest events of the largest history go first.
+	// Zero means DefaultWatchHistoryBytes.
+	WatchHistoryBytes int64
 	// WatchBuffer is how many undelivered events a watcher may hold, beyond its initial replay,
 	// before it is closed with ErrTooSlow. Zero means 1024.
 	WatchBuffer int
@@ -27,6 +32,9 @@ type Config struct {
 	// on every write with the decoded object; it must not keep or modify it. Nil means none.
 	SelectableFields func(gr GroupResource, obj map[string]any) fields.Set
 }
+
+// DefaultWatchHistoryBytes is Config.WatchHistoryBytes when unset: 128 MiB.
+const DefaultWatchHistoryBytes = 128 << 20
 
 // Store is the in-memory implementation of Interface: the source of truth and its own watch
 // cache. See the package doc for its guarantees.
@@ -41,6 +49,8 @@ type Store struct {
 	resources map[GroupResource]*resourceState
 	watchers  map[*Watcher]struct{}
 	closed    bool
+	// historyBytes is the sum of every resource's history.bytes.
+	historyBytes int64
 }
 
 // resourceState is one resource's objects (by namespace, then name) and watch history.
@@ -53,6 +63,9 @@ type resourceState struct {
 func New(cfg Config) *Store {
 	if cfg.WatchHistory <= 0 {
 		cfg.WatchHistory = 10000
+	}
+	if cfg.WatchHistoryBytes <= 0 {
+		cfg.WatchHistoryBytes = DefaultWatchHistoryBytes
 	}
 	if cfg.WatchBuffer <= 0 {
 		cfg.WatchBuffer = 1024
@@ -331,7 +344,8 @@ func (s *Store) commitLocked(t EventType, o, prev *Object) {
 		ns[o.key.Name] = o
 	}
 	ev := Event{Type: t, Object: o, ResourceVersion: s.rv, prev: prev}
-	st.history.add(ev)
+	s.historyBytes += st.history.add(ev)
+	s.trimHistoryLocked()
 	s.dispatchLocked(ev)
 }
 
@@ -341,7 +355,7 @@ func (s *Store) Close() {
 	defer s.mu.Unlock()
 	s.closed = true
 	for w := range s.watchers {
-		s.closeWatcherLocked(w, ErrClosed)
+		s.closeWatcherLocked(w, ErrClosed, false)
 	}
 }
 
@@ -372,7 +386,8 @@ func (s *Store) DropResource(_ context.Context, gr GroupResource) (int, error) {
 	}
 	for w := range s.watchers {
 		if len(w.opts.Resources) == 1 && w.opts.Resources[0] == gr {
-			s.closeWatcherLocked(w, ErrClosed)
+			// Softly: the watcher still gets the DELETED events above before its channel closes.
+			s.closeWatcherLocked(w, ErrClosed, true)
 		}
 	}
 	return n, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -38,7 +39,8 @@ type WatchOptions struct {
 	// Namespace restricts to one namespace; "" means all.
 	Namespace string
 	// Label and Field select objects; nil means everything. An object that starts matching
-	// arrives as ADDED, one that stops matching as DELETED (carrying its new state).
+	// arrives as ADDED, one that stops matching as DELETED (carrying its new state). Selectors
+	// are never evaluated under the store's lock: a costly selector slows its own watcher only.
 	Label labels.Selector
 	Field fields.Selector
 	// ResourceVersion starts the watch after this version: every matching change after it is
@@ -51,77 +53,144 @@ type WatchOptions struct {
 	SendInitialEvents bool
 }
 
-// Watcher receives the events of one watch. See Store.Watch.
+// chanSlack is how many live events a watcher's channel holds beyond its initial events. The
+// rest of its buffer (Config.WatchBuffer) is a queue allocated only while events wait in it,
+// so an idle watcher costs a few hundred bytes rather than its whole buffer.
+const chanSlack = 16
+
+// Watcher receives the events of one watch. See Store.Watch and the package doc.
 type Watcher struct {
-	s    *Store
-	opts WatchOptions
-	ch   chan Event
-	// Guarded by s.mu.
-	done      bool
-	err       error
+	s         *Store
+	opts      WatchOptions
+	selective bool // opts has a label or field selector: events pass through the pump
+	ch        chan Event
+	// stopped is closed on a hard stop; a pump blocked on a send gives up.
+	stopped chan struct{}
+	pumps   sync.WaitGroup
+
+	// mu guards the fields below. Lock order: Store.mu, then mu. The pump takes mu alone.
+	mu sync.Mutex
+	// queue holds accepted events not yet in ch, oldest first: raw store events, which the
+	// pump converts (selectors, transitions) and sends. Allocated only while non-empty.
+	queue []Event
+	// limit is how many events may be pending (len(ch) + len(queue)) before the watcher is
+	// closed with ErrTooSlow: Config.WatchBuffer plus its initial events.
+	limit   int
+	holding bool // Watch is still putting the initial events into ch; live events queue
+	pumping bool // a pump goroutine runs
+	done    bool // closed: no more events are accepted
+	drain   bool // closed softly: the queue is still delivered before ch closes
+	err     error
+	// stopAfter unregisters the context.AfterFunc that stops the watcher.
 	stopAfter func() bool
 }
 
 // Watch streams changes to objects matching opts that happen after opts.ResourceVersion.
-// Registration and the history replay happen under one lock, so nothing is missed or sent
-// twice. The channel is closed exactly once, by the store, when ctx is done, Stop is called,
-// the store closes, or the watcher falls more than Config.WatchBuffer events behind; Err then
-// says which. Writers never block on a watcher.
+// Registration and the read of history happen under one lock, so nothing is missed or sent
+// twice; selectors are applied and the initial events sorted outside it, before Watch returns
+// (so the initial events are in the channel when it does). The channel is closed exactly once,
+// by the store, when ctx is done, Stop is called, the store closes, or more than
+// Config.WatchBuffer events (beyond the initial ones) wait undelivered; Err then says which.
+// Writers never block on a watcher. The consumer must call Stop.
 func (s *Store) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) {
-	w := &Watcher{s: s, opts: opts}
+	w := &Watcher{s: s, opts: opts, stopped: make(chan struct{})}
+	w.selective = opts.Label != nil && !opts.Label.Empty() || opts.Field != nil && !opts.Field.Empty()
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return nil, newErr(ErrClosed, Key{}, "")
 	}
-	var initial []Event
 	if opts.ResourceVersion != 0 {
 		if err := s.checkRVLocked(opts.ResourceVersion, opts.Resources); err != nil {
 			s.mu.Unlock()
 			return nil, err
 		}
 	}
+	var candidates []Event
+	snapshot := opts.SendInitialEvents
 	switch {
-	case opts.SendInitialEvents:
-		initial = s.snapshotLocked(w)
-		initial = append(initial, Event{Type: Bookmark, ResourceVersion: s.rv})
+	case snapshot:
+		candidates = s.snapshotLocked(w)
+		candidates = append(candidates, Event{Type: Bookmark, ResourceVersion: s.rv})
 	case opts.ResourceVersion != 0:
-		initial = s.replayLocked(w, opts.ResourceVersion)
+		candidates = s.replayLocked(w, opts.ResourceVersion)
 	}
-	w.ch = make(chan Event, s.cfg.WatchBuffer+len(initial))
+	w.holding = true
+	s.watchers[w] = struct{}{}
+	s.mu.Unlock()
+
+	// Outside the store's lock: apply selectors and order the initial events. Live events
+	// meanwhile wait in the queue, behind them.
+	initial := candidates[:0]
+	for _, ev := range candidates {
+		if snapshot {
+			if ev.Type == Bookmark || w.matches(ev.Object) {
+				initial = append(initial, ev)
+			}
+		} else if out, ok := w.convert(ev); ok {
+			initial = append(initial, out)
+		}
+	}
+	if snapshot {
+		sortByKey(initial[:len(initial)-1]) // the Bookmark stays last
+	} else {
+		sort.Slice(initial, func(i, j int) bool { return initial[i].ResourceVersion < initial[j].ResourceVersion })
+	}
+	w.mu.Lock()
+	w.ch = make(chan Event, len(initial)+chanSlack)
+	w.limit = s.cfg.WatchBuffer + len(initial)
 	for _, ev := range initial {
 		w.ch <- ev
 	}
-	s.watchers[w] = struct{}{}
-	s.mu.Unlock()
+	w.holding = false
+	switch {
+	case w.done && !w.drain:
+		// Stopped while holding (Store.Close): no pump ran, so ch is closed here.
+		w.queue = nil
+		close(w.ch)
+	case len(w.queue) > 0:
+		w.kickLocked() // the pump closes ch after the queue if the watcher was closed softly
+	case w.done:
+		close(w.ch)
+	}
+	closed := w.done
+	w.mu.Unlock()
+	if closed {
+		return w, nil
+	}
+
 	stop := context.AfterFunc(ctx, func() { w.stop(ctx.Err()) })
-	s.mu.Lock()
+	w.mu.Lock()
 	if w.done {
+		w.mu.Unlock()
 		stop()
 	} else {
 		w.stopAfter = stop
+		w.mu.Unlock()
 	}
-	s.mu.Unlock()
 	return w, nil
 }
 
 // Events returns the channel of events. It is closed exactly once, by the store.
 func (w *Watcher) Events() <-chan Event { return w.ch }
 
-// Stop ends the watch and closes the channel. It is idempotent; the consumer calls it.
+// Stop ends the watch and closes the channel; events not yet taken are dropped. It is
+// idempotent and returns once the watcher's pump goroutine, if any, has exited. The consumer
+// calls it.
 func (w *Watcher) Stop() { w.stop(nil) }
 
 func (w *Watcher) stop(err error) {
 	w.s.mu.Lock()
-	w.s.closeWatcherLocked(w, err)
+	w.s.closeWatcherLocked(w, err, false)
 	w.s.mu.Unlock()
+	w.pumps.Wait()
 }
 
 // Err says why the channel closed: nil (Stop), the context's error, ErrTooSlow or ErrClosed.
 // It is meaningful once the channel is closed.
 func (w *Watcher) Err() error {
-	w.s.mu.RLock()
-	defer w.s.mu.RUnlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	return w.err
 }
 
@@ -131,37 +200,131 @@ func (w *Watcher) Err() error {
 func (w *Watcher) Progress() (rv uint64, ok bool) {
 	w.s.mu.RLock()
 	defer w.s.mu.RUnlock()
-	if w.done || len(w.ch) > 0 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	// Every event up to s.rv was handed to this watcher under s.mu (or is in its initial
+	// events), and the pump removes an event from the queue only after sending it.
+	if w.done || w.holding || len(w.queue) > 0 || len(w.ch) > 0 {
 		return 0, false
 	}
 	return w.s.rv, true
 }
 
-func (s *Store) closeWatcherLocked(w *Watcher, err error) {
+// closeWatcherLocked closes w for err and removes it from the store. A soft close (drain)
+// still delivers what w has accepted; a hard one drops it. Called with s.mu held.
+func (s *Store) closeWatcherLocked(w *Watcher, err error, drain bool) {
+	delete(s.watchers, w)
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.done {
+		if w.drain && !drain {
+			// A hard stop after a soft close: stop delivering (a running pump closes ch).
+			w.drain = false
+			close(w.stopped)
+		}
 		return
 	}
-	w.done, w.err = true, err
-	close(w.ch)
-	delete(s.watchers, w)
+	w.done, w.err, w.drain = true, err, drain
 	if w.stopAfter != nil {
 		w.stopAfter()
 	}
+	if !drain {
+		close(w.stopped)
+	}
+	switch {
+	case w.holding:
+		// Watch closes ch once it has made it.
+	case w.pumping:
+		// The pump closes ch when it exits.
+	default:
+		w.queue = nil
+		close(w.ch)
+	}
 }
 
-// dispatchLocked hands ev to every watcher that wants it; a watcher whose buffer is full is
-// closed with ErrTooSlow rather than blocking the writer.
+// dispatchLocked hands ev to every watcher that wants it, under s.mu. It costs each watcher a
+// scope check and an append or a non-blocking send; selectors are left to the watcher's pump.
+// A watcher with too many events pending is closed with ErrTooSlow rather than blocking the
+// writer.
 func (s *Store) dispatchLocked(ev Event) {
 	for w := range s.watchers {
-		out, ok := w.convert(ev)
-		if !ok {
+		if !w.inScope(ev.Object) {
 			continue
 		}
+		if !w.offer(ev) {
+			s.closeWatcherLocked(w, ErrTooSlow, false)
+		}
+	}
+}
+
+// offer accepts ev for w; false when w has more events pending than its limit. An event for
+// a watcher without selectors goes straight into ch when nothing waits before it and there is
+// room; otherwise it joins the queue and the pump is started.
+func (w *Watcher) offer(ev Event) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return true
+	}
+	if !w.holding && len(w.queue)+len(w.ch) >= w.limit {
+		return false
+	}
+	if !w.selective && !w.holding && !w.pumping && len(w.queue) == 0 {
+		// Without selectors convert is a scope-free identity: no selector runs under s.mu.
+		out, _ := w.convert(ev)
 		select {
 		case w.ch <- out:
+			return true
 		default:
-			s.closeWatcherLocked(w, ErrTooSlow)
 		}
+	}
+	w.queue = append(w.queue, ev)
+	w.kickLocked()
+	return true
+}
+
+// kickLocked starts the pump when events wait and none runs. Called with w.mu held.
+func (w *Watcher) kickLocked() {
+	if w.pumping || w.holding || len(w.queue) == 0 || w.done && !w.drain {
+		return
+	}
+	w.pumping = true
+	w.pumps.Add(1)
+	go w.pump()
+}
+
+// pump moves queued events into ch, in order, applying selectors, until the queue is empty
+// (then it exits; the next queued event starts another) or the watcher is stopped. It is the
+// only sender on ch while it runs, and it closes ch when the watcher was closed meanwhile.
+func (w *Watcher) pump() {
+	defer w.pumps.Done()
+	for {
+		w.mu.Lock()
+		if w.done && !w.drain || len(w.queue) == 0 {
+			w.pumping = false
+			if w.done {
+				w.queue = nil
+				close(w.ch)
+			}
+			w.mu.Unlock()
+			return
+		}
+		ev := w.queue[0]
+		w.mu.Unlock()
+		if out, ok := w.convert(ev); ok {
+			select {
+			case w.ch <- out:
+			case <-w.stopped:
+				continue // done is set: the next round closes ch
+			}
+		}
+		w.mu.Lock()
+		w.queue[0] = Event{}
+		w.queue = w.queue[1:]
+		if len(w.queue) == 0 {
+			w.queue = nil
+		}
+		w.mu.Unlock()
 	}
 }
 
@@ -174,11 +337,9 @@ func (w *Watcher) inScope(o *Object) bool {
 
 func (w *Watcher) matches(o *Object) bool { return matches(o, w.opts.Label, w.opts.Field) }
 
-// convert turns a store event into what this watcher sees, applying selector transitions.
+// convert turns an in-scope store event into what this watcher sees, applying selector
+// transitions. It reads only w.opts and the immutable event, so it needs no lock.
 func (w *Watcher) convert(ev Event) (Event, bool) {
-	if !w.inScope(ev.Object) {
-		return Event{}, false
-	}
 	now := w.matches(ev.Object)
 	switch ev.Type {
 	case Added:
@@ -200,7 +361,8 @@ func (w *Watcher) convert(ev Event) (Event, bool) {
 	return Event{}, false
 }
 
-// snapshotLocked returns the current matching objects as ADDED events in key order.
+// snapshotLocked returns the current objects in w's scope as ADDED events, unordered and not
+// yet filtered by selectors.
 func (s *Store) snapshotLocked(w *Watcher) []Event {
 	var out []Event
 	for gr, st := range s.resources {
@@ -212,14 +374,17 @@ func (s *Store) snapshotLocked(w *Watcher) []Event {
 				continue
 			}
 			for _, o := range m {
-				if w.matches(o) {
-					out = append(out, Event{Type: Added, Object: o, ResourceVersion: s.rv})
-				}
+				out = append(out, Event{Type: Added, Object: o, ResourceVersion: s.rv})
 			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i].Object.key, out[j].Object.key
+	return out
+}
+
+// sortByKey orders events by their object's key: resource, namespace, name.
+func sortByKey(evs []Event) {
+	sort.Slice(evs, func(i, j int) bool {
+		a, b := evs[i].Object.key, evs[j].Object.key
 		if a.Group != b.Group || a.Resource != b.Resource {
 			return a.GroupResource().String() < b.GroupResource().String()
 		}
@@ -228,10 +393,9 @@ func (s *Store) snapshotLocked(w *Watcher) []Event {
 		}
 		return a.Name < b.Name
 	})
-	return out
 }
 
-// replayLocked returns, in version order, the events after rv this watcher would have seen.
+// replayLocked returns the events in w's scope after rv, unordered and not yet converted.
 func (s *Store) replayLocked(w *Watcher, rv uint64) []Event {
 	var out []Event
 	for gr, st := range s.resources {
@@ -239,11 +403,10 @@ func (s *Store) replayLocked(w *Watcher, rv uint64) []Event {
 			continue
 		}
 		st.history.after(rv, func(ev Event) {
-			if e, ok := w.convert(ev); ok {
-				out = append(out, e)
+			if w.inScope(ev.Object) {
+				out = append(out, ev)
 			}
 		})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ResourceVersion < out[j].ResourceVersion })
 	return out
 }

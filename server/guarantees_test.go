@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/cache/cachetest"
 	"github.com/opemu/opemu/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -124,16 +125,12 @@ func lastAppRV(t *testing.T, e *env, rv uint64) uint64 {
 	require.NoError(t, err)
 	defer w.Stop()
 	last := uint64(0)
-	for {
-		select {
-		case ev := <-w.Events():
-			if ev.ResourceVersion <= rv {
-				last = ev.ResourceVersion
-			}
-		default:
-			return last
+	for _, ev := range cachetest.Drain(t, w, 5*time.Second) {
+		if ev.ResourceVersion <= rv {
+			last = ev.ResourceVersion
 		}
 	}
+	return last
 }
 
 // TestAbandonedWatchersAreReleased opens 500 SSE and Kubernetes watches that never read, writes

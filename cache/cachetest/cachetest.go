@@ -54,6 +54,31 @@ func Collect(t testing.TB, w *cache.Watcher, n int, timeout time.Duration) []cac
 	return out
 }
 
+// Drain takes every event w has up to the store's current version (until w.Progress says
+// nothing is pending), failing the test if that takes longer than timeout or the channel
+// closes. Delivery beyond a watcher's first few events is asynchronous, so an empty channel
+// alone does not mean the watcher is drained.
+func Drain(t testing.TB, w *cache.Watcher, timeout time.Duration) []cache.Event {
+	t.Helper()
+	var out []cache.Event
+	deadline := time.After(timeout)
+	for {
+		if _, ok := w.Progress(); ok {
+			return out
+		}
+		select {
+		case ev, ok := <-w.Events():
+			if !ok {
+				t.Fatalf("watch closed after %d events: %v", len(out), w.Err())
+			}
+			out = append(out, ev)
+		case <-time.After(50 * time.Microsecond):
+		case <-deadline:
+			t.Fatalf("watch not drained within %v (%d events taken)", timeout, len(out))
+		}
+	}
+}
+
 // ExpectNone fails if w delivers an event within wait.
 func ExpectNone(t testing.TB, w *cache.Watcher, wait time.Duration) {
 	t.Helper()

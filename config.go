@@ -79,19 +79,14 @@ func settings() []setting {
 		{"QUEUE_BURST", "queue-burst", "100", "token bucket burst", intInto(func(c *config) *int { return &c.QueueBurst }, 1)},
 		{"ROLLOUT_STEP", "rollout-step", "1s", "simulated rollout: time between readiness steps; 0 = instant", durationInto(func(c *config) *time.Duration { return &c.RolloutStep }, true)},
 		{"WATCH_HISTORY", "watch-history", "10000", "watch events kept per resource for resuming", intInto(func(c *config) *int { return &c.WatchHistory }, 1)},
+		{"WATCH_HISTORY_BYTES", "watch-history-bytes", "128MiB", "size of the watch history over all resources; older versions answer 410", sizeInto(func(c *config) *int64 { return &c.WatchHistoryBytes })},
 		{"EVENT_LIMIT", "event-limit", "10000", "stored Events beyond which the oldest go", intInto(func(c *config) *int { return &c.EventLimit }, 1)},
 		{"EVENT_TTL", "event-ttl", "1h", "an Event not updated for this long goes", durationInto(func(c *config) *time.Duration { return &c.EventTTL }, false)},
 		{"ALLOWED_REGISTRIES", "allowed-registries", "docker.io,gcr.io", "comma-separated registries images may come from; empty = any", func(c *config, v string) error { c.AllowedRegistries = splitList(v); return nil }},
 		{"BLOCKED_IMAGES", "blocked-images", "ubuntu,debian,alpine", "comma-separated images denied at any tag; empty = none", func(c *config, v string) error { c.BlockedImages = splitList(v); return nil }},
-		{"MAX_BODY", "max-body", "3MiB", "request body limit (413 beyond), e.g. 3MiB or 1048576", func(c *config, v string) error {
-			q, err := resource.ParseQuantity(sizeQuantity(v))
-			if err != nil || q.Value() <= 0 {
-				return fmt.Errorf("must be a positive size like 3MiB, not %q", v)
-			}
-			c.MaxBody = q.Value()
-			return nil
-		}},
+		{"MAX_BODY", "max-body", "3MiB", "request body limit (413 beyond), e.g. 3MiB or 1048576", sizeInto(func(c *config) *int64 { return &c.MaxBody })},
 		{"MAX_INFLIGHT", "max-inflight", "400", "concurrent non-watch requests (429 beyond)", intInto(func(c *config) *int { return &c.MaxInflight }, 1)},
+		{"MAX_WATCHES", "max-watches", "5000", "open watches, SSE and Kubernetes (429 beyond)", intInto(func(c *config) *int { return &c.MaxWatches }, 1)},
 		{"LOG_LEVEL", "log-level", "info", "debug, info, warn or error", func(c *config, v string) error {
 			switch v {
 			case "debug", "info", "warn", "error":
@@ -305,6 +300,17 @@ func boolInto(field func(*config) *bool) func(*config, string) error {
 			return fmt.Errorf("must be true or false, not %q", v)
 		}
 		*field(c) = b
+		return nil
+	}
+}
+
+func sizeInto(field func(*config) *int64) func(*config, string) error {
+	return func(c *config, v string) error {
+		q, err := resource.ParseQuantity(sizeQuantity(v))
+		if err != nil || q.Value() <= 0 {
+			return fmt.Errorf("must be a positive size like 3MiB, not %q", v)
+		}
+		*field(c) = q.Value()
 		return nil
 	}
 }

@@ -73,6 +73,8 @@ func TestParseConfig(t *testing.T) {
 			assert.Equal(t, 10000, c.WatchHistory)
 			assert.Equal(t, int64(3<<20), c.MaxBody)
 			assert.Equal(t, 400, c.MaxInflight)
+			assert.Equal(t, 5000, c.MaxWatches)
+			assert.Equal(t, int64(128<<20), c.WatchHistoryBytes)
 			assert.Equal(t, []string{"docker.io", "gcr.io"}, c.AllowedRegistries)
 			assert.Equal(t, []string{"ubuntu", "debian", "alpine"}, c.BlockedImages)
 			assert.NotEmpty(t, c.PodName)
@@ -156,6 +158,12 @@ func TestParseConfig(t *testing.T) {
 		{name: "bad workers", env: map[string]string{"WORKER_COUNT": "0"}, err: "invalid WORKER_COUNT"},
 		{name: "bad backend", env: map[string]string{"LEASE_BACKEND": "etcd"}, err: "invalid LEASE_BACKEND"},
 		{name: "bad body size", env: map[string]string{"MAX_BODY": "lots"}, err: "invalid MAX_BODY"},
+		{name: "history size", env: map[string]string{"WATCH_HISTORY_BYTES": "64MiB", "MAX_WATCHES": "10"}, check: func(t *testing.T, c config) {
+			assert.Equal(t, int64(64<<20), c.WatchHistoryBytes)
+			assert.Equal(t, 10, c.MaxWatches)
+		}},
+		{name: "bad history size", env: map[string]string{"WATCH_HISTORY_BYTES": "0"}, err: "invalid WATCH_HISTORY_BYTES"},
+		{name: "bad watch limit", args: []string{"--max-watches", "0"}, err: "invalid MAX_WATCHES"},
 		{name: "bad log level", env: map[string]string{"LOG_LEVEL": "loud"}, err: "invalid LOG_LEVEL"},
 		{name: "renew deadline not below lease", env: map[string]string{"RENEW_DEADLINE": "20s"}, err: "invalid RENEW_DEADLINE"},
 		{name: "unknown flag", args: []string{"--nope"}, err: "flag provided but not defined"},

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"time"
 
 	"k8s.io/utils/clock"
 
@@ -78,7 +79,7 @@ func New(cfg Config) (*App, error) {
 	}
 	a := &App{cfg: cfg, log: log, metrics: metrics.New()}
 	served := kinds.New()
-	a.store = cache.New(cache.Config{WatchHistory: cfg.WatchHistory, SelectableFields: served.FieldSet})
+	a.store = cache.New(cache.Config{WatchHistory: cfg.WatchHistory, WatchHistoryBytes: cfg.WatchHistoryBytes, SelectableFields: served.FieldSet})
 	crds, err := crd.New(crd.Config{Kinds: served, Drop: a.store.DropResource})
 	if err != nil {
 		return nil, err
@@ -107,8 +108,10 @@ func New(cfg Config) (*App, error) {
 	var readOnly func(cache.Key) bool
 	reg, err := registry.New(registry.Config{
 		Storage: a.store, Kinds: served, Admission: admission, Clock: clk,
-		Events:   recordFunc(func(ctx context.Context, ev events.Event) { a.recorder.Record(ctx, ev) }),
-		ReadOnly: func(k cache.Key) bool { return readOnly != nil && readOnly(k) },
+		Events:     recordFunc(func(ctx context.Context, ev events.Event) { a.recorder.Record(ctx, ev) }),
+		EventLimit: eventLimit{&a.recorder},
+		ReadOnly:   func(k cache.Key) bool { return readOnly != nil && readOnly(k) },
+		MaxBody:    cfg.MaxBody,
 	})
 	if err != nil {
 		return nil, err
@@ -206,6 +209,7 @@ func New(cfg Config) (*App, error) {
 		Version:     cfg.Version,
 		MaxBody:     cfg.MaxBody,
 		MaxInflight: cfg.MaxInflight,
+		MaxWatches:  cfg.MaxWatches,
 		PProf:       cfg.PProf,
 		Clock:       clk,
 
@@ -257,6 +261,15 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 type recordFunc func(ctx context.Context, ev events.Event)
 
 func (f recordFunc) Record(ctx context.Context, ev events.Event) { f(ctx, ev) }
+
+// eventLimit reaches the recorder, made after the registry, for registry.Config.EventLimit.
+type eventLimit struct{ r **events.Recorder }
+
+func (l eventLimit) Track(key cache.Key, last time.Time) ([]cache.Key, bool) {
+	return (*l.r).Track(key, last)
+}
+
+func (l eventLimit) Untrack(key cache.Key) { (*l.r).Untrack(key) }
 
 // controllerRoutes serves the controller's routes for Applications.
 type controllerRoutes struct {

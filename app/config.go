@@ -49,6 +49,9 @@ type Config struct {
 	RolloutStep time.Duration
 	// WatchHistory is how many watch events are kept per resource. Zero means 10000.
 	WatchHistory int
+	// WatchHistoryBytes bounds the watch history of every resource together. Zero means
+	// cache.DefaultWatchHistoryBytes (128 MiB).
+	WatchHistoryBytes int64
 	// EventLimit and EventTTL bound stored Events. Zero means 10000 and 1 h.
 	EventLimit int
 	EventTTL   time.Duration
@@ -59,6 +62,8 @@ type Config struct {
 	MaxBody int64
 	// MaxInflight limits concurrent non-watch requests. Zero means 400.
 	MaxInflight int
+	// MaxWatches limits open watches (SSE and Kubernetes). Zero means server.DefaultMaxWatches.
+	MaxWatches int
 	// PProf serves /debug/pprof/.
 	PProf bool
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -154,6 +153,7 @@ func (r *Recorder) Record(ctx context.Context, ev Event) {
 		}
 	}
 	r.cfg.Metrics.RecordEvent(ev.Type, string(ev.Severity))
+	ev = bounded(ev)
 	now := r.cfg.Clock.Now()
 	k := aggKey{ev.Object.UID, ev.Object.Kind, ev.Object.Namespace, ev.Object.Name, ev.Type, ev.Reason, ev.Source}
 	// Twice at most: when the Event to aggregate into was deleted meanwhile (expired, or by a
@@ -188,13 +188,62 @@ func (r *Recorder) reserve(k aggKey, ev Event, now time.Time) (*entry, []cache.K
 		r.order.MoveToBack(e.el)
 	}
 	e.last = now
+	return e, r.evictLocked(e)
+}
+
+// evictLocked forgets the oldest entries (not keep) until the order holds at most Limit, and
+// returns their keys for the caller to delete.
+func (r *Recorder) evictLocked(keep *entry) []cache.Key {
 	var evicted []cache.Key
 	for r.order.Len() > r.cfg.Limit {
-		oldest := r.order.Front().Value.(*entry)
+		el := r.order.Front()
+		if el.Value.(*entry) == keep {
+			el = el.Next()
+		}
+		if el == nil {
+			break
+		}
+		oldest := el.Value.(*entry)
 		r.forgetLocked(oldest)
 		evicted = append(evicted, oldest.key)
 	}
-	return e, evicted
+	return evicted
+}
+
+// Track counts an Event a client is about to create at key against Limit, as the recorder's
+// own: it takes its place in the eviction order by its lastTimestamp (last), so one claiming to
+// be old goes first. It returns the keys of the Events to remove first (the oldest beyond the
+// limit, forgotten already; the caller deletes them, before storing the new one); added is
+// false when key is counted already (the create will find it exists). The write path calls it
+// for every Event a client creates (registry.Config.EventLimit) and Untrack for every Event
+// removed, so the order holds every stored Event.
+func (r *Recorder) Track(key cache.Key, last time.Time) (evict []cache.Key, added bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byKey[key] != nil {
+		return nil, false
+	}
+	e := &entry{key: key, last: last, created: true} // a client's Event aggregates nothing
+	at := r.order.Back()
+	for at != nil && at.Value.(*entry).last.After(last) {
+		at = at.Prev()
+	}
+	if at == nil {
+		e.el = r.order.PushFront(e)
+	} else {
+		e.el = r.order.InsertAfter(e, at)
+	}
+	r.byKey[key] = e
+	return r.evictLocked(e), true
+}
+
+// Untrack forgets the Event at key: it was removed, or a client's create of it failed.
+func (r *Recorder) Untrack(key cache.Key) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e := r.byKey[key]; e != nil {
+		r.forgetLocked(e)
+	}
 }
 
 // write creates e's Event or bumps it, holding e.mu (not r.mu).
@@ -243,7 +292,7 @@ func (r *Recorder) eventKey(ev Event, now time.Time) cache.Key {
 	if ns == "" {
 		ns = "default" // Events about cluster-scoped objects live in default, as in Kubernetes.
 	}
-	name := fmt.Sprintf("%s.%x", ev.Object.Name, uint64(now.UnixNano())+r.seq.Add(1))
+	name := eventName(ev.Object.Name, uint64(now.UnixNano())+r.seq.Add(1))
 	return cache.Key{Resource: Resource.Resource, Namespace: ns, Name: name}
 }
 

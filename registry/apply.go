@@ -58,21 +58,24 @@ func (s *Store) applyObject(k *kinds.Kind, live, applied map[string]any, manager
 }
 
 // trackUpdate records manager's ownership of what it changed from live to next, when live is
-// already tracked.
-func (s *Store) trackUpdate(k *kinds.Kind, live, next map[string]any, manager string) map[string]any {
+// already tracked. An object nested too deeply to track is refused (checkDepth).
+func (s *Store) trackUpdate(t Target, live, next map[string]any, manager string) (map[string]any, error) {
 	md, _ := live["metadata"].(map[string]any)
 	if _, tracked := md["managedFields"]; !tracked {
-		return next
+		return next, nil
 	}
-	fm, err := s.fieldManagerFor(k)
+	if err := checkDepth(t, next, "an object whose fields are managed"); err != nil {
+		return nil, err
+	}
+	fm, err := s.fieldManagerFor(t.Kind)
 	if err != nil {
-		return next
+		return next, nil
 	}
 	if manager == "" {
 		manager = "unknown"
 	}
 	out := fm.UpdateNoErrors(&unstructured.Unstructured{Object: plainNumbers(live)}, &unstructured.Unstructured{Object: plainNumbers(next)}, manager)
-	return out.(*unstructured.Unstructured).Object
+	return out.(*unstructured.Unstructured).Object, nil
 }
 
 // managerOrUserAgent names the manager of a write as kube-apiserver does: the fieldManager

@@ -63,7 +63,14 @@ func (s *Store) Create(ctx context.Context, t Target, obj map[string]any, o Opti
 		}
 		warnings = append(warnings, w...)
 	}
+	if err := beforeCommit(ctx); err != nil {
+		return Result{}, err
+	}
+	counted := s.makeRoomForEvent(ctx, key, obj, o)
 	stored, err := s.store(ctx, t.Kind, key, obj, o, generated)
+	if counted {
+		s.countedEvent(ctx, key, stored, err)
+	}
 	if err != nil {
 		return Result{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/kinds"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -75,8 +76,12 @@ func (s *Store) deleteObject(ctx context.Context, t Target, pre cache.Preconditi
 	return obj, removing, nil
 }
 
-// afterRemove finishes what a removal leaves: a Terminating namespace whose last object went.
+// afterRemove finishes what a removal leaves: a Terminating namespace whose last object went,
+// an Event no longer counted against the limit.
 func (s *Store) afterRemove(ctx context.Context, key cache.Key) {
+	if key.GroupResource() == events.Resource && s.cfg.EventLimit != nil {
+		s.cfg.EventLimit.Untrack(key)
+	}
 	if key.Namespace != "" {
 		_, _ = s.finishNamespace(ctx, key.Namespace)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/events"
@@ -88,4 +89,43 @@ func objectName(k cache.Key) string {
 		return k.Name
 	}
 	return k.Namespace + "/" + k.Name
+}
+
+// makeRoomForEvent counts an Event a client creates at key against EVENT_LIMIT before it is
+// stored (SPEC §7: every Event counts, and room is made before inserting), removing the oldest
+// Events the limit no longer holds. It reports whether it counted the Event; countedEvent then
+// settles the count with the store's answer.
+func (s *Store) makeRoomForEvent(ctx context.Context, key cache.Key, obj map[string]any, o Options) bool {
+	if s.cfg.EventLimit == nil || o.Internal || o.DryRun || key.GroupResource() != events.Resource {
+		return false
+	}
+	last, err := time.Parse(time.RFC3339, stringOf(obj["lastTimestamp"]))
+	if err != nil {
+		last = s.cfg.Clock.Now()
+	}
+	evict, added := s.cfg.EventLimit.Track(key, last)
+	s.removeEvents(ctx, evict)
+	return added
+}
+
+// removeEvents deletes the Events the limit no longer holds.
+func (s *Store) removeEvents(ctx context.Context, keys []cache.Key) {
+	for _, k := range keys {
+		if t, err := s.TargetOf(k); err == nil {
+			_, _, _ = s.Delete(ctx, t, cache.Preconditions{}, Options{Internal: true})
+		}
+	}
+}
+
+// countedEvent settles the count of an Event counted at key: not stored, it is forgotten; stored
+// under another (generated) name, it is counted under that one.
+func (s *Store) countedEvent(ctx context.Context, key cache.Key, stored *cache.Object, err error) {
+	if err == nil && stored.Key() == key {
+		return
+	}
+	s.cfg.EventLimit.Untrack(key)
+	if err == nil {
+		evict, _ := s.cfg.EventLimit.Track(stored.Key(), s.cfg.Clock.Now())
+		s.removeEvents(ctx, evict)
+	}
 }

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -45,8 +46,14 @@ func (s *Store) Patch(ctx context.Context, t Target, patchType string, body []by
 		if err != nil {
 			return Result{}, badRequest("the body of the request is not a valid JSON Patch: %v", err)
 		}
+		if err := checkJSONPatchSize(len(p), 0); err != nil {
+			return Result{}, err
+		}
 		apply = func(doc []byte) ([]byte, error) {
-			out, err := p.Apply(doc)
+			if err := checkJSONPatchSize(len(p), len(doc)); err != nil {
+				return nil, err
+			}
+			out, err := p.ApplyWithOptions(doc, s.jsonPatchOptions())
 			if err != nil {
 				return nil, invalidPatch(t, err)
 			}
@@ -84,9 +91,17 @@ func (s *Store) Patch(ctx context.Context, t Target, patchType string, body []by
 	default:
 		return Result{}, UnsupportedMediaType(customResourcePatchTypes)
 	}
+	// After the body decoded (the decoder's own depth limit is a 400): +2 as a JSON Patch's list
+	// of operations and each operation add two levels.
+	if jsonDeeperThan(body, maxPatchDepth+2) {
+		return Result{}, tooDeep(t, "the patch")
+	}
 	return s.update(ctx, t, o, func(cur map[string]any) (map[string]any, error) {
 		if t.Sub == "scale" {
 			return patchScale(t, cur, apply)
+		}
+		if err := checkDepth(t, cur, "the object"); err != nil {
+			return nil, err
 		}
 		doc, err := json.Marshal(cur)
 		if err != nil {
@@ -95,6 +110,9 @@ func (s *Store) Patch(ctx context.Context, t Target, patchType string, body []by
 		out, err := apply(doc)
 		if err != nil {
 			return nil, err
+		}
+		if len(out) > s.maxPatchedBytes() {
+			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the patched object is %d bytes; the limit is %d", len(out), s.maxPatchedBytes()))
 		}
 		next, err := DecodeObject(out)
 		if err != nil {
@@ -115,6 +133,10 @@ func (s *Store) applyPatch(ctx context.Context, t Target, body []byte, o Options
 	if t.Sub != "" {
 		return Result{}, UnsupportedMediaType(jsonPatchType + ", " + mergePatchType)
 	}
+	if trimmed := bytes.TrimSpace(body); len(trimmed) > 0 && trimmed[0] == '{' && jsonDeeperThan(trimmed, maxPatchDepth) {
+		// JSON (which is YAML too) is measured before the costly YAML conversion.
+		return Result{}, tooDeep(t, "the applied configuration")
+	}
 	js, err := yaml.YAMLToJSON(body)
 	if err != nil {
 		return Result{}, badRequest("the body of the request is not valid YAML or JSON: %v", err)
@@ -124,6 +146,9 @@ func (s *Store) applyPatch(ctx context.Context, t Target, body []byte, o Options
 		return Result{}, err
 	}
 	if err := checkTypeMeta(t.Kind, applied); err != nil {
+		return Result{}, err
+	}
+	if err := checkDepth(t, applied, "the applied configuration"); err != nil {
 		return Result{}, err
 	}
 	if name := stringOf(metadataOf(applied)["name"]); name != t.Key.Name {
@@ -139,6 +164,9 @@ func (s *Store) applyPatch(ctx context.Context, t Target, body []byte, o Options
 		return res, err
 	}
 	return s.update(ctx, t, o, func(cur map[string]any) (map[string]any, error) {
+		if err := checkDepth(t, cur, "the live object"); err != nil {
+			return nil, err
+		}
 		return s.applyObject(t.Kind, cur, deepCopy(applied), o.FieldManager, o.Force)
 	})
 }

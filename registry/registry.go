@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/opemu/opemu/cache"
@@ -22,6 +23,17 @@ type EventRecorder interface {
 	Record(ctx context.Context, ev events.Event)
 }
 
+// EventLimit counts every stored Event against EVENT_LIMIT (*events.Recorder implements it):
+// the write path tracks each Event a client creates, before storing it, and untracks each Event
+// removed.
+type EventLimit interface {
+	// Track counts the Event about to be created at key (last: its lastTimestamp) and returns
+	// the Events to remove first; added is false when key was counted already.
+	Track(key cache.Key, last time.Time) (evict []cache.Key, added bool)
+	// Untrack forgets the Event at key.
+	Untrack(key cache.Key)
+}
+
 // Config configures a Store. Storage and Kinds are required; every other zero value is
 // documented.
 type Config struct {
@@ -31,6 +43,9 @@ type Config struct {
 	Admission *webhooks.Chain
 	// Events records the Events of client writes (SPEC §7). Nil records none.
 	Events EventRecorder
+	// EventLimit counts the Events clients create against EVENT_LIMIT with the recorder's own.
+	// Nil counts none.
+	EventLimit EventLimit
 	// ReadOnly, when set, names objects clients may not write (403): the file lease backend's
 	// mirror Lease. opemu's own writes (Options.Internal) are not refused.
 	ReadOnly func(key cache.Key) bool
@@ -38,6 +53,9 @@ type Config struct {
 	Clock clock.PassiveClock
 	// NewUID makes metadata.uid. Nil means a random UUID v4.
 	NewUID func() string
+	// MaxBody is the request body limit (MAX_BODY): a JSON Patch's copies may copy at most this
+	// much, and a patched object may be at most twice it. Zero means 3 MiB.
+	MaxBody int64
 }
 
 // Store is the write path of every kind. Create it with New.
@@ -64,6 +82,9 @@ func New(cfg Config) (*Store, error) {
 	}
 	if cfg.NewUID == nil {
 		cfg.NewUID = uuid.NewString
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = defaultMaxBody
 	}
 	return &Store{cfg: cfg, nsSeed: maphash.MakeSeed()}, nil
 }

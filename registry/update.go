@@ -54,7 +54,9 @@ func (s *Store) update(ctx context.Context, t Target, o Options, mutate MutateFu
 			return cache.Update{}, err
 		}
 		if t.Sub == "" && !o.applying {
-			next = s.trackUpdate(t.Kind, cur, next, managerOrUserAgent(o.FieldManager, o.UserAgent))
+			if next, err = s.trackUpdate(t, cur, next, managerOrUserAgent(o.FieldManager, o.UserAgent)); err != nil {
+				return cache.Update{}, err
+			}
 		}
 		if err := checkUpdate(t, curObj, next); err != nil {
 			return cache.Update{}, err
@@ -97,6 +99,9 @@ func (s *Store) update(ctx context.Context, t Target, o Options, mutate MutateFu
 		}
 		if t.Kind.Canonicalize != nil && t.Sub == "" {
 			t.Kind.Canonicalize(next)
+		}
+		if err := beforeCommit(ctx); err != nil {
+			return cache.Update{}, err
 		}
 		return cache.Update{Object: next, Remove: removing}, nil
 	}, cache.WriteOptions{DryRun: o.DryRun})

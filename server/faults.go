@@ -87,7 +87,7 @@ func (s *Server) faultRequest(c *echo.Context) (faults.Request, bool) {
 		switch {
 		case name != "":
 			verb = faults.VerbGet
-		case isWatch(r):
+		case isWatch(c):
 			verb = faults.VerbWatch
 		default:
 			verb = faults.VerbList

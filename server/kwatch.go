@@ -75,6 +75,11 @@ func (s *Server) kubeWatch(c *echo.Context, t registry.Target) error {
 		opts.ResourceVersion = rv
 	}
 	r := c.Request()
+	release, err := s.acquireWatch()
+	if err != nil {
+		return err
+	}
+	defer release()
 	w, werr := s.cfg.Store.Watch(r.Context(), opts)
 	if werr != nil && !errors.Is(werr, cache.ErrGone) {
 		return werr
@@ -89,7 +94,9 @@ func (s *Server) kubeWatch(c *echo.Context, t registry.Target) error {
 	resp.Header().Set("Content-Type", "application/json")
 	resp.Header().Set("Cache-Control", "no-cache, private")
 	resp.WriteHeader(http.StatusOK)
-	kw := &kubeWriter{frameWriter: newFrameWriter(resp, s.cfg.WriteTimeout), kind: t.Kind.Kind, apiVersion: t.Kind.GroupVersion()}
+	fw, closeStream := s.openStream(resp)
+	defer closeStream()
+	kw := &kubeWriter{frameWriter: fw, kind: t.Kind.Kind, apiVersion: t.Kind.GroupVersion()}
 	if wantsTable(r) {
 		kw.table, kw.includeObject, kw.now = t.Kind, c.QueryParam("includeObject"), s.cfg.Clock.Now
 	}
@@ -169,7 +176,7 @@ func (s *Server) kubeWatch(c *echo.Context, t registry.Target) error {
 
 // kubeWriter writes Kubernetes watch events.
 type kubeWriter struct {
-	frameWriter
+	*frameWriter
 	kind, apiVersion string
 	// table, when set, sends each object as a one-row Table; only the first carries the column
 	// definitions, as kube-apiserver does.

@@ -25,6 +25,9 @@ func parseListQuery(q map[string][]string, selectable func(label string) bool) (
 		return ""
 	}
 	var lq registry.ListOptions
+	if err := checkSelectorSizes(q); err != nil {
+		return lq, err
+	}
 	var err error
 	if lq.Label, err = labels.Parse(get("labelSelector")); err != nil {
 		return lq, badRequest("unable to parse requirement: %v", err)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"mime"
 	"net/http"
@@ -66,11 +65,7 @@ func readBody(c *echo.Context) ([]byte, error) {
 	}
 	var buf bytes.Buffer
 	if _, err := io.Copy(&buf, r.Body); err != nil {
-		var maxErr *http.MaxBytesError
-		if errors.As(err, &maxErr) {
-			return nil, err
-		}
-		return nil, badRequest("reading the request body: %v", err)
+		return nil, bodyError(err)
 	}
 	return buf.Bytes(), nil
 }

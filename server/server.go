@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -69,6 +70,9 @@ type Config struct {
 	MaxBody int64
 	// MaxInflight limits concurrent non-watch requests (429 beyond). Zero means 400.
 	MaxInflight int
+	// MaxWatches limits open HTTP watches, SSE and Kubernetes alike (429 beyond). Zero means
+	// DefaultMaxWatches.
+	MaxWatches int
 	// RequestTimeout bounds every non-watch request. Zero means 5 s.
 	RequestTimeout time.Duration
 	// Heartbeat is the interval of SSE ": ping" comments. Zero means 15 s.
@@ -99,6 +103,10 @@ type Config struct {
 	TLS *tls.Config
 }
 
+// DefaultMaxWatches is Config.MaxWatches when unset. An idle watch costs about 17 KB of heap
+// and two goroutines (docs/RELIABILITY.md).
+const DefaultMaxWatches = 5000
+
 // LeaderStatus is what the server needs to know about leader election. The leader package
 // implements it; main passes it in.
 type LeaderStatus interface {
@@ -125,11 +133,16 @@ type Server struct {
 	log      *slog.Logger
 	echo     *echo.Echo
 	inflight chan struct{}
+	// watches counts open HTTP watches against MaxWatches.
+	watches atomic.Int64
 	// shutting is set once shutdown begins: readiness turns 503 and open watches end.
 	shutting atomic.Bool
 	// stopWatches is closed when shutdown begins; watch handlers return when it is.
 	stopWatches chan struct{}
-	started     time.Time
+	// streamsMu guards streams: the open watch responses, cut when shutdown begins.
+	streamsMu sync.Mutex
+	streams   map[*frameWriter]struct{}
+	started   time.Time
 	// allowedOrigins is Config.AllowedOrigins, normalized.
 	allowedOrigins map[string]bool
 	// openAPIV2Cache keeps /openapi/v2's protobuf encoding.
@@ -156,6 +169,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxInflight <= 0 {
 		cfg.MaxInflight = 400
 	}
+	if cfg.MaxWatches <= 0 {
+		cfg.MaxWatches = DefaultMaxWatches
+	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 5 * time.Second
 	}
@@ -179,6 +195,7 @@ func New(cfg Config) (*Server, error) {
 		log:            cfg.Logger,
 		inflight:       make(chan struct{}, cfg.MaxInflight),
 		stopWatches:    make(chan struct{}),
+		streams:        map[*frameWriter]struct{}{},
 		started:        time.Now(),
 		allowedOrigins: map[string]bool{},
 	}
@@ -242,33 +259,44 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// BeginShutdown turns readiness off and ends open watches. Run calls it; it is idempotent.
+// BeginShutdown turns readiness off and ends open watches: their handlers return, and a stream
+// whose client stopped reading is cut off within shutdownGrace instead of holding shutdown up
+// for its write timeout. Run calls it; it is idempotent.
 func (s *Server) BeginShutdown() {
 	if s.shutting.CompareAndSwap(false, true) {
 		close(s.stopWatches)
+		s.cutStreams()
 	}
 }
 
-// isWatch reports whether r is long-lived (a watch or a profile), exempt from MAX_INFLIGHT
-// and the request timeout. A watch parameter that is not a boolean is not a watch here; the
-// list handler answers it with a 400.
-func isWatch(r *http.Request) bool {
-	switch r.URL.Path {
-	case "/watch", "/debug/pprof/profile", "/debug/pprof/trace":
-		return true
-	}
-	w, err := queryBool(r.URL.Query(), "watch")
-	return w && err == nil
-}
-
-// limit enforces MAX_INFLIGHT, the body limit and the per-request deadline.
+// limit enforces the body limit and read deadline of every request, and MAX_INFLIGHT and the
+// per-request deadline of every request but watches.
 func (s *Server) limit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		r := c.Request()
-		if r.Body != nil {
-			r.Body = http.MaxBytesReader(c.Response(), r.Body, s.cfg.MaxBody)
+		if r.Body != nil && r.Body != http.NoBody {
+			body := &eofReader{ReadCloser: r.Body}
+			r.Body = http.MaxBytesReader(c.Response(), body, s.cfg.MaxBody)
+			// net/http reads what is left of a small body before it writes the answer, to keep
+			// the connection; for a body the handler did not read, answer at once and close it.
+			if resp, err := echo.UnwrapResponse(c.Response()); err == nil {
+				resp.Before(func() {
+					if !body.eof.Load() {
+						resp.Header().Set("Connection", "close")
+					}
+				})
+			}
 		}
-		if isWatch(r) {
+		// Every request's body must arrive within RequestTimeout: without a deadline a client
+		// that never finishes one would hold the connection and its goroutine forever.
+		rc := http.NewResponseController(c.Response())
+		_ = rc.SetReadDeadline(time.Now().Add(s.cfg.RequestTimeout))
+		if isWatch(c) {
+			if err := discardBody(r); err != nil {
+				return err
+			}
+			// The stream lasts as long as its client stays; net/http notices one that leaves.
+			_ = rc.SetReadDeadline(time.Time{})
 			return next(c)
 		}
 		select {
@@ -295,17 +323,18 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		if s.cfg.Metrics != nil {
 			_, code := echo.ResolveResponseStatus(c.Response(), nil)
-			s.cfg.Metrics.ObserveRequest(verbOf(c.Request()), resourceOf(c), code, time.Since(start))
+			s.cfg.Metrics.ObserveRequest(verbOf(c), resourceOf(c), code, time.Since(start))
 		}
 		return nil
 	}
 }
 
 // verbOf names the request the way apiserver_request_total does.
-func verbOf(r *http.Request) string {
+func verbOf(c *echo.Context) string {
+	r := c.Request()
 	switch r.Method {
 	case http.MethodGet:
-		if isWatch(r) {
+		if isWatch(c) {
 			return "WATCH"
 		}
 		return "GET"

@@ -27,6 +27,11 @@ func (s *Server) sseWatch(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	release, err := s.acquireWatch()
+	if err != nil {
+		return err
+	}
+	defer release()
 	w, err := s.cfg.Store.Watch(r.Context(), opts)
 	var gone bool
 	switch {
@@ -46,7 +51,9 @@ func (s *Server) sseWatch(c *echo.Context) error {
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
 	c.Response().WriteHeader(http.StatusOK)
-	sw := &sseWriter{frameWriter: newFrameWriter(c.Response(), s.cfg.WriteTimeout)}
+	fw, closeStream := s.openStream(c.Response())
+	defer closeStream()
+	sw := &sseWriter{frameWriter: fw}
 	if err := sw.write([]byte(sseRetry)); err != nil {
 		return nil
 	}
@@ -108,7 +115,7 @@ func (s *Server) streamSSE(r *http.Request, w *cache.Watcher, sw *sseWriter, inj
 }
 
 // sseWriter writes SSE frames.
-type sseWriter struct{ frameWriter }
+type sseWriter struct{ *frameWriter }
 
 // event writes `id: <rv>` and `data: {"type":...,"object":...}` around the object's shared bytes.
 func (sw *sseWriter) event(ev cache.Event) error {
@@ -134,6 +141,9 @@ func (sw *sseWriter) errorFrame(st any) error {
 func (s *Server) parseSSE(r *http.Request) (cache.WatchOptions, error) {
 	q := r.URL.Query()
 	var opts cache.WatchOptions
+	if err := checkSelectorSizes(q); err != nil {
+		return opts, err
+	}
 	var err error
 	if opts.Resources, err = s.sseResources(q.Get("kind")); err != nil {
 		return opts, err

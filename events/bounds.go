@@ -1,0 +1,54 @@
+package events
+
+import (
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+)
+
+// Bounds on what an Event carries, so that an Event about a rejected request (whose name or
+// message may echo a megabyte of the request) stays small and valid.
+const (
+	// MaxMessageBytes is the longest message kept: the limit events.k8s.io/v1 puts on an
+	// Event's note.
+	MaxMessageBytes = 1024
+	// MaxNameBytes is the longest involved-object name kept: the longest valid object name.
+	MaxNameBytes = 253
+	// maxReasonBytes is the longest reason kept, as events.k8s.io/v1 validates it.
+	maxReasonBytes = 128
+)
+
+// bounded cuts ev's text fields to the limits above, on UTF-8 boundaries. The reference's
+// other fields come from stored objects and are short; they are bounded like the name anyway.
+func bounded(ev Event) Event {
+	ev.Message = truncate(ev.Message, MaxMessageBytes)
+	ev.Reason = truncate(ev.Reason, maxReasonBytes)
+	o := &ev.Object
+	for _, f := range []*string{&o.Name, &o.APIVersion, &o.Kind, &o.Namespace, &o.UID, &o.ResourceVersion} {
+		*f = truncate(*f, MaxNameBytes)
+	}
+	return ev
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// eventName names an Event about the object called ref as client-go's recorders do
+// (tools/record/util.GenerateEventName): "<ref>.<hex>", or a UUID when that would not be a
+// valid DNS subdomain (a name too long, or with characters an Event name may not have).
+func eventName(ref string, unique uint64) string {
+	name := fmt.Sprintf("%s.%x", ref, unique)
+	if len(apivalidation.NameIsDNSSubdomain(name, false)) > 0 {
+		return uuid.NewString()
+	}
+	return name
+}

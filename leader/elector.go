@@ -111,7 +111,8 @@ func New(cfg Config) (*Elector, error) {
 	}
 	switch cfg.Backend {
 	case BackendFile:
-		e.file = &FileLock{Path: cfg.LeaseFile, ID: cfg.Identity, Name: cfg.LeaseNamespace + "/" + cfg.LeaseName, Logger: cfg.Logger, OnRecord: onRecord}
+		e.file = &FileLock{Path: cfg.LeaseFile, ID: cfg.Identity, Name: cfg.LeaseNamespace + "/" + cfg.LeaseName, Logger: cfg.Logger, OnRecord: onRecord,
+			LeaseDuration: cfg.LeaseDuration}
 		e.lock = e.file
 	case BackendMemory, "":
 		e.lock = &MemoryLock{Client: cfg.Client, Namespace: cfg.LeaseNamespace, Name: cfg.LeaseName, ID: cfg.Identity, OnRecord: onRecord}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -180,7 +181,10 @@ func TestLeaderEventsAndMirror(t *testing.T) {
 	})
 }
 
-func TestFileBackendTakesACorruptLease(t *testing.T) {
+// TestFileBackendTakesACorruptLeaseAfterItsDuration: a candidate that finds a damaged record
+// (and never saw a good one) treats it as held until the lease duration has passed since it
+// first saw it, then takes it.
+func TestFileBackendTakesACorruptLeaseAfterItsDuration(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := newClient(t)
 		path := filepath.Join(t.TempDir(), "x.lease")
@@ -190,9 +194,15 @@ func TestFileBackendTakesACorruptLease(t *testing.T) {
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
+		started := time.Now()
 		go func() { _ = el.Run(ctx); close(done) }()
-		synctest.Wait()
-		assert.True(t, el.IsLeader(), "a corrupt record counts as free")
+		for !el.IsLeader() {
+			time.Sleep(10 * time.Millisecond)
+			synctest.Wait()
+			require.Less(t, time.Since(started), lease+3*retry, "it takes the lease once the duration has passed")
+		}
+		took := time.Since(started)
+		assert.GreaterOrEqual(t, took, lease, "not before the lease duration has passed")
 		key, mirrored := el.MirrorKey()
 		require.True(t, mirrored)
 		time.Sleep(retry) // the mirror refreshes every RetryPeriod
@@ -206,6 +216,76 @@ func TestFileBackendTakesACorruptLease(t *testing.T) {
 		raw, err := os.ReadFile(path)
 		require.NoError(t, err)
 		assert.Contains(t, string(raw), `"holderIdentity":""`, "released on graceful stop")
+	})
+}
+
+// TestFileBackendCorruptionNeverGivesTwoLeaders: three candidates share a lease file that is
+// damaged 20 times (garbage, empty, a cut-short record, removed, 200 MB) at varied moments.
+// Sampled every 10 ms of fake time, never two lead, and the leader never changes: it repairs
+// each damage at its next renewal while the others wait.
+func TestFileBackendCorruptionNeverGivesTwoLeaders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := newClient(t)
+		path := filepath.Join(t.TempDir(), "x.lease")
+		var cs []*candidate
+		for _, id := range []string{"a", "b", "c"} {
+			lock := &leader.FileLock{Path: path, ID: id, Name: "default/x", LeaseDuration: lease}
+			cs = append(cs, startCandidate(t, store, id, lock))
+		}
+		defer func() {
+			for _, c := range cs {
+				c.stop()
+			}
+		}()
+		leaders := func() []string {
+			var out []string
+			for i, c := range cs {
+				if c.el.IsLeader() {
+					out = append(out, []string{"a", "b", "c"}[i])
+				}
+			}
+			return out
+		}
+		var first string
+		for first == "" {
+			time.Sleep(10 * time.Millisecond)
+			synctest.Wait()
+			if l := leaders(); len(l) == 1 {
+				first = l[0]
+			}
+		}
+		repaired := func() bool {
+			if fi, err := os.Stat(path); err != nil || fi.Size() > 1024 {
+				return false
+			}
+			raw, err := os.ReadFile(path)
+			return err == nil && strings.Contains(string(raw), `"holderIdentity":"`+first+`"`)
+		}
+		damages := []func(){
+			func() { require.NoError(t, os.WriteFile(path, []byte("garbage"), 0o644)) },
+			func() { require.NoError(t, os.WriteFile(path, nil, 0o644)) },
+			func() { require.NoError(t, os.WriteFile(path, []byte(`{"holderIdentity":"b","leaseDurat`), 0o644)) },
+			func() { require.NoError(t, os.Remove(path)) },
+			func() { require.NoError(t, os.Truncate(path, 200<<20)) },
+		}
+		samples := 0
+		for i := range 20 {
+			// Land the damage at varied points of the renewal cycle.
+			time.Sleep(time.Duration(i%7) * retry / 7)
+			synctest.Wait()
+			damages[i%len(damages)]()
+			for step := 0; ; step++ {
+				time.Sleep(10 * time.Millisecond)
+				synctest.Wait()
+				samples++
+				require.Equal(t, []string{first}, leaders(), "damage %d, %d ms after", i, 10*(step+1))
+				if repaired() {
+					break
+				}
+				require.Less(t, step, 300, "damage %d not repaired within 3 s", i)
+			}
+		}
+		t.Logf("20 damages, %d samples: one leader, %s, throughout", samples, first)
 	})
 }
 

@@ -1,9 +1,13 @@
 package leader_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,18 +64,147 @@ func TestFileLock(t *testing.T) {
 	assert.Contains(t, a.Describe(), "default/x")
 }
 
-func TestFileLockCorruptRecordIsFree(t *testing.T) {
+// damage writes content over the lease file in place (not by rename), as a stray writer would.
+func damage(t *testing.T, path, content string) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+}
+
+var damaged = []struct{ name, content string }{
+	{"empty", ""},
+	{"not JSON", "{not json"},
+	{"binary", "\x00\x01"},
+	{"JSON but no record", "{}"},
+	{"null", "null"},
+	{"a record cut short", `{"holderIdentity":"a","leaseDurationSeconds":15,"acq`},
+}
+
+// TestFileLockDamagedRecordIsHeld: a candidate that never saw a good record sees a damaged one
+// held by an unknown holder for the lease duration (the elector times it from its first
+// sight); once the elector decides to take it, the update goes through over the damage.
+func TestFileLockDamagedRecordIsHeld(t *testing.T) {
 	t.Parallel()
-	for _, content := range []string{"", "{not json", "\x00\x01"} {
-		path := filepath.Join(t.TempDir(), "x.lease")
-		require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
-		l := &leader.FileLock{Path: path, ID: "a", Name: "default/x"}
-		got, _, err := l.Get(ctx)
-		require.NoError(t, err)
-		assert.Empty(t, got.HolderIdentity, "a corrupt or empty record is a free lease")
-		require.NoError(t, l.Update(ctx, rec("a")), "and can be taken")
-		got, _, err = l.Get(ctx)
-		require.NoError(t, err)
-		assert.Equal(t, "a", got.HolderIdentity)
+	for _, tt := range damaged {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "x.lease")
+			damage(t, path, tt.content)
+			l := &leader.FileLock{Path: path, ID: "a", Name: "default/x", LeaseDuration: 2500 * time.Millisecond}
+			got, raw, err := l.Get(ctx)
+			require.NoError(t, err)
+			assert.NotEmpty(t, got.HolderIdentity, "a damaged record is not free")
+			assert.NotEqual(t, "a", got.HolderIdentity)
+			assert.Equal(t, 3, got.LeaseDurationSeconds, "held for the lease duration, in whole seconds")
+			assert.Equal(t, tt.content, string(raw), "the raw record is the damage itself, so the elector times it")
+			require.NoError(t, l.Update(ctx, rec("a")), "taking it when the elector decides to")
+			got, _, err = l.Get(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, "a", got.HolderIdentity)
+		})
 	}
+}
+
+// TestFileLockHolderRepairsDamage: the holder that last wrote the record still sees it as its
+// own, and its renewal writes over the damage; another candidate sees it held by that holder,
+// and cannot write over it meanwhile.
+func TestFileLockHolderRepairsDamage(t *testing.T) {
+	t.Parallel()
+	for _, tt := range append(damaged, struct{ name, content string }{"removed", ""}) {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "x.lease")
+			a := &leader.FileLock{Path: path, ID: "a", Name: "default/x", LeaseDuration: 15 * time.Second}
+			b := &leader.FileLock{Path: path, ID: "b", Name: "default/x", LeaseDuration: 15 * time.Second}
+			require.NoError(t, a.Create(ctx, rec("a")))
+			_, _, err := b.Get(ctx)
+			require.NoError(t, err)
+			if tt.name == "removed" {
+				require.NoError(t, os.Remove(path))
+			} else {
+				damage(t, path, tt.content)
+			}
+			got, _, err := b.Get(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, "a", got.HolderIdentity, "b: held by the holder it last saw")
+			got, _, err = a.Get(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, "a", got.HolderIdentity, "a: still its own")
+			require.NoError(t, a.Update(ctx, rec("a")), "a's renewal repairs the record")
+			raw, err := os.ReadFile(path)
+			require.NoError(t, err)
+			assert.Contains(t, string(raw), `"holderIdentity":"a"`)
+			require.True(t, apierrors.IsConflict(b.Update(ctx, rec("b"))), "b's view of the damage is stale now")
+		})
+	}
+}
+
+// TestFileLockOwnExpiredLeaseIsNotClaimed: a holder whose own lease has run out does not claim a
+// damaged record as its own.
+func TestFileLockOwnExpiredLeaseIsNotClaimed(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "x.lease")
+	a := &leader.FileLock{Path: path, ID: "a", Name: "default/x", LeaseDuration: 15 * time.Second}
+	old := rec("a")
+	old.RenewTime = metav1.NewTime(time.Now().Add(-time.Minute))
+	require.NoError(t, a.Create(ctx, old))
+	damage(t, path, "garbage")
+	got, _, err := a.Get(ctx)
+	require.NoError(t, err)
+	assert.NotEmpty(t, got.HolderIdentity)
+	assert.NotEqual(t, "a", got.HolderIdentity)
+}
+
+// TestFileLockWarnsOncePerDamage: reading a damaged record many times warns once; new damage
+// warns again.
+func TestFileLockWarnsOncePerDamage(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "x.lease")
+	var logs bytes.Buffer
+	l := &leader.FileLock{Path: path, ID: "a", Name: "default/x", Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	require.NoError(t, l.Create(ctx, rec("a")))
+	warnings := func() int { return strings.Count(logs.String(), "level=WARN") }
+	damage(t, path, "garbage")
+	for range 100 {
+		_, ok := l.Peek()
+		require.True(t, ok)
+		_, _, err := l.Get(ctx)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 1, warnings())
+	damage(t, path, "")
+	l.Peek()
+	assert.Equal(t, 2, warnings())
+	_, _, err := l.Get(ctx)
+	require.NoError(t, err)
+	require.NoError(t, l.Update(ctx, rec("a")))
+	l.Peek()
+	damage(t, path, "")
+	l.Peek()
+	assert.Equal(t, 3, warnings(), "damage after a repair is news again")
+}
+
+// TestFileLockReadsWithACap: a 200 MB lease file is read as damage in a bounded read: quickly
+// and without holding its size in memory.
+func TestFileLockReadsWithACap(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.lease")
+	l := &leader.FileLock{Path: path, ID: "a", Name: "default/x"}
+	require.NoError(t, l.Create(ctx, rec("a")))
+	require.NoError(t, os.Truncate(path, 200<<20)) // sparse: no disk is used
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	r, ok := l.Peek()
+	require.True(t, ok)
+	got, _, err := l.Get(ctx)
+	took := time.Since(start)
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	assert.Equal(t, "a", r.HolderIdentity)
+	assert.Equal(t, "a", got.HolderIdentity, "still its own: it repairs it")
+	assert.Less(t, took, time.Second)
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "allocated while reading")
+	require.NoError(t, l.Update(ctx, rec("a")))
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Less(t, fi.Size(), int64(1024), "repaired")
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -77,6 +79,15 @@ func TestDashboard(t *testing.T) {
 	ctx := browser(t)
 	// The first action starts the browser; it must not run under a timeout (chromedp.Run).
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate("about:blank")))
+	// Every page records what its Content-Security-Policy blocked: the dashboard must work
+	// under its own policy, with nothing blocked.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
+			Source: `window.__cspViolations = [];
+document.addEventListener("securitypolicyviolation", e => window.__cspViolations.push(e.violatedDirective + " " + e.blockedURI));`,
+		})
+		return err
+	})))
 	run := func(timeout time.Duration, actions ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		c, cancel := context.WithTimeout(ctx, timeout)
@@ -149,6 +160,11 @@ func TestDashboard(t *testing.T) {
 		chromedp.WaitVisible(css(`#conn[data-state="live"]`)),
 		chromedp.WaitVisible(css(`#timeline li.t-ERROR`)),
 	)
+	vctx, cancelV := context.WithTimeout(ctx, 5*time.Second)
+	violations, err := chromedp.Run(vctx, chromedp.Evaluate[[]string]("window.__cspViolations"))
+	cancelV()
+	require.NoError(t, err)
+	require.Empty(t, violations, "the Content-Security-Policy blocked nothing the dashboard does")
 	fmt.Fprintln(os.Stderr, "dashboard: reconnected and re-listed after a restart")
 }
 

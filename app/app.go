@@ -269,6 +269,8 @@ func (l eventLimit) Track(key cache.Key, last time.Time) ([]cache.Key, bool) {
 	return (*l.r).Track(key, last)
 }
 
+func (l eventLimit) Stored(key cache.Key) bool { return (*l.r).Stored(key) }
+
 func (l eventLimit) Untrack(key cache.Key) { (*l.r).Untrack(key) }
 
 // controllerRoutes serves the controller's routes for Applications.

@@ -237,6 +237,14 @@ func (r *Recorder) Track(key cache.Key, last time.Time) (evict []cache.Key, adde
 	return r.evictLocked(e), true
 }
 
+// Stored confirms that the Event counted at key by Track was written. False means the limit
+// evicted it while it was being written: the caller removes it now.
+func (r *Recorder) Stored(key cache.Key) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.byKey[key] != nil
+}
+
 // Untrack forgets the Event at key: it was removed, or a client's create of it failed.
 func (r *Recorder) Untrack(key cache.Key) {
 	r.mu.Lock()
@@ -257,6 +265,10 @@ func (r *Recorder) write(ctx context.Context, e *entry, ev Event, now time.Time)
 			return err
 		}
 		e.created = true
+		if !r.Stored(e.key) {
+			// The limit evicted it while it was being written (its delete found nothing).
+			_, _, _ = r.cfg.Client.Delete(ctx, e.key, cache.Preconditions{})
+		}
 		return nil
 	}
 	err := r.bump(ctx, e.key, ev, now)

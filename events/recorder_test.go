@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/events"
@@ -13,6 +15,7 @@ import (
 	"github.com/opemu/opemu/registry/registrytest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -188,4 +191,110 @@ func TestNilRecorder(t *testing.T) {
 	t.Parallel()
 	var r *events.Recorder
 	assert.NotPanics(t, func() { r.Record(ctx, ev("x", "y")) })
+}
+
+// TestRecordBoundsWhatRejectedInputCarries: an Event about an object with a 1 MB name and a
+// 1 MB message is stored small and valid, as client-go's recorders would make it.
+func TestRecordBoundsWhatRejectedInputCarries(t *testing.T) {
+	t.Parallel()
+	r, store, _, _ := newRecorder(t, 0)
+	huge := strings.Repeat("x", 1<<20)
+	e := ev(huge, "ValidationFailed")
+	e.Message = `metadata.name: Invalid value: "` + huge + `"`
+	r.Record(ctx, e)
+	r.Record(ctx, ev("web", "Created"))
+	r.Record(ctx, ev("Not_A_DNS.Name", "Created"))
+	res, err := store.List(ctx, events.Resource)
+	require.NoError(t, err)
+	require.Len(t, res.Items, 3, "all three stored: their names are valid")
+	var names []string
+	for _, o := range res.Items {
+		assert.Empty(t, apivalidation.NameIsDNSSubdomain(o.Key().Name, false), "a valid Event name: %.80s", o.Key().Name)
+		assert.Less(t, len(o.Raw()), 4096, "stored small: %d bytes", len(o.Raw()))
+		names = append(names, o.Key().Name)
+	}
+	got := all(t, r, events.Query{Reason: "ValidationFailed"})
+	require.Len(t, got, 1)
+	assert.Len(t, got[0]["message"], events.MaxMessageBytes)
+	assert.Len(t, got[0]["involvedObject"].(map[string]any)["name"], events.MaxNameBytes)
+	assert.Contains(t, strings.Join(names, " "), "web.", "a valid object name gives <name>.<hex>")
+}
+
+func TestTruncatesOnRuneBoundaries(t *testing.T) {
+	t.Parallel()
+	r, _, _, _ := newRecorder(t, 0)
+	e := ev("web", "Unicode")
+	e.Message = strings.Repeat("é", 1000) // 2,000 bytes
+	r.Record(ctx, e)
+	msg := all(t, r, events.Query{})[0]["message"].(string)
+	assert.True(t, utf8.ValidString(msg))
+	assert.Len(t, msg, events.MaxMessageBytes)
+}
+
+// TestTrackCountsClientEvents: Events clients create (tracked before they are written, as the
+// write path does) count against Limit with the recorder's own; room is made before each,
+// oldest lastTimestamp first; an Event removed is untracked.
+func TestTrackCountsClientEvents(t *testing.T) {
+	t.Parallel()
+	const limit = 10
+	r, store, c, _ := newRecorder(t, limit)
+	key := func(name string) cache.Key { return cache.Key{Resource: "events", Namespace: "default", Name: name} }
+	insert := func(name string, last time.Time) {
+		evict, added := r.Track(key(name), last)
+		require.True(t, added)
+		for _, k := range evict {
+			if _, err := store.Delete(ctx, k, cache.Preconditions{}, cache.WriteOptions{}); err != nil {
+				require.ErrorIs(t, err, cache.ErrNotFound, "only an Event still being written is not there yet")
+			}
+		}
+		_, err := store.Create(ctx, key(name), map[string]any{"apiVersion": "v1", "kind": "Event", "metadata": map[string]any{"name": name, "namespace": "default"},
+			"reason": "Client", "lastTimestamp": last.UTC().Format(time.RFC3339)}, cache.WriteOptions{})
+		require.NoError(t, err)
+		assert.True(t, r.Stored(key(name)))
+	}
+	stored := func() []string {
+		res, err := store.List(ctx, events.Resource)
+		require.NoError(t, err)
+		var out []string
+		for _, o := range res.Items {
+			out = append(out, o.Key().Name)
+		}
+		return out
+	}
+	for i := range 5 {
+		c.Step(time.Second)
+		r.Record(ctx, ev(fmt.Sprint("own-", i), "Created"))
+	}
+	for i := range 30 {
+		c.Step(time.Second)
+		insert(fmt.Sprint("client-", i), c.Now())
+		require.LessOrEqual(t, len(stored()), limit, "never more than the limit")
+	}
+	assert.Len(t, stored(), limit)
+	assert.Contains(t, stored(), "client-29")
+	assert.NotContains(t, stored(), "client-19")
+	// A client Event claiming an old lastTimestamp is the oldest: it goes first.
+	insert("ancient", c.Now().Add(-time.Hour))
+	c.Step(time.Second)
+	r.Record(ctx, ev("own-new", "Created"))
+	assert.NotContains(t, stored(), "ancient")
+	assert.Contains(t, stored(), "client-29")
+	st, err := r.Stats(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, limit, st.Total)
+	// Events removed free their room: nothing else needs to go.
+	for _, name := range stored()[:3] {
+		_, err := store.Delete(ctx, key(name), cache.Preconditions{}, cache.WriteOptions{})
+		require.NoError(t, err)
+		r.Untrack(key(name))
+	}
+	insert("after-deletes", c.Now())
+	assert.Len(t, stored(), limit-2)
+	// An Event the limit evicted while it was being written is reported, so the writer removes it.
+	evict, _ := r.Track(key("in-flight"), c.Now().Add(-2*time.Hour))
+	assert.Empty(t, evict)
+	for i := range 3 {
+		insert(fmt.Sprint("later-", i), c.Now())
+	}
+	assert.False(t, r.Stored(key("in-flight")), "the oldest, evicted before its write finished")
 }

@@ -118,14 +118,20 @@ func (s *Store) removeEvents(ctx context.Context, keys []cache.Key) {
 }
 
 // countedEvent settles the count of an Event counted at key: not stored, it is forgotten; stored
-// under another (generated) name, it is counted under that one.
+// under another (generated) name, it is counted under that one; evicted by the limit while it
+// was being written (the oldest, by its lastTimestamp), it is removed now.
 func (s *Store) countedEvent(ctx context.Context, key cache.Key, stored *cache.Object, err error) {
-	if err == nil && stored.Key() == key {
+	if err != nil {
+		s.cfg.EventLimit.Untrack(key)
 		return
 	}
-	s.cfg.EventLimit.Untrack(key)
-	if err == nil {
-		evict, _ := s.cfg.EventLimit.Track(stored.Key(), s.cfg.Clock.Now())
+	if stored.Key() != key {
+		s.cfg.EventLimit.Untrack(key)
+		key = stored.Key()
+		evict, _ := s.cfg.EventLimit.Track(key, s.cfg.Clock.Now())
 		s.removeEvents(ctx, evict)
+	}
+	if !s.cfg.EventLimit.Stored(key) {
+		s.removeEvents(ctx, []cache.Key{key})
 	}
 }

@@ -30,6 +30,8 @@ type EventLimit interface {
 	// Track counts the Event about to be created at key (last: its lastTimestamp) and returns
 	// the Events to remove first; added is false when key was counted already.
 	Track(key cache.Key, last time.Time) (evict []cache.Key, added bool)
+	// Stored confirms the Event at key was written; false when the limit evicted it meanwhile.
+	Stored(key cache.Key) bool
 	// Untrack forgets the Event at key.
 	Untrack(key cache.Key)
 }

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/opemu/opemu/application"
 	"github.com/opemu/opemu/cache"
@@ -37,6 +38,13 @@ const appsPath = "/apis/cloudnative.elide.dev/v1/namespaces/default/applications
 // the store's configuration first (the server's Admission replaces the Application chain).
 func newEnv(t testing.TB, tweak ...func(*server.Config, *cache.Config)) *env {
 	t.Helper()
+	return newEnvWithEventLimit(t, 0, tweak...)
+}
+
+// newEnvWithEventLimit is newEnv whose recorder keeps at most limit Events (EVENT_LIMIT;
+// 0: the default), counting those clients create, as the binary wires it.
+func newEnvWithEventLimit(t testing.TB, limit int, tweak ...func(*server.Config, *cache.Config)) *env {
+	t.Helper()
 	cfg := server.Config{}
 	scfg := cache.Config{}
 	for _, f := range tweak {
@@ -46,10 +54,11 @@ func newEnv(t testing.TB, tweak ...func(*server.Config, *cache.Config)) *env {
 	recorder := cfg.Events
 	core := registrytest.New(t, registrytest.Options{
 		Store: scfg, Admission: cfg.Admission, Metrics: reg,
-		Events: recordFunc(func(ctx context.Context, ev events.Event) { recorder.Record(ctx, ev) }),
+		Events:     recordFunc(func(ctx context.Context, ev events.Event) { recorder.Record(ctx, ev) }),
+		EventLimit: eventLimit{&recorder},
 	})
 	if recorder == nil {
-		recorder = events.New(events.Config{Client: core.Registry.Client("opemu-events"), Host: "test", Metrics: reg})
+		recorder = events.New(events.Config{Client: core.Registry.Client("opemu-events"), Host: "test", Metrics: reg, Limit: limit})
 	}
 	cfg.Store, cfg.Registry, cfg.Kinds, cfg.CRDs, cfg.Admission = core.Storage, core.Registry, core.Kinds, core.CRDs, core.Admission
 	cfg.Events, cfg.Metrics, cfg.PrimaryCRD = recorder, reg, application.CRDName
@@ -75,6 +84,17 @@ func newEnv(t testing.TB, tweak ...func(*server.Config, *cache.Config)) *env {
 type recordFunc func(ctx context.Context, ev events.Event)
 
 func (f recordFunc) Record(ctx context.Context, ev events.Event) { f(ctx, ev) }
+
+// eventLimit reaches the recorder, made after the registry, for registry.Config.EventLimit.
+type eventLimit struct{ r **events.Recorder }
+
+func (l eventLimit) Track(key cache.Key, last time.Time) ([]cache.Key, bool) {
+	return (*l.r).Track(key, last)
+}
+
+func (l eventLimit) Stored(key cache.Key) bool { return (*l.r).Stored(key) }
+
+func (l eventLimit) Untrack(key cache.Key) { (*l.r).Untrack(key) }
 
 // response is a finished HTTP exchange.
 type response struct {

@@ -30,6 +30,8 @@ type Options struct {
 	Metrics webhooks.Recorder
 	// Events records the write path's Events; nil records none.
 	Events registry.EventRecorder
+	// EventLimit counts client-created Events against the recorder's limit; nil counts none.
+	EventLimit registry.EventLimit
 	// ReadOnly names objects clients may not write.
 	ReadOnly func(cache.Key) bool
 }
@@ -88,7 +90,7 @@ func Wire(opts Options) (*Env, error) {
 			return nil, err
 		}
 	}
-	reg, err := registry.New(registry.Config{Storage: storage, Kinds: served, Admission: chain, Events: opts.Events, ReadOnly: opts.ReadOnly})
+	reg, err := registry.New(registry.Config{Storage: storage, Kinds: served, Admission: chain, Events: opts.Events, EventLimit: opts.EventLimit, ReadOnly: opts.ReadOnly})
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -447,12 +446,16 @@ func TestHALeaseCorruption(t *testing.T) {
 	rs := []*replica{startReplica(t, "corrupt-1", lease), startReplica(t, "corrupt-2", lease), startReplica(t, "corrupt-3", lease)}
 	first, _ := waitLeader(t, 2*haRetry, rs...)
 	s := newSamplerEvery(10*time.Millisecond, rs...)
-	repaired := func() bool {
+	repaired := func() bool { // a whole record with a holder again
 		if fi, err := os.Stat(lease); err != nil || fi.Size() > 1024 {
 			return false
 		}
 		raw, err := os.ReadFile(lease)
-		return err == nil && regexp.MustCompile(`"holderIdentity":"corrupt-\d"`).Match(raw)
+		var r struct {
+			HolderIdentity       string `json:"holderIdentity"`
+			LeaseDurationSeconds int    `json:"leaseDurationSeconds"`
+		}
+		return err == nil && json.Unmarshal(raw, &r) == nil && r.HolderIdentity != "" && r.LeaseDurationSeconds > 0
 	}
 	damages := []struct {
 		name string

@@ -92,7 +92,7 @@ func EventKind() *Kind {
 			PathColumn("Type", ".type", "string", 0),
 			PathColumn("Reason", ".reason", "string", 0),
 			{Def: metav1.TableColumnDefinition{Name: "Object", Type: "string"}, Cell: func(obj map[string]any, _ time.Time) any {
-				return strings.ToLower(stringAt(obj, "involvedObject", "kind")) + "/" + stringAt(obj, "involvedObject", "name")
+				return strings.ToLower(stringAt(obj, "involvedObject.kind")) + "/" + stringAt(obj, "involvedObject.name")
 			}},
 			PathColumn("Message", ".message", "string", 0),
 			PathColumn("Source", ".source.component", "string", 1),

@@ -2,7 +2,6 @@ package kinds
 
 import (
 	"encoding/json"
-	"strings"
 	"time"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -16,7 +15,7 @@ import (
 // NameColumn is the first column of every Table.
 var NameColumn = Column{
 	Def:  metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Description: "Name must be unique within a namespace."},
-	Cell: func(obj map[string]any, _ time.Time) any { return stringAt(obj, "metadata", "name") },
+	Cell: func(obj map[string]any, _ time.Time) any { return stringAt(obj, "metadata.name") },
 }
 
 // AgeColumn shows how long ago the object was created.
@@ -44,9 +43,8 @@ func PrinterColumn(pc apiextv1.CustomResourceColumnDefinition) Column {
 // PathCell returns the cell function of a JSONPath column: integers and numbers as numbers,
 // dates as ages ("5m"), objects and lists as their JSON, nil when the path is absent.
 func PathCell(path, typ string) func(map[string]any, time.Time) any {
-	keys := strings.Split(strings.TrimPrefix(path, "."), ".")
 	return func(obj map[string]any, now time.Time) any {
-		v, ok := valueAt(obj, keys)
+		v, ok := ValueAt(obj, path)
 		if !ok {
 			return nil
 		}
@@ -86,22 +84,8 @@ func Age(ts string, now time.Time) string {
 	return duration.HumanDuration(now.Sub(t))
 }
 
-func valueAt(obj map[string]any, keys []string) (any, bool) {
-	var cur any = obj
-	for _, k := range keys {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if cur, ok = m[k]; !ok {
-			return nil, false
-		}
-	}
-	return cur, true
-}
-
-func stringAt(obj map[string]any, keys ...string) string {
-	v, _ := valueAt(obj, keys)
+func stringAt(obj map[string]any, path string) string {
+	v, _ := ValueAt(obj, path)
 	s, _ := v.(string)
 	return s
 }

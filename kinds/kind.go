@@ -149,9 +149,10 @@ func (k *Kind) Selectable(label string) bool {
 	return false
 }
 
-// fieldValue is the value at a dotted path. It runs on every write of kinds with selectable
-// fields, so it walks the path without splitting it.
-func fieldValue(obj map[string]any, path string) string {
+// ValueAt is the value at a dotted path like ".spec.replicas" (the leading dot optional) in a
+// decoded object. It runs on every write of kinds with selectable fields, so it walks the path
+// without splitting it.
+func ValueAt(obj map[string]any, path string) (any, bool) {
 	var cur any = obj
 	rest := strings.TrimPrefix(path, ".")
 	for rest != "" {
@@ -159,12 +160,19 @@ func fieldValue(obj map[string]any, path string) string {
 		key, rest, _ = strings.Cut(rest, ".")
 		m, ok := cur.(map[string]any)
 		if !ok {
-			return ""
+			return nil, false
 		}
 		if cur, ok = m[key]; !ok {
-			return ""
+			return nil, false
 		}
 	}
+	return cur, true
+}
+
+// fieldValue is the selector value of the field at path: strings as they are, numbers and
+// booleans as their JSON text, "" when absent or not a scalar.
+func fieldValue(obj map[string]any, path string) string {
+	cur, _ := ValueAt(obj, path)
 	switch v := cur.(type) {
 	case string:
 		return v

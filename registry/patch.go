@@ -180,20 +180,6 @@ func invalidPatch(t Target, err error) error {
 // jsonPath splits a Kubernetes JSONPath like ".spec.replicas" into its keys.
 func jsonPath(p string) []string { return strings.Split(strings.TrimPrefix(p, "."), ".") }
 
-func getPath(obj map[string]any, path []string) (any, bool) {
-	var cur any = obj
-	for _, k := range path {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if cur, ok = m[k]; !ok {
-			return nil, false
-		}
-	}
-	return cur, true
-}
-
 func setPath(obj map[string]any, path []string, v any) {
 	m := obj
 	for _, k := range path[:len(path)-1] {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 
+	"github.com/opemu/opemu/kinds"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -19,15 +20,15 @@ func scaleOf(t Target, obj map[string]any) map[string]any {
 		}
 	}
 	spec := map[string]any{}
-	if v, ok := getPath(obj, jsonPath(t.Kind.Scale.SpecReplicasPath)); ok {
+	if v, ok := kinds.ValueAt(obj, t.Kind.Scale.SpecReplicasPath); ok {
 		spec["replicas"] = v
 	}
 	status := map[string]any{"replicas": json.Number("0")}
-	if v, ok := getPath(obj, jsonPath(t.Kind.Scale.StatusReplicasPath)); ok {
+	if v, ok := kinds.ValueAt(obj, t.Kind.Scale.StatusReplicasPath); ok {
 		status["replicas"] = v
 	}
 	if t.Kind.Scale.LabelSelectorPath != nil {
-		if v, ok := getPath(obj, jsonPath(*t.Kind.Scale.LabelSelectorPath)); ok {
+		if v, ok := kinds.ValueAt(obj, *t.Kind.Scale.LabelSelectorPath); ok {
 			status["selector"] = v
 		}
 	}

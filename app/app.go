@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net"
 	"sync"
-	"time"
 
 	"k8s.io/utils/clock"
 
@@ -106,10 +105,11 @@ func New(cfg Config) (*App, error) {
 	// The write path records Events through the recorder, which writes them through the write
 	// path: the recorder is made second and reached through a.recorder.
 	var readOnly func(cache.Key) bool
+	late := &events.Late{}
 	reg, err := registry.New(registry.Config{
 		Storage: a.store, Kinds: served, Admission: admission, Clock: clk,
-		Events:     recordFunc(func(ctx context.Context, ev events.Event) { a.recorder.Record(ctx, ev) }),
-		EventLimit: eventLimit{&a.recorder},
+		Events:     late,
+		EventLimit: late,
 		ReadOnly:   func(k cache.Key) bool { return readOnly != nil && readOnly(k) },
 		MaxBody:    cfg.MaxBody,
 	})
@@ -120,6 +120,8 @@ func New(cfg Config) (*App, error) {
 		Client: reg.Client("opemu-events"), Host: identity, Limit: cfg.EventLimit, TTL: cfg.EventTTL,
 		Metrics: a.metrics, Logger: log, Clock: clk,
 	})
+	late.Set(a.recorder)
+
 	if a.faults, err = faults.New(faults.Config{Client: reg.Client("opemu-faults"), Clock: clk, Metrics: a.metrics, Logger: log}); err != nil {
 		return nil, err
 	}
@@ -256,22 +258,6 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	a.log.Info("stopped")
 	return err
 }
-
-// recordFunc adapts a function to registry.EventRecorder.
-type recordFunc func(ctx context.Context, ev events.Event)
-
-func (f recordFunc) Record(ctx context.Context, ev events.Event) { f(ctx, ev) }
-
-// eventLimit reaches the recorder, made after the registry, for registry.Config.EventLimit.
-type eventLimit struct{ r **events.Recorder }
-
-func (l eventLimit) Track(key cache.Key, last time.Time) ([]cache.Key, bool) {
-	return (*l.r).Track(key, last)
-}
-
-func (l eventLimit) Stored(key cache.Key) bool { return (*l.r).Stored(key) }
-
-func (l eventLimit) Untrack(key cache.Key) { (*l.r).Untrack(key) }
 
 // controllerRoutes serves the controller's routes for Applications.
 type controllerRoutes struct {

@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/opemu/opemu/application"
 	"github.com/opemu/opemu/cache"
@@ -51,15 +50,13 @@ func newEnvWithEventLimit(t testing.TB, limit int, tweak ...func(*server.Config,
 		f(&cfg, &scfg)
 	}
 	reg := metrics.New()
+	late := &events.Late{}
+	core := registrytest.New(t, registrytest.Options{Store: scfg, Admission: cfg.Admission, Metrics: reg, Events: late, EventLimit: late})
 	recorder := cfg.Events
-	core := registrytest.New(t, registrytest.Options{
-		Store: scfg, Admission: cfg.Admission, Metrics: reg,
-		Events:     recordFunc(func(ctx context.Context, ev events.Event) { recorder.Record(ctx, ev) }),
-		EventLimit: eventLimit{&recorder},
-	})
 	if recorder == nil {
 		recorder = events.New(events.Config{Client: core.Registry.Client("opemu-events"), Host: "test", Metrics: reg, Limit: limit})
 	}
+	late.Set(recorder)
 	cfg.Store, cfg.Registry, cfg.Kinds, cfg.CRDs, cfg.Admission = core.Storage, core.Registry, core.Kinds, core.CRDs, core.Admission
 	cfg.Events, cfg.Metrics, cfg.PrimaryCRD = recorder, reg, application.CRDName
 	engine, err := faults.New(faults.Config{Client: core.Registry.Client("opemu-faults"), Metrics: reg})
@@ -79,22 +76,6 @@ func newEnvWithEventLimit(t testing.TB, limit int, tweak ...func(*server.Config,
 	})
 	return &env{t: t, store: core.Storage, metrics: reg, srv: srv, http: hs}
 }
-
-// recordFunc adapts a function to registry.EventRecorder.
-type recordFunc func(ctx context.Context, ev events.Event)
-
-func (f recordFunc) Record(ctx context.Context, ev events.Event) { f(ctx, ev) }
-
-// eventLimit reaches the recorder, made after the registry, for registry.Config.EventLimit.
-type eventLimit struct{ r **events.Recorder }
-
-func (l eventLimit) Track(key cache.Key, last time.Time) ([]cache.Key, bool) {
-	return (*l.r).Track(key, last)
-}
-
-func (l eventLimit) Stored(key cache.Key) bool { return (*l.r).Stored(key) }
-
-func (l eventLimit) Untrack(key cache.Key) { (*l.r).Untrack(key) }
 
 // response is a finished HTTP exchange.
 type response struct {

@@ -9,8 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The built-in kinds served beside custom resources (SPEC §3). They have no schema: the write
-// path checks their metadata only, and keeps the rest as sent.
+// The built-in kinds served beside custom resources since the start (SPEC §3). They have no
+// schema: the write path checks their metadata only, and keeps the rest as sent (v1 Events
+// carry opemu's severity). The kinds of SPEC §14 are in served.go.
 
 // Namespaces, Events and Leases are where the built-in kinds are stored.
 var (
@@ -19,9 +20,12 @@ var (
 	Leases     = LeaseKind().GroupResource()
 )
 
-// Builtins returns new copies of the built-in kinds (the CustomResourceDefinition kind comes
-// from package crd, which owns its rules).
-func Builtins() []*Kind { return []*Kind{NamespaceKind(), EventKind(), LeaseKind()} }
+// Builtins returns new copies of the built-in kinds: Namespace, Event and Lease, and the kinds
+// of served.go (the CustomResourceDefinition kind comes from package crd, which owns its
+// rules).
+func Builtins() []*Kind {
+	return append([]*Kind{NamespaceKind(), EventKind(), LeaseKind()}, typedKinds(newTypeSet())...)
+}
 
 // NamespaceKind is core/v1 Namespace.
 func NamespaceKind() *Kind {
@@ -88,7 +92,7 @@ func EventKind() *Kind {
 	return &Kind{
 		Version: "v1", Kind: "Event", ListKind: "EventList", Plural: "events", Singular: "event", ShortNames: []string{"ev"}, Namespaced: true,
 		Columns: []Column{
-			{Def: metav1.TableColumnDefinition{Name: "Last Seen", Type: "string"}, Cell: PathCell(".lastTimestamp", "date")},
+			lastSeenColumn("lastTimestamp", "series.lastObservedTime", "eventTime"),
 			PathColumn("Type", ".type", "string", 0),
 			PathColumn("Reason", ".reason", "string", 0),
 			{Def: metav1.TableColumnDefinition{Name: "Object", Type: "string"}, Cell: func(obj map[string]any, _ time.Time) any {

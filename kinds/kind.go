@@ -10,6 +10,7 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -55,6 +56,18 @@ type Kind struct {
 	// is final only then (a Namespace's kubernetes.io/metadata.name label follows it). It may
 	// change obj.
 	Canonicalize func(obj map[string]any)
+	// PrepareForUpdate, when set, fills what the kind's API strategy fills on update from the
+	// stored object old (e.g. a Service keeps its allocated clusterIP when the update omits
+	// it). It may change obj, never old.
+	PrepareForUpdate func(obj, old map[string]any)
+	// TypeConverter, when set, gives the structured-merge-diff types server-side apply merges
+	// this kind's objects with (the real list and map keys). Nil means types deduced from the
+	// objects: maps granular, lists atomic.
+	TypeConverter managedfields.TypeConverter
+	// Conversion, when set, makes the kind a second view of another resource's objects (as
+	// events.k8s.io/v1 Event is of v1 Event): they are stored in Conversion.Storage's form and
+	// converted on every read and write.
+	Conversion *Conversion
 	// Lifecycle, when set, takes part in the kind's writes beyond the schema (a
 	// CustomResourceDefinition serves new kinds when stored).
 	Lifecycle Lifecycle
@@ -89,6 +102,22 @@ type Lifecycle interface {
 	AfterWrite(ctx context.Context, obj *cache.Object, removed bool) error
 }
 
+// Conversion makes a kind a view of objects stored as another kind (Storage's storage version).
+// Reads convert stored objects with FromStorage; writes convert the view's object with
+// ToStorage and then follow the stored kind's rules (admission, metadata, lifecycle). Both
+// functions get private copies they may change and return the converted object with its
+// apiVersion and kind.
+type Conversion struct {
+	Storage cache.GroupResource
+	// ToStorage converts obj into the stored form; old is the stored object it replaces (nil on
+	// create), so fields the view cannot express are kept.
+	ToStorage func(obj, old map[string]any) (map[string]any, error)
+	// FromStorage converts a stored object into the view.
+	FromStorage func(obj map[string]any) (map[string]any, error)
+	// FieldLabels maps the view's field selector labels to the stored kind's.
+	FieldLabels map[string]string
+}
+
 // Field is one selectable field: its name in field selectors and where its value is.
 type Field struct {
 	// Name is the selector's name, e.g. "involvedObject.name" or "status.phase".
@@ -111,8 +140,12 @@ func (k *Kind) GroupVersion() string {
 	return k.Group + "/" + k.Version
 }
 
-// GroupResource is where the kind's objects are stored.
+// GroupResource is where the kind's objects are stored: its own resource, or for a view the
+// resource it is a view of.
 func (k *Kind) GroupResource() cache.GroupResource {
+	if k.Conversion != nil {
+		return k.Conversion.Storage
+	}
 	return cache.GroupResource{Group: k.Group, Resource: k.Plural}
 }
 
@@ -140,6 +173,10 @@ func (k *Kind) FieldSet(obj map[string]any) fields.Set {
 func (k *Kind) Selectable(label string) bool {
 	if label == "metadata.name" || label == "metadata.namespace" {
 		return true
+	}
+	if k.Conversion != nil {
+		_, ok := k.Conversion.FieldLabels[label]
+		return ok
 	}
 	for _, f := range k.Fields {
 		if f.Name == label {

@@ -15,8 +15,7 @@ type gvr struct{ group, version, plural string }
 
 // Registry holds every served kind. Create it with New; the zero value is not usable.
 type Registry struct {
-	gen   atomic.Uint64
-	proto protobufCodec
+	gen atomic.Uint64
 
 	// mu guards the maps below.
 	mu      sync.RWMutex
@@ -51,7 +50,7 @@ func (r *Registry) Add(ks ...*Kind) error {
 		}
 	}
 	for _, k := range ks {
-		r.addLocked(k, true)
+		r.addLocked(k, k.Conversion == nil) // a view is served, its storage is another kind's
 	}
 	r.byOwner[""] = append(r.byOwner[""], ks...)
 	r.gen.Add(1)

@@ -89,6 +89,20 @@ func pruneAndDefault(t Target, obj map[string]any, o Options) ([]string, error) 
 	if t.Kind.Schema == nil {
 		return nil, nil
 	}
+	warnings, err := pruneUnknown(t, obj, o)
+	if err != nil {
+		return nil, err
+	}
+	t.Kind.Schema.Default(obj)
+	return warnings, nil
+}
+
+// pruneUnknown drops the fields t's schema does not know: silently (Ignore), with a warning
+// each (Warn, the default), or refuses them (Strict, 400).
+func pruneUnknown(t Target, obj map[string]any, o Options) ([]string, error) {
+	if t.Kind.Schema == nil {
+		return nil, nil
+	}
 	unknown := t.Kind.Schema.Prune(obj)
 	var warnings []string
 	if len(unknown) > 0 {
@@ -106,7 +120,6 @@ func pruneAndDefault(t Target, obj map[string]any, o Options) ([]string, error) 
 			}
 		}
 	}
-	t.Kind.Schema.Default(obj)
 	return warnings, nil
 }
 

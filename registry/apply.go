@@ -2,12 +2,14 @@ package registry
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/opemu/opemu/kinds"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,10 +19,11 @@ import (
 
 // Server-side apply through apimachinery's managedfields: field ownership in
 // metadata.managedFields, conflicts between managers, removal of fields a manager stops
-// applying. Types are deduced from the objects (maps are granular, lists atomic), as for a CRD
-// without a schema. To keep plain writes cheap, ownership is tracked only for objects that a
-// server-side apply has touched: once an object carries managedFields, every later write to it
-// records its manager too.
+// applying. Kinds with a TypeConverter (the built-ins served from Go types) merge with their
+// real list and map keys; for the others types are deduced from the objects (maps are granular,
+// lists atomic), as for a CRD without a schema. To keep plain writes cheap, ownership is tracked
+// only for objects that a server-side apply has touched: once an object carries managedFields,
+// every later write to it records its manager too.
 
 // fieldManagerFor returns k's FieldManager, made on first use.
 func (s *Store) fieldManagerFor(k *kinds.Kind) (*managedfields.FieldManager, error) {
@@ -28,8 +31,15 @@ func (s *Store) fieldManagerFor(k *kinds.Kind) (*managedfields.FieldManager, err
 	if fm, ok := s.fieldManagers.Load(gvk); ok {
 		return fm.(*managedfields.FieldManager), nil
 	}
-	fm, err := managedfields.NewDefaultCRDFieldManager(managedfields.NewDeducedTypeConverter(), unstructuredConvertor{}, noDefaults{},
-		unstructuredCreater{}, gvk, gvk.GroupVersion(), "", nil)
+	var fm *managedfields.FieldManager
+	var err error
+	if k.TypeConverter != nil {
+		fm, err = managedfields.NewDefaultFieldManager(k.TypeConverter, unstructuredConvertor{}, noDefaults{},
+			unstructuredCreater{}, gvk, gvk.GroupVersion(), "", nil)
+	} else {
+		fm, err = managedfields.NewDefaultCRDFieldManager(managedfields.NewDeducedTypeConverter(), unstructuredConvertor{}, noDefaults{},
+			unstructuredCreater{}, gvk, gvk.GroupVersion(), "", nil)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +62,12 @@ func (s *Store) applyObject(k *kinds.Kind, live, applied map[string]any, manager
 	}
 	out, err := fm.Apply(liveObj, &unstructured.Unstructured{Object: applied}, manager, force)
 	if err != nil {
-		return nil, err
+		var st apierrors.APIStatus
+		if errors.As(err, &st) {
+			return nil, err
+		}
+		// The applied configuration does not fit the kind's types (kube-apiserver answers 500).
+		return nil, badRequest("%v", err)
 	}
 	return out.(*unstructured.Unstructured).Object, nil
 }
@@ -74,8 +89,29 @@ func (s *Store) trackUpdate(t Target, live, next map[string]any, manager string)
 	if manager == "" {
 		manager = "unknown"
 	}
-	out := fm.UpdateNoErrors(&unstructured.Unstructured{Object: plainNumbers(live)}, &unstructured.Unstructured{Object: plainNumbers(next)}, manager)
-	return out.(*unstructured.Unstructured).Object, nil
+	k := t.Kind
+	if k.TypeConverter == nil {
+		out := fm.UpdateNoErrors(&unstructured.Unstructured{Object: plainNumbers(live)}, &unstructured.Unstructured{Object: plainNumbers(next)}, manager)
+		return out.(*unstructured.Unstructured).Object, nil
+	}
+	// Typed kinds: next is not pruned yet (admission does it, with the client's warnings), so
+	// ownership is computed on a pruned copy; an object that does not fit the types keeps the
+	// ownership it had, and validation refuses it.
+	cp := plainNumbers(next)
+	if k.Schema != nil {
+		k.Schema.Prune(cp)
+	}
+	out, err := fm.Update(&unstructured.Unstructured{Object: plainNumbers(live)}, &unstructured.Unstructured{Object: cp}, manager)
+	managed := md["managedFields"]
+	if err == nil {
+		managed = metadataOf(out.(*unstructured.Unstructured).Object)["managedFields"]
+	}
+	if managed == nil {
+		delete(metadataOf(next), "managedFields")
+	} else {
+		metadataOf(next)["managedFields"] = managed
+	}
+	return next, nil
 }
 
 // managerOrUserAgent names the manager of a write as kube-apiserver does: the fieldManager

@@ -20,6 +20,9 @@ func (s *Store) Create(ctx context.Context, t Target, obj map[string]any, o Opti
 	if err := checkTypeMeta(t.Kind, obj); err != nil {
 		return Result{}, err
 	}
+	if t.Kind.Conversion != nil {
+		return s.createView(ctx, t, obj, o)
+	}
 	md, err := metadata(obj)
 	if err != nil {
 		return Result{}, err

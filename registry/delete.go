@@ -16,6 +16,10 @@ import (
 // removed says which happened; the object returned is its state after the call. A namespace's
 // deletion cascades (namespace.go).
 func (s *Store) Delete(ctx context.Context, t Target, pre cache.Preconditions, o Options) (*cache.Object, bool, error) {
+	t, err := s.storageTarget(t)
+	if err != nil {
+		return nil, false, err
+	}
 	if err := s.checkWritable(t, t.Key, o); err != nil {
 		return nil, false, err
 	}
@@ -26,7 +30,6 @@ func (s *Store) Delete(ctx context.Context, t Target, pre cache.Preconditions, o
 	}
 	var obj *cache.Object
 	var removed bool
-	var err error
 	if t.Key.GroupResource() == kinds.Namespaces {
 		obj, removed, err = s.deleteNamespace(ctx, t, pre, o)
 	} else {

@@ -154,21 +154,30 @@ func (s *Store) applyPatch(ctx context.Context, t Target, body []byte, o Options
 	if name := stringOf(metadataOf(applied)["name"]); name != t.Key.Name {
 		return Result{}, badRequest("the name of the object (%s) does not match the name on the URL (%s)", name, t.Key.Name)
 	}
-	if _, err := s.cfg.Storage.Get(ctx, t.Key); errors.Is(err, cache.ErrNotFound) {
-		obj, err := s.applyObject(t.Kind, nil, applied, o.FieldManager, o.Force)
-		if err != nil {
+	// Unknown fields leave the applied configuration before the merge, so no manager owns
+	// them (and typed kinds' types, which do not know them, can read it).
+	warnings, err := pruneUnknown(t, applied, o)
+	if err != nil {
+		return Result{}, err
+	}
+	var res Result
+	if _, err = s.cfg.Storage.Get(ctx, t.Key); errors.Is(err, cache.ErrNotFound) {
+		var obj map[string]any
+		if obj, err = s.applyObject(t.Kind, nil, applied, o.FieldManager, o.Force); err != nil {
 			return Result{}, err
 		}
-		res, err := s.Create(ctx, t, obj, o)
+		res, err = s.Create(ctx, t, obj, o)
 		res.Created = err == nil
-		return res, err
+	} else {
+		res, err = s.update(ctx, t, o, func(cur map[string]any) (map[string]any, error) {
+			if err := checkDepth(t, cur, "the live object"); err != nil {
+				return nil, err
+			}
+			return s.applyObject(t.Kind, cur, deepCopy(applied), o.FieldManager, o.Force)
+		})
 	}
-	return s.update(ctx, t, o, func(cur map[string]any) (map[string]any, error) {
-		if err := checkDepth(t, cur, "the live object"); err != nil {
-			return nil, err
-		}
-		return s.applyObject(t.Kind, cur, deepCopy(applied), o.FieldManager, o.Force)
-	})
+	res.Warnings = append(warnings, res.Warnings...)
+	return res, err
 }
 
 // invalidPatch is the 422 for a patch that cannot be applied (a failed test, a missing path).

@@ -19,17 +19,25 @@ func (s *Store) Get(ctx context.Context, t Target) (*cache.Object, error) {
 	return s.cfg.Storage.Get(ctx, t.Key)
 }
 
-// View returns what a client reading t gets of o: its stored JSON, or for /scale its
-// autoscaling/v1 Scale.
+// View returns what a client reading t gets of o: its stored JSON, for /scale its
+// autoscaling/v1 Scale, for a kind that is a view of another (kinds.Conversion) the object
+// converted into it.
 func View(t Target, o *cache.Object) ([]byte, error) {
-	if t.Sub != "scale" {
+	if t.Sub != "scale" && t.Kind.Conversion == nil {
 		return o.Raw(), nil
 	}
 	obj, err := o.Decode()
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(scaleOf(t, obj))
+	if t.Sub == "scale" {
+		return json.Marshal(scaleOf(t, obj))
+	}
+	view, err := t.Kind.Conversion.FromStorage(obj)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(view)
 }
 
 // ListOptions is a parsed list request (SPEC §4.2).

@@ -6,6 +6,7 @@ import (
 
 	"github.com/opemu/opemu/kinds"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -29,10 +30,33 @@ func scaleOf(t Target, obj map[string]any) map[string]any {
 	}
 	if t.Kind.Scale.LabelSelectorPath != nil {
 		if v, ok := kinds.ValueAt(obj, *t.Kind.Scale.LabelSelectorPath); ok {
-			status["selector"] = v
+			status["selector"] = selectorString(v)
 		}
 	}
 	return map[string]any{"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": smd, "spec": spec, "status": status}
+}
+
+// selectorString is a Scale's status.selector: the string at a custom resource's
+// labelSelectorPath as it is, a built-in workload's spec.selector (a LabelSelector) in its
+// string form, as kube-apiserver gives it.
+func selectorString(v any) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return ""
+	}
+	var ls metav1.LabelSelector
+	if err := json.Unmarshal(raw, &ls); err != nil {
+		return ""
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&ls)
+	if err != nil {
+		return ""
+	}
+	return sel.String()
 }
 
 // fromScale returns cur with the replicas of the Scale object scale, and the Scale's

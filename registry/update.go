@@ -35,6 +35,9 @@ func (s *Store) Update(ctx context.Context, t Target, body map[string]any, o Opt
 // the kind's lifecycle. For the main resource of a kind with a status subresource the stored
 // status is kept; for /status only status changes.
 func (s *Store) update(ctx context.Context, t Target, o Options, mutate MutateFunc) (Result, error) {
+	if t.Kind.Conversion != nil {
+		return s.updateView(ctx, t, o, mutate)
+	}
 	if err := s.checkWritable(t, t.Key, o); err != nil {
 		return Result{}, err
 	}
@@ -69,6 +72,9 @@ func (s *Store) update(ctx context.Context, t Target, o Options, mutate MutateFu
 			} else {
 				delete(next, "status")
 			}
+		}
+		if t.Sub == "" && t.Kind.PrepareForUpdate != nil {
+			t.Kind.PrepareForUpdate(next, cur)
 		}
 		md := metadataOf(next)
 		md["name"] = t.Key.Name

@@ -26,9 +26,9 @@ type watchQuery struct {
 	sendInitialEvents *bool
 }
 
-func parseWatchQuery(c *echo.Context, selectable func(string) bool) (watchQuery, error) {
+func parseWatchQuery(c *echo.Context, t registry.Target) (watchQuery, error) {
 	q := c.Request().URL.Query()
-	lq, err := parseListQuery(q, selectable)
+	lq, err := listQuery(q, t)
 	if err != nil {
 		return watchQuery{}, err
 	}
@@ -51,7 +51,7 @@ func parseWatchQuery(c *echo.Context, selectable func(string) bool) (watchQuery,
 // starts with synthetic ADDED events for the current objects; N starts after N, or answers an
 // ERROR event with a 410 Status when N is no longer (or never was) served.
 func (s *Server) kubeWatch(c *echo.Context, t registry.Target) error {
-	wq, err := parseWatchQuery(c, selectable(t))
+	wq, err := parseWatchQuery(c, t)
 	if err != nil {
 		return err
 	}
@@ -97,6 +97,9 @@ func (s *Server) kubeWatch(c *echo.Context, t registry.Target) error {
 	fw, closeStream := s.openStream(resp)
 	defer closeStream()
 	kw := &kubeWriter{frameWriter: fw, kind: t.Kind.Kind, apiVersion: t.Kind.GroupVersion()}
+	if t.Kind.Conversion != nil {
+		kw.view = &t
+	}
 	if wantsTable(r) {
 		kw.table, kw.includeObject, kw.now = t.Kind, c.QueryParam("includeObject"), s.cfg.Clock.Now
 	}
@@ -178,6 +181,8 @@ func (s *Server) kubeWatch(c *echo.Context, t registry.Target) error {
 type kubeWriter struct {
 	*frameWriter
 	kind, apiVersion string
+	// view, when set, converts each object into a view kind (kinds.Conversion).
+	view *registry.Target
 	// table, when set, sends each object as a one-row Table; only the first carries the column
 	// definitions, as kube-apiserver does.
 	table         *kinds.Kind
@@ -188,6 +193,12 @@ type kubeWriter struct {
 
 func (kw *kubeWriter) event(ev cache.Event) error {
 	obj := ev.Object.Raw()
+	if kw.view != nil && kw.table == nil {
+		var err error
+		if obj, err = registry.View(*kw.view, ev.Object); err != nil {
+			return err
+		}
+	}
 	if kw.table != nil {
 		tbl, err := table(kw.table, []*cache.Object{ev.Object}, metav1.ListMeta{ResourceVersion: strconv.FormatUint(ev.ResourceVersion, 10)}, kw.includeObject, !kw.headersSent, kw.now())
 		if err != nil {

@@ -50,7 +50,7 @@ func (s *Server) listObjects(c *echo.Context) error {
 	if watch {
 		return s.kubeWatch(c, t)
 	}
-	q, err := parseListQuery(c.Request().URL.Query(), selectable(t))
+	q, err := listQuery(c.Request().URL.Query(), t)
 	if err != nil {
 		return err
 	}
@@ -61,7 +61,7 @@ func (s *Server) listObjects(c *echo.Context) error {
 	if wantsTable(c.Request()) {
 		return s.answerTable(c, t, items, meta)
 	}
-	return answerList(c, t.Kind.GroupVersion(), t.Kind.ListKind, meta, items)
+	return answerList(c, t, meta, items)
 }
 
 // parseWrite parses what every write handler needs: the target, the write options and the body.
@@ -94,8 +94,8 @@ func (s *Server) createObject(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	setWarnings(c, append(dups, res.Warnings...))
-	return writeRaw(c, http.StatusCreated, res.Object.Raw())
+	res.Warnings = append(dups, res.Warnings...)
+	return answerWrite(c, t, res, http.StatusCreated)
 }
 
 func (s *Server) updateObject(c *echo.Context) error {
@@ -165,7 +165,11 @@ func (s *Server) deleteObject(c *echo.Context) error {
 		return err
 	}
 	if !removed {
-		return writeRaw(c, http.StatusOK, obj.Raw())
+		body, err := registry.View(t, obj)
+		if err != nil {
+			return err
+		}
+		return writeRaw(c, http.StatusOK, body)
 	}
 	return c.JSON(http.StatusOK, &metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
@@ -186,7 +190,7 @@ func (s *Server) deleteCollection(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	q, err := parseListQuery(c.Request().URL.Query(), selectable(t))
+	q, err := listQuery(c.Request().URL.Query(), t)
 	if err != nil {
 		return err
 	}
@@ -194,7 +198,7 @@ func (s *Server) deleteCollection(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return answerList(c, t.Kind.GroupVersion(), t.Kind.ListKind, meta, objs)
+	return answerList(c, t, meta, objs)
 }
 
 // parseDeleteOptions reads an optional DeleteOptions body (JSON or protobuf).

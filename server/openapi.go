@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/labstack/echo/v5"
 	"github.com/opemu/opemu/kinds"
@@ -15,11 +16,35 @@ import (
 // OpenAPI v3 (SPEC §4.2): a root listing one document per group-version, each with a get and
 // a patch operation per kind (carrying x-kubernetes-group-version-kind and the fieldValidation
 // parameter, so kubectl validates on the server) and a component schema per kind (for kubectl
-// explain). Each document's hash changes with its content, so kubectl's HTTP cache follows CRD
-// changes.
+// explain), plus the named schemas it refers to for kinds served from Go types. Each document's
+// hash changes with its content, so kubectl's HTTP cache follows CRD changes. The documents are
+// built once per generation of the served kinds.
 
-// openAPIDocs builds every group-version document, keyed by "api/v1" or "apis/<g>/<v>".
-func (s *Server) openAPIDocs() map[string][]byte {
+// openAPICache holds the documents of one generation of the kinds registry.
+type openAPICache struct {
+	mu     sync.Mutex
+	gen    uint64
+	docs   map[string][]byte // guarded by mu; nil until first built
+	hashes map[string]string // guarded by mu; each document's docHash
+}
+
+// openAPIDocs returns every group-version document, keyed by "api/v1" or "apis/<g>/<v>", and
+// their hashes. The maps are shared: callers must not modify them.
+func (s *Server) openAPIDocs() (docs map[string][]byte, hashes map[string]string) {
+	c := &s.openapi
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen := s.cfg.Kinds.Generation(); c.docs == nil || c.gen != gen {
+		c.docs, c.gen = s.buildOpenAPIDocs(), gen
+		c.hashes = make(map[string]string, len(c.docs))
+		for p, d := range c.docs {
+			c.hashes[p] = docHash(d)
+		}
+	}
+	return c.docs, c.hashes
+}
+
+func (s *Server) buildOpenAPIDocs() map[string][]byte {
 	byGV := map[string][]*kinds.Kind{}
 	for _, k := range s.servedKinds() {
 		p := "api/" + k.Version
@@ -40,7 +65,7 @@ func openAPIDoc(served []*kinds.Kind) []byte {
 	schemas := map[string]any{}
 	for _, k := range served {
 		gvk := map[string]string{"group": k.Group, "version": k.Version, "kind": k.Kind}
-		name := schemaName(k)
+		name, defs := kindDefinitions(k)
 		ref := map[string]any{"$ref": "#/components/schemas/" + name}
 		okResp := map[string]any{"200": map[string]any{"description": "OK", "content": map[string]any{"application/json": map[string]any{"schema": ref}}}}
 		patchTypes := map[string]any{
@@ -77,6 +102,11 @@ func openAPIDoc(served []*kinds.Kind) []byte {
 			"post": map[string]any{"operationId": "create" + op, "x-kubernetes-action": "post", "x-kubernetes-group-version-kind": gvk,
 				"parameters": []any{query("dryRun"), query("fieldManager"), query("fieldValidation")}, "responses": okResp},
 		}
+		for n, raw := range defs {
+			if _, taken := schemas[n]; !taken && n != name {
+				schemas[n] = raw
+			}
+		}
 		schemas[name] = kindSchema(k)
 	}
 	doc := map[string]any{
@@ -91,9 +121,21 @@ func openAPIDoc(served []*kinds.Kind) []byte {
 
 // kindSchema is k's schema as both OpenAPI documents show it, carrying its group-version-kind
 // (a fresh map each call: callers may change it).
+// kindDefinitions returns the name of k's schema and, for kinds served from Go types
+// (kinds.Definer), the named schemas it refers to (its own included).
+func kindDefinitions(k *kinds.Kind) (string, map[string]json.RawMessage) {
+	if d, ok := k.Schema.(kinds.Definer); ok {
+		return d.Definitions()
+	}
+	return schemaName(k), nil
+}
+
+// kindSchema is the schema of k's objects, marked with its group, version and kind.
 func kindSchema(k *kinds.Kind) map[string]any {
 	var schema map[string]any
-	if k.Schema != nil {
+	if name, defs := kindDefinitions(k); defs != nil {
+		_ = json.Unmarshal(defs[name], &schema)
+	} else if k.Schema != nil {
 		raw, _ := json.Marshal(k.Schema.OpenAPI())
 		_ = json.Unmarshal(raw, &schema)
 	} else {
@@ -123,7 +165,7 @@ func docHash(b []byte) string {
 }
 
 func (s *Server) openAPIRoot(c *echo.Context) error {
-	docs := s.openAPIDocs()
+	docs, hashes := s.openAPIDocs()
 	keys := make([]string, 0, len(docs))
 	for k := range docs {
 		keys = append(keys, k)
@@ -131,14 +173,15 @@ func (s *Server) openAPIRoot(c *echo.Context) error {
 	sort.Strings(keys)
 	paths := map[string]any{}
 	for _, k := range keys {
-		paths[k] = map[string]string{"serverRelativeURL": "/openapi/v3/" + k + "?hash=" + docHash(docs[k])}
+		paths[k] = map[string]string{"serverRelativeURL": "/openapi/v3/" + k + "?hash=" + hashes[k]}
 	}
 	return c.JSON(http.StatusOK, map[string]any{"paths": paths})
 }
 
 func (s *Server) openAPIDocument(c *echo.Context) error {
 	p := strings.TrimPrefix(c.Request().URL.Path, "/openapi/v3/")
-	doc, ok := s.openAPIDocs()[p]
+	docs, _ := s.openAPIDocs()
+	doc, ok := docs[p]
 	if !ok {
 		return echo.ErrNotFound
 	}

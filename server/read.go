@@ -40,6 +40,7 @@ func parseListQuery(q map[string][]string, selectable func(label string) bool) (
 			return lq, badRequest("field label not supported: %s", r.Field)
 		}
 	}
+
 	if l := get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 0 {
@@ -70,9 +71,11 @@ func parseListQuery(q map[string][]string, selectable func(label string) bool) (
 	return lq, nil
 }
 
-// answerList streams a <Kind>List around the stored objects' shared bytes, without
-// re-encoding them or gathering the whole answer in memory first.
-func answerList(c *echo.Context, apiVersion, kind string, meta metav1.ListMeta, items []*cache.Object) error {
+// answerList streams a <Kind>List of t's kind around the stored objects' shared bytes, without
+// re-encoding them or gathering the whole answer in memory first (a view's objects are
+// converted one by one).
+func answerList(c *echo.Context, t registry.Target, meta metav1.ListMeta, items []*cache.Object) error {
+	apiVersion, kind := t.Kind.GroupVersion(), t.Kind.ListKind
 	m, err := json.Marshal(meta)
 	if err != nil {
 		return err
@@ -90,7 +93,13 @@ func answerList(c *echo.Context, apiVersion, kind string, meta metav1.ListMeta, 
 		if i > 0 {
 			bw.WriteByte(',')
 		}
-		bw.Write(o.Raw())
+		raw := o.Raw()
+		if t.Kind.Conversion != nil {
+			if raw, err = registry.View(t, o); err != nil {
+				return err
+			}
+		}
+		bw.Write(raw)
 	}
 	bw.WriteString(`],"kind":`)
 	bw.Write(k)
@@ -101,5 +110,22 @@ func answerList(c *echo.Context, apiVersion, kind string, meta metav1.ListMeta, 
 	return bw.Flush()
 }
 
-// selectable says which fields a field selector on t's resource may name.
-func selectable(t registry.Target) func(string) bool { return t.Kind.Selectable }
+// listQuery parses t's list or watch query. The field selector of a view (kinds.Conversion)
+// is renamed into the stored kind's labels, which the store indexes.
+func listQuery(q map[string][]string, t registry.Target) (registry.ListOptions, error) {
+	lq, err := parseListQuery(q, t.Kind.Selectable)
+	conv := t.Kind.Conversion
+	if err != nil || conv == nil {
+		return lq, err
+	}
+	lq.Field, err = lq.Field.Transform(func(label, value string) (string, string, error) {
+		if l, ok := conv.FieldLabels[label]; ok {
+			return l, value, nil
+		}
+		return label, value, nil
+	})
+	if err != nil {
+		return lq, badRequest("invalid field selector: %v", err)
+	}
+	return lq, nil
+}

@@ -27,7 +27,8 @@ func (s *Server) parseTarget(c *echo.Context) (registry.Target, error) {
 		return registry.Target{}, echo.ErrNotFound
 	}
 	t := registry.Target{Kind: k, Sub: c.Param("sub")}
-	t.Key = cache.Key{Group: k.Group, Resource: k.Plural, Namespace: c.Param("namespace"), Name: c.Param("name")}
+	gr := k.GroupResource() // a view's objects are stored as another kind's
+	t.Key = cache.Key{Group: gr.Group, Resource: gr.Resource, Namespace: c.Param("namespace"), Name: c.Param("name")}
 	if !k.Namespaced && t.Key.Namespace != "" {
 		return registry.Target{}, echo.ErrNotFound
 	}

@@ -147,6 +147,8 @@ type Server struct {
 	allowedOrigins map[string]bool
 	// openAPIV2Cache keeps /openapi/v2's protobuf encoding.
 	openAPIV2Cache openAPIV2Cache
+	// openapi caches the OpenAPI v3 documents of one generation of the served kinds.
+	openapi openAPICache
 }
 
 // New validates cfg and builds the routes.

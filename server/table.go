@@ -53,13 +53,22 @@ func table(k *kinds.Kind, objs []*cache.Object, meta metav1.ListMeta, includeObj
 		if err != nil {
 			return nil, err
 		}
+		raw := o.Raw()
+		if k.Conversion != nil {
+			if obj, err = k.Conversion.FromStorage(obj); err != nil {
+				return nil, err
+			}
+			if raw, err = json.Marshal(obj); err != nil {
+				return nil, err
+			}
+		}
 		row := metav1.TableRow{Cells: make([]any, len(cols))}
 		for i, c := range cols {
 			row.Cells[i] = c.Cell(obj, now)
 		}
 		switch includeObject {
 		case "Object":
-			row.Object.Raw = o.Raw()
+			row.Object.Raw = raw
 		case "None":
 		default:
 			pom := map[string]any{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]}

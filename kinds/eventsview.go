@@ -1,0 +1,133 @@
+package kinds
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/opemu/opemu/cache"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// events.k8s.io/v1 Event is a second view of the v1 Events, as kube-apiserver serves both:
+// the objects are stored once, as v1 Events, and converted field by field on every read and
+// write through events.k8s.io (controller-runtime's and client-go's new recorders write there,
+// `kubectl events` and `describe` read v1).
+
+// EventsV1Kind is events.k8s.io/v1 Event, a view of the v1 Events.
+func (ts *typeSet) eventsV1Kind() *Kind {
+	k := ts.kind(typed{obj: &eventsv1.Event{}, short: []string{"ev"}, columns: eventsV1Columns()})
+	k.Conversion = &Conversion{
+		Storage:     Events,
+		ToStorage:   eventToCore,
+		FromStorage: eventFromCore,
+		FieldLabels: map[string]string{
+			"regarding.kind": "involvedObject.kind", "regarding.namespace": "involvedObject.namespace",
+			"regarding.name": "involvedObject.name", "regarding.uid": "involvedObject.uid",
+			"regarding.apiVersion": "involvedObject.apiVersion", "regarding.resourceVersion": "involvedObject.resourceVersion",
+			"regarding.fieldPath": "involvedObject.fieldPath", "reason": "reason", "type": "type",
+			"reportingController": "reportingComponent", "deprecatedSource": "source",
+		},
+	}
+	return k
+}
+
+// eventToCore converts an events.k8s.io/v1 Event into the v1 Event it is stored as. The
+// severity opemu adds to v1 Events (SPEC §11), which the view cannot express, is kept from old.
+func eventToCore(obj, old map[string]any) (map[string]any, error) {
+	var e eventsv1.Event
+	if err := fromMap(obj, &e); err != nil {
+		return nil, err
+	}
+	c := corev1.Event{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Event"},
+		ObjectMeta: e.ObjectMeta, InvolvedObject: e.Regarding, Related: e.Related,
+		Reason: e.Reason, Message: e.Note, Type: e.Type, Action: e.Action,
+		Source: e.DeprecatedSource, FirstTimestamp: e.DeprecatedFirstTimestamp, LastTimestamp: e.DeprecatedLastTimestamp,
+		Count: e.DeprecatedCount, EventTime: e.EventTime,
+		ReportingController: e.ReportingController, ReportingInstance: e.ReportingInstance,
+	}
+	if e.Series != nil {
+		c.Series = &corev1.EventSeries{Count: e.Series.Count, LastObservedTime: e.Series.LastObservedTime}
+	}
+	out, err := toMap(&c)
+	if err != nil {
+		return nil, err
+	}
+	if sev, ok := old["severity"]; ok {
+		out["severity"] = sev
+	}
+	return out, nil
+}
+
+// eventFromCore converts a stored v1 Event into its events.k8s.io/v1 view.
+func eventFromCore(obj map[string]any) (map[string]any, error) {
+	var c corev1.Event
+	if err := fromMap(obj, &c); err != nil {
+		return nil, err
+	}
+	e := eventsv1.Event{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "events.k8s.io/v1", Kind: "Event"},
+		ObjectMeta: c.ObjectMeta, Regarding: c.InvolvedObject, Related: c.Related,
+		Reason: c.Reason, Note: c.Message, Type: c.Type, Action: c.Action,
+		DeprecatedSource: c.Source, DeprecatedFirstTimestamp: c.FirstTimestamp, DeprecatedLastTimestamp: c.LastTimestamp,
+		DeprecatedCount: c.Count, EventTime: c.EventTime,
+		ReportingController: c.ReportingController, ReportingInstance: c.ReportingInstance,
+	}
+	if c.Series != nil {
+		e.Series = &eventsv1.EventSeries{Count: c.Series.Count, LastObservedTime: c.Series.LastObservedTime}
+	}
+	return toMap(&e)
+}
+
+func fromMap(obj map[string]any, v any) error {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, v)
+}
+
+func toMap(v any) (map[string]any, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return cache.DecodeJSON(raw)
+}
+
+// eventLastSeen is when an Event was last seen: lastTimestamp, else its series' last
+// observation, else its eventTime (Events written through events.k8s.io have no lastTimestamp).
+func eventLastSeen(last, series, eventTime string) string {
+	for _, t := range []string{last, series, eventTime} {
+		if t != "" {
+			return t
+		}
+	}
+	return ""
+}
+
+// lastSeenColumn shows how long ago an Event was last seen.
+func lastSeenColumn(last, series, eventTime string) Column {
+	return Column{Def: metav1.TableColumnDefinition{Name: "Last Seen", Type: "string"}, Cell: func(obj map[string]any, now time.Time) any {
+		ts := eventLastSeen(stringAt(obj, last), stringAt(obj, series), stringAt(obj, eventTime))
+		if ts == "" {
+			return "<unknown>"
+		}
+		return Age(ts, now)
+	}}
+}
+
+func eventsV1Columns() []Column {
+	return []Column{
+		lastSeenColumn("deprecatedLastTimestamp", "series.lastObservedTime", "eventTime"),
+		PathColumn("Type", ".type", "string", 0),
+		PathColumn("Reason", ".reason", "string", 0),
+		column("Object", "string", 0, func(obj map[string]any, _ time.Time) any {
+			return strings.ToLower(stringAt(obj, "regarding.kind")) + "/" + stringAt(obj, "regarding.name")
+		}),
+		PathColumn("Message", ".note", "string", 0),
+	}
+}

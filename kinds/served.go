@@ -1,0 +1,181 @@
+package kinds
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+)
+
+// The kinds operators use (SPEC §14), served from their Go types: adding one is a line here.
+
+func servedTypes() []typed {
+	return []typed{
+		{obj: &corev1.ConfigMap{}, short: []string{"cm"}, columns: configMapColumns(), validate: validator(validateConfigMap)},
+		{obj: &corev1.Secret{}, columns: secretColumns(), fields: []Field{{Name: "type"}}, defaults: defaulter(defaultSecret), validate: validator(validateSecret)},
+		{obj: &corev1.ServiceAccount{}, short: []string{"sa"}, columns: serviceAccountColumns()},
+		{obj: &corev1.Service{}, short: []string{"svc"}, all: true, columns: serviceColumns(), defaults: defaulter(defaultService), validate: validator(validateService),
+			prepareForCreate: allocateService, prepareForUpdate: keepServiceAllocations},
+		{obj: &corev1.Pod{}, short: []string{"po"}, all: true, columns: podColumns(), fields: podFields, defaults: defaulter(defaultPod), validate: validator(validatePod),
+			prepareForCreate: preparePod},
+		{obj: &corev1.PersistentVolumeClaim{}, short: []string{"pvc"}, columns: pvcColumns(), defaults: defaulter(defaultPVC)},
+		{obj: &corev1.Endpoints{}, plural: "endpoints", short: []string{"ep"}, columns: endpointsColumns(), defaults: defaulter(defaultEndpoints)},
+		{obj: &appsv1.Deployment{}, short: []string{"deploy"}, all: true, scale: true, columns: deploymentColumns(), defaults: defaulter(defaultDeployment), validate: validator(validateDeployment)},
+		{obj: &appsv1.ReplicaSet{}, short: []string{"rs"}, all: true, scale: true, columns: replicaSetColumns(), fields: []Field{{Name: "status.replicas"}},
+			defaults: defaulter(defaultReplicaSet), validate: validator(validateReplicaSet)},
+		{obj: &appsv1.StatefulSet{}, short: []string{"sts"}, all: true, scale: true, columns: statefulSetColumns(), defaults: defaulter(defaultStatefulSet), validate: validator(validateStatefulSet)},
+		{obj: &appsv1.DaemonSet{}, short: []string{"ds"}, all: true, columns: daemonSetColumns(), defaults: defaulter(defaultDaemonSet), validate: validator(validateDaemonSet)},
+		{obj: &batchv1.Job{}, all: true, columns: jobColumns(), fields: []Field{{Name: "status.successful", Path: "status.succeeded"}}, defaults: defaulter(defaultJob), validate: validator(validateJob)},
+		{obj: &batchv1.CronJob{}, short: []string{"cj"}, all: true, columns: cronJobColumns(), defaults: defaulter(defaultCronJob), validate: validator(validateCronJob)},
+		{obj: &rbacv1.Role{}, columns: createdAtColumns()},
+		{obj: &rbacv1.RoleBinding{}, columns: bindingColumns(), defaults: defaulter(defaultRoleBinding)},
+		{obj: &rbacv1.ClusterRole{}, cluster: true, columns: createdAtColumns()},
+		{obj: &rbacv1.ClusterRoleBinding{}, cluster: true, columns: bindingColumns(), defaults: defaulter(defaultClusterRoleBinding)},
+		{obj: &networkingv1.Ingress{}, short: []string{"ing"}, columns: ingressColumns()},
+		{obj: &networkingv1.NetworkPolicy{}, short: []string{"netpol"}, columns: networkPolicyColumns(), defaults: defaulter(defaultNetworkPolicy)},
+		{obj: &policyv1.PodDisruptionBudget{}, short: []string{"pdb"}, columns: pdbColumns()},
+		{obj: &admissionregistrationv1.ValidatingWebhookConfiguration{}, cluster: true, columns: webhookColumns(), defaults: defaulter(defaultValidatingWebhookConfiguration)},
+		{obj: &admissionregistrationv1.MutatingWebhookConfiguration{}, cluster: true, columns: webhookColumns(), defaults: defaulter(defaultMutatingWebhookConfiguration)},
+	}
+}
+
+// podFields are the field selectors kube-apiserver offers for Pods.
+var podFields = []Field{
+	{Name: "spec.nodeName"}, {Name: "spec.restartPolicy"}, {Name: "spec.schedulerName"}, {Name: "spec.serviceAccountName"},
+	{Name: "spec.hostNetwork"}, {Name: "status.phase"}, {Name: "status.podIP"}, {Name: "status.nominatedNodeName"},
+}
+
+// typedKinds returns the kinds of servedTypes and the events.k8s.io view, sharing ts.
+func typedKinds(ts *typeSet) []*Kind {
+	lines := servedTypes()
+	out := make([]*Kind, 0, len(lines)+1)
+	for _, d := range lines {
+		out = append(out, ts.kind(d))
+	}
+	return append(out, ts.eventsV1Kind())
+}
+
+// preparePod gives a new Pod the status kube-apiserver gives it: Pending, with its QoS class.
+func preparePod(obj map[string]any) {
+	var pod corev1.Pod
+	spec, _ := obj["spec"].(map[string]any)
+	if raw, err := json.Marshal(spec); err == nil {
+		_ = json.Unmarshal(raw, &pod.Spec)
+	}
+	obj["status"] = map[string]any{"phase": string(corev1.PodPending), "qosClass": string(qosClass(&pod.Spec))}
+}
+
+// qosClass is a pod's QoS class: Guaranteed when every container limits CPU and memory and
+// requests no different, BestEffort when none requests or limits anything, else Burstable.
+func qosClass(s *corev1.PodSpec) corev1.PodQOSClass {
+	some, guaranteed := false, true
+	for _, cs := range [][]corev1.Container{s.InitContainers, s.Containers} {
+		for _, c := range cs {
+			r := c.Resources
+			if len(r.Requests)+len(r.Limits) > 0 {
+				some = true
+			}
+			for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+				lim, ok := r.Limits[name]
+				if !ok {
+					guaranteed = false
+					continue
+				}
+				if req, ok := r.Requests[name]; ok && req.Cmp(lim) != 0 {
+					guaranteed = false
+				}
+			}
+		}
+	}
+	switch {
+	case !some:
+		return corev1.PodQOSBestEffort
+	case guaranteed:
+		return corev1.PodQOSGuaranteed
+	}
+	return corev1.PodQOSBurstable
+}
+
+// allocateService gives a new Service what kube-apiserver allocates: a cluster IP (from
+// 10.96.0.0/12, at random: opemu runs no allocator, so two Services may rarely share one), its
+// IP family, and node ports for NodePort and LoadBalancer Services.
+func allocateService(obj map[string]any) {
+	spec, ok := obj["spec"].(map[string]any)
+	if !ok {
+		return
+	}
+	typ, _ := spec["type"].(string)
+	if typ == "" {
+		typ = string(corev1.ServiceTypeClusterIP)
+	}
+	if typ == string(corev1.ServiceTypeExternalName) {
+		return
+	}
+	ip, _ := spec["clusterIP"].(string)
+	if ip == "" {
+		ip = fmt.Sprintf("10.%d.%d.%d", 96+rand.IntN(16), rand.IntN(256), 1+rand.IntN(254))
+		spec["clusterIP"] = ip
+	}
+	if _, ok := spec["clusterIPs"]; !ok {
+		spec["clusterIPs"] = []any{ip}
+	}
+	if _, ok := spec["ipFamilies"]; !ok {
+		spec["ipFamilies"] = []any{string(corev1.IPv4Protocol)}
+	}
+	if _, ok := spec["ipFamilyPolicy"]; !ok {
+		spec["ipFamilyPolicy"] = string(corev1.IPFamilyPolicySingleStack)
+	}
+	if typ == string(corev1.ServiceTypeNodePort) || typ == string(corev1.ServiceTypeLoadBalancer) {
+		ports, _ := spec["ports"].([]any)
+		for _, p := range ports {
+			if m, ok := p.(map[string]any); ok && m["nodePort"] == nil {
+				m["nodePort"] = json.Number(fmt.Sprint(30000 + rand.IntN(2768)))
+			}
+		}
+	}
+}
+
+// keepServiceAllocations keeps what was allocated to a Service when an update leaves it out
+// (as kube-apiserver does, so a client-side apply or a CreateOrUpdate that rebuilds the spec
+// does not lose its cluster IP), then allocates what is still missing.
+func keepServiceAllocations(obj, old map[string]any) {
+	spec, ok := obj["spec"].(map[string]any)
+	oldSpec, ok2 := old["spec"].(map[string]any)
+	if ok && ok2 && spec["type"] != string(corev1.ServiceTypeExternalName) {
+		typ, _ := spec["type"].(string)
+		for _, k := range []string{"clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"} {
+			if v, has := oldSpec[k]; has && (spec[k] == nil || spec[k] == "") {
+				spec[k] = v
+			}
+		}
+		if typ != string(corev1.ServiceTypeNodePort) && typ != string(corev1.ServiceTypeLoadBalancer) {
+			allocateService(obj)
+			return
+		}
+		nodePorts := map[string]any{}
+		oldPorts, _ := oldSpec["ports"].([]any)
+		for _, p := range oldPorts {
+			if m, ok := p.(map[string]any); ok && m["nodePort"] != nil {
+				name, _ := m["name"].(string)
+				nodePorts[name] = m["nodePort"]
+			}
+		}
+		ports, _ := spec["ports"].([]any)
+		for _, p := range ports {
+			if m, ok := p.(map[string]any); ok && m["nodePort"] == nil {
+				name, _ := m["name"].(string)
+				if np, ok := nodePorts[name]; ok {
+					m["nodePort"] = np
+				}
+			}
+		}
+	}
+	allocateService(obj)
+}

@@ -1,0 +1,310 @@
+package kinds
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/opemu/opemu/cache"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+)
+
+// Kinds served from their Go types (k8s.io/api, registered in client-go's scheme): one line in
+// served.go each. The Go type gives everything: the group, version and kind (from the scheme),
+// the status subresource (the type has a status), pruning of unknown fields, required fields,
+// types and descriptions for validation and OpenAPI, strategic merge patches, protobuf bodies,
+// and, through the structured-merge-diff schema that ships with client-go, server-side apply
+// with the real list and map keys. The line adds what the type cannot say: scope, short names,
+// the "all" category, scale, columns, selectable fields, and the kind's defaults and checks.
+
+// typed is one line of served.go.
+type typed struct {
+	obj     runtime.Object // a pointer to the Go type, e.g. &appsv1.Deployment{}
+	cluster bool           // cluster-scoped
+	plural  string         // when not the guess from the kind ("endpoints")
+	short   []string
+	all     bool // in the "all" category (`kubectl get all`)
+	// scale is the scale subresource over spec.replicas, status.replicas and spec.selector.
+	scale   bool
+	columns []Column
+	fields  []Field
+	// defaults fills what Kubernetes' defaulting fills, on every write (as decoding does); it
+	// gets a pointer to the Go type.
+	defaults func(any)
+	// validate checks what Kubernetes' validation checks beyond types and required fields.
+	validate         func(any) field.ErrorList
+	prepareForCreate func(obj map[string]any)
+	prepareForUpdate func(obj, old map[string]any)
+}
+
+// defaulter adapts a function of one Go type to typed.defaults.
+func defaulter[T any](f func(*T)) func(any) { return func(v any) { f(v.(*T)) } }
+
+// validator adapts a function of one Go type to typed.validate.
+func validator[T any](f func(*T) field.ErrorList) func(any) field.ErrorList {
+	return func(v any) field.ErrorList { return f(v.(*T)) }
+}
+
+// kind makes the Kind of one line.
+func (ts *typeSet) kind(d typed) *Kind {
+	gvks, _, err := clientgoscheme.Scheme.ObjectKinds(d.obj)
+	if err != nil || len(gvks) == 0 {
+		panic(fmt.Sprintf("kinds: %T is not in client-go's scheme", d.obj)) // the table is a constant
+	}
+	gvk := gvks[0]
+	t := reflect.TypeOf(d.obj).Elem()
+	lower := strings.ToLower(gvk.Kind)
+	plural := d.plural
+	if plural == "" {
+		plural = guessPlural(lower)
+	}
+	_, status := t.FieldByName("Status")
+	k := &Kind{
+		Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, ListKind: gvk.Kind + "List",
+		Plural: plural, Singular: lower, ShortNames: d.short, Namespaced: !d.cluster,
+		Status:           status,
+		Schema:           &typedSchema{ts: ts, t: t, defaults: d.defaults, validate: d.validate},
+		Columns:          d.columns,
+		StrategicPatch:   d.obj,
+		Fields:           d.fields,
+		Protobuf:         true,
+		PrepareForCreate: d.prepareForCreate,
+		PrepareForUpdate: d.prepareForUpdate,
+		TypeConverter:    ts.smd.converter(),
+	}
+	if d.all {
+		k.Categories = []string{"all"}
+	}
+	if d.scale {
+		selector := ".spec.selector"
+		k.Scale = &apiextv1.CustomResourceSubresourceScale{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas", LabelSelectorPath: &selector}
+	}
+	return k
+}
+
+// guessPlural is the resource name Kubernetes' convention gives a lower-cased kind.
+func guessPlural(s string) string {
+	switch {
+	case strings.HasSuffix(s, "s"), strings.HasSuffix(s, "x"), strings.HasSuffix(s, "ch"), strings.HasSuffix(s, "sh"):
+		return s + "es"
+	case strings.HasSuffix(s, "y") && !strings.ContainsAny(s[len(s)-2:len(s)-1], "aeiou"):
+		return s[:len(s)-1] + "ies"
+	}
+	return s + "s"
+}
+
+// typedSchema is the Schema of a kind served from its Go type. Its goType is read on first
+// use, so serving a kind costs nothing until its objects are written.
+type typedSchema struct {
+	ts       *typeSet
+	t        reflect.Type // the struct type
+	defaults func(any)
+	validate func(any) field.ErrorList
+
+	once sync.Once
+	g    *goType
+}
+
+var _ Schema = (*typedSchema)(nil)
+
+func (s *typedSchema) goType() *goType {
+	s.once.Do(func() { s.g = s.ts.of(s.t) })
+	return s.g
+}
+
+// Prune removes, in place, every field the Go type does not have, and returns their paths.
+func (s *typedSchema) Prune(obj map[string]any) []string {
+	var unknown []string
+	pruneValue(obj, s.goType(), "", &unknown)
+	sort.Strings(unknown)
+	return unknown
+}
+
+func pruneValue(v any, g *goType, path string, unknown *[]string) {
+	switch g.kind {
+	case kindObject:
+		m, ok := v.(map[string]any)
+		if !ok {
+			return
+		}
+		for k, e := range m {
+			f, ok := g.fields[k]
+			if !ok {
+				delete(m, k)
+				*unknown = append(*unknown, childPath(path, k))
+				continue
+			}
+			pruneValue(e, f.typ, childPath(path, k), unknown)
+		}
+	case kindArray:
+		l, _ := v.([]any)
+		for i, e := range l {
+			pruneValue(e, g.elem, path+"["+strconv.Itoa(i)+"]", unknown)
+		}
+	case kindMap:
+		m, _ := v.(map[string]any)
+		for k, e := range m {
+			pruneValue(e, g.elem, childPath(path, k), unknown)
+		}
+	}
+}
+
+// childPath is the dotted path of key below path, keys holding dots or brackets quoted.
+func childPath(path, key string) string {
+	if strings.ContainsAny(key, ".[]") {
+		return path + "[" + strconv.Quote(key) + "]"
+	}
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// Default decodes obj into its Go type, applies the kind's defaults and writes the result back
+// into obj, which so takes the shape Kubernetes stores (the Go type's encoding). An object that
+// does not decode is left alone; Validate reports why.
+func (s *typedSchema) Default(obj map[string]any) {
+	v, err := s.decode(obj)
+	if err != nil {
+		return
+	}
+	if s.defaults != nil {
+		s.defaults(v)
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	out, err := cache.DecodeJSON(raw)
+	if err != nil {
+		return
+	}
+	clear(obj)
+	for k, e := range out {
+		obj[k] = e
+	}
+}
+
+func (s *typedSchema) decode(obj map[string]any) (any, error) {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	v := reflect.New(s.t).Interface()
+	return v, json.Unmarshal(raw, v)
+}
+
+// Validate checks that obj decodes into its Go type, holds every required field, and passes
+// the kind's own checks. metadata is validated by the write path.
+func (s *typedSchema) Validate(obj map[string]any) field.ErrorList {
+	v, err := s.decode(obj)
+	if err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return field.ErrorList{&field.Error{Type: field.ErrorTypeTypeInvalid, Field: te.Field, BadValue: te.Value, Detail: "must be of type " + jsonTypeName(te.Type)}}
+		}
+		return field.ErrorList{field.Invalid(field.NewPath(""), nil, err.Error())}
+	}
+	var errs field.ErrorList
+	g := s.goType()
+	for _, name := range g.order {
+		if name == "metadata" || name == "status" {
+			continue
+		}
+		errs = append(errs, checkRequired(obj[name], g.fields[name], field.NewPath(name))...)
+	}
+	if s.validate != nil {
+		errs = append(errs, s.validate(v)...)
+	}
+	return errs
+}
+
+// checkRequired reports the required fields missing below v, the value of f (nil when absent
+// or null).
+//
+// A field is checked when the Go type makes it a pointer without omitempty (a workload's
+// selector, a webhook's sideEffects, an Ingress path's pathType): the types mark a field
+// required by leaving omitempty out, but for values (strings, numbers, structs, lists) decoding
+// turns an absent field into its zero value and Kubernetes accepts it (a StatefulSet's
+// serviceName, a NetworkPolicy's podSelector, status counters), so only pointers say "must be
+// given". Status is written by controllers and is not checked.
+func checkRequired(v any, f *goField, p *field.Path) field.ErrorList {
+	if v == nil {
+		if f.required && f.pointer {
+			return field.ErrorList{field.Required(p, "")}
+		}
+		return nil
+	}
+	var errs field.ErrorList
+	g := f.typ
+	switch g.kind {
+	case kindObject:
+		m, _ := v.(map[string]any)
+		for _, name := range g.order {
+			errs = append(errs, checkRequired(m[name], g.fields[name], p.Child(name))...)
+		}
+	case kindArray:
+		l, _ := v.([]any)
+		for i, e := range l {
+			errs = append(errs, checkRequired(e, &goField{typ: g.elem}, p.Index(i))...)
+		}
+	case kindMap:
+		m, _ := v.(map[string]any)
+		for k, e := range m {
+			errs = append(errs, checkRequired(e, &goField{typ: g.elem}, p.Key(k))...)
+		}
+	}
+	return errs
+}
+
+// jsonTypeName names a Go type in a type error the way a JSON client thinks of it.
+func jsonTypeName(t reflect.Type) string {
+	if t == nil {
+		return "unknown"
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		return "array"
+	case reflect.Map, reflect.Struct:
+		if t == timeType || t == microTimeType {
+			return "string"
+		}
+		return "object"
+	case reflect.String:
+		return "string"
+	case reflect.Bool:
+		return "boolean"
+	}
+	return t.String()
+}
+
+// OpenAPI returns the kind's schema as an apiextensions schema: its root only, with
+// references to the named types. The full document comes from Definitions.
+func (s *typedSchema) OpenAPI() *apiextv1.JSONSchemaProps {
+	root, defs := s.Definitions()
+	var props apiextv1.JSONSchemaProps
+	_ = json.Unmarshal(defs[root], &props)
+	return &props
+}
+
+// Definitions returns the OpenAPI v3 name of the kind's root schema and every named schema it
+// refers to, its own included, as served in /openapi/v3 (the Definer capability).
+func (s *typedSchema) Definitions() (root string, defs map[string]json.RawMessage) {
+	g := s.goType()
+	return g.name, s.ts.api.definitions(s.ts, g)
+}
+
+// Definer is implemented by schemas whose OpenAPI form refers to named definitions (kinds
+// served from Go types): the server serves Definitions in place of OpenAPI, so `kubectl
+// explain` shows type names (<DeploymentStrategy>) as on a real cluster.
+type Definer interface {
+	Definitions() (root string, defs map[string]json.RawMessage)
+}

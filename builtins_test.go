@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -441,4 +443,85 @@ func TestClientGoScaleStatusApply(t *testing.T) {
 	require.NoError(t, err)
 	_, err = deps.Apply(ctx, replicas(1), metav1.ApplyOptions{FieldManager: "fourth"})
 	assert.True(t, apierrors.IsConflict(err), "%v", err)
+}
+
+// TestKubectlBuiltinKinds runs the kubectl commands operator authors start with against the
+// kinds of SPEC §14, as on a real cluster (READY stays 0/3: nothing rolls Deployments out here).
+func TestKubectlBuiltinKinds(t *testing.T) {
+	t.Parallel()
+	p := start(t, "ENABLE_LEADER_ELECTION=false")
+	k := newKube(t, p)
+
+	res := k.run("api-resources")
+	for _, want := range []string{`deployments\s+deploy\s+apps/v1\s+true\s+Deployment`, `configmaps\s+cm\s+v1\s+true\s+ConfigMap`,
+		`events\s+ev\s+events.k8s.io/v1\s+true\s+Event`, `clusterroles\s+rbac.authorization.k8s.io/v1\s+false\s+ClusterRole`} {
+		assert.Regexp(t, want, res)
+	}
+
+	assert.Contains(t, k.run("create", "deployment", "web", "--image=nginx:1.27", "--replicas=3"), "deployment.apps/web created")
+	assert.Regexp(t, `NAME\s+READY\s+UP-TO-DATE\s+AVAILABLE\s+AGE\nweb\s+0/3\s+0\s+0\s+\d+s`, k.run("get", "deployment", "web"))
+	assert.Equal(t, "RollingUpdate 25% 10 600 IfNotPresent", k.run("get", "deploy", "web", "-o",
+		"jsonpath={.spec.strategy.type} {.spec.strategy.rollingUpdate.maxSurge} {.spec.revisionHistoryLimit} {.spec.progressDeadlineSeconds} {.spec.template.spec.containers[0].imagePullPolicy}"))
+	assert.Contains(t, k.run("scale", "deployment", "web", "--replicas=5"), "deployment.apps/web scaled")
+	assert.Equal(t, "5", k.run("get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"))
+	assert.Regexp(t, `Replicas:\s+5 desired`, k.run("describe", "deployment", "web"))
+
+	assert.Contains(t, k.run("create", "configmap", "settings", "--from-literal=mode=fast", "--from-literal=level=3"), "configmap/settings created")
+	assert.Regexp(t, `settings\s+2\s+\d+s`, k.run("get", "configmap", "settings"))
+	assert.Contains(t, k.run("create", "secret", "generic", "creds", "--from-literal=password=s3cret"), "secret/creds created")
+	assert.Regexp(t, `creds\s+Opaque\s+1\s+\d+s`, k.run("get", "secret", "creds"))
+	assert.Equal(t, "czNjcmV0", k.run("get", "secret", "creds", "-o", "jsonpath={.data.password}"))
+	assert.Contains(t, k.run("create", "service", "clusterip", "web", "--tcp=80:8080"), "service/web created")
+	assert.Regexp(t, `web\s+ClusterIP\s+10\.\d+\.\d+\.\d+\s+<none>\s+80/TCP\s+\d+s`, k.run("get", "service", "web"))
+	assert.Contains(t, k.run("create", "job", "once", "--image=busybox:1.36", "--", "echo", "hi"), "job.batch/once created")
+	assert.Regexp(t, `once\s+Running\s+0/1\s+\d+s`, k.run("get", "job", "once"))
+
+	all := k.run("get", "all")
+	for _, want := range []string{"service/web", "deployment.apps/web", "job.batch/once"} {
+		assert.Contains(t, all, want)
+	}
+	assert.NotContains(t, all, "configmap", "configmaps are not in the all category")
+
+	explain := k.run("explain", "deployment.spec.strategy")
+	for _, want := range []string{"KIND:       Deployment", "FIELD: strategy <DeploymentStrategy>",
+		"The deployment strategy to use to replace existing pods with new ones.", "rollingUpdate\t<RollingUpdateDeployment>", "type\t<string>"} {
+		assert.Contains(t, explain, want)
+	}
+	assert.Contains(t, k.run("explain", "deployment.spec.replicas"), "Number of desired pods.")
+
+	// kubectl apply validates on the server (fieldValidation=Strict) and merges with the Go
+	// type's strategy; a second apply changes nothing.
+	manifest := filepath.Join(t.TempDir(), "api.yaml")
+	write := func(extra string) {
+		require.NoError(t, os.WriteFile(manifest, []byte(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: api
+spec:
+  replicas: 2`+extra+`
+  selector:
+    matchLabels: {app: api}
+  template:
+    metadata:
+      labels: {app: api}
+    spec:
+      containers:
+      - name: api
+        image: nginx:1.27
+        ports:
+        - containerPort: 80
+`), 0o600))
+	}
+	write("\n  bogus: 1")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, err := k.cmd(ctx, "apply", "-f", manifest).CombinedOutput()
+	require.Error(t, err)
+	assert.Contains(t, string(out), `unknown field "spec.bogus"`)
+	write("")
+	assert.Contains(t, k.run("apply", "-f", manifest), "deployment.apps/api created")
+	assert.Contains(t, k.run("apply", "-f", manifest), "deployment.apps/api unchanged")
+	assert.Contains(t, k.run("apply", "--server-side", "-f", manifest), "deployment.apps/api serverside-applied")
+	assert.Equal(t, "TCP", k.run("get", "deploy", "api", "-o", "jsonpath={.spec.template.spec.containers[0].ports[0].protocol}"))
+	assert.Contains(t, k.run("delete", "deployment", "api", "web"), `deployment.apps "web" deleted`)
 }

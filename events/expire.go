@@ -39,7 +39,7 @@ func (r *Recorder) Sweep(ctx context.Context) {
 	var keep []aged
 	var drop []cache.Key
 	for _, o := range res.Items {
-		last, _ := time.Parse(time.RFC3339, o.Field("lastTimestamp"))
+		last, _ := time.Parse(time.RFC3339, lastSeen(o))
 		if !last.IsZero() && last.Before(cutoff) {
 			drop = append(drop, o.Key())
 			continue
@@ -65,4 +65,15 @@ func (r *Recorder) Sweep(ctx context.Context) {
 		}
 		r.mu.Unlock()
 	}
+}
+
+// lastSeen is when the Event o was last seen: its lastTimestamp, or for an Event written through
+// events.k8s.io (which has none) its series' last observation or its eventTime.
+func lastSeen(o *cache.Object) string {
+	for _, f := range []string{"lastTimestamp", "series.lastObservedTime", "eventTime"} {
+		if v := o.Field(f); v != "" {
+			return v
+		}
+	}
+	return ""
 }

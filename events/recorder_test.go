@@ -153,6 +153,37 @@ func TestSweepExpiresAndLimitsClientEvents(t *testing.T) {
 	}
 }
 
+// Events written through events.k8s.io/v1 have no lastTimestamp: their series' last
+// observation, or their eventTime, says when they were last seen.
+func TestSweepExpiresEventsWithoutLastTimestamp(t *testing.T) {
+	t.Parallel()
+	r, store, c, _ := newRecorder(t, 100)
+	micro := func(at time.Time) string { return at.UTC().Format("2006-01-02T15:04:05.000000Z07:00") }
+	old := c.Now()
+	c.Step(2 * time.Hour)
+	for name, fields := range map[string]map[string]any{
+		"old-event-time": {"eventTime": micro(old)},
+		"old-series":     {"eventTime": micro(old), "series": map[string]any{"count": json.Number("2"), "lastObservedTime": micro(old)}},
+		"new-series":     {"eventTime": micro(old), "series": map[string]any{"count": json.Number("2"), "lastObservedTime": micro(c.Now())}},
+		"new-event-time": {"eventTime": micro(c.Now())},
+	} {
+		obj := map[string]any{"apiVersion": "v1", "kind": "Event", "reason": "Client"}
+		for k, v := range fields {
+			obj[k] = v
+		}
+		_, err := store.Create(ctx, cache.Key{Resource: "events", Namespace: "default", Name: name}, obj, cache.WriteOptions{})
+		require.NoError(t, err)
+	}
+	r.Sweep(ctx)
+	res, err := store.List(ctx, events.Resource)
+	require.NoError(t, err)
+	var names []string
+	for _, o := range res.Items {
+		names = append(names, o.Key().Name)
+	}
+	assert.ElementsMatch(t, []string{"new-series", "new-event-time"}, names)
+}
+
 func TestQueryFilters(t *testing.T) {
 	t.Parallel()
 	r, _, c, _ := newRecorder(t, 0)

@@ -87,7 +87,8 @@ func defaultNamespace(obj map[string]any) {
 }
 
 // EventKind is core/v1 Event, with the field selectors kube-apiserver offers for it plus
-// lastTimestamp, severity and count for opemu's own queries.
+// lastTimestamp, severity, count, series.lastObservedTime and eventTime for opemu's own
+// queries and expiry.
 func EventKind() *Kind {
 	return &Kind{
 		Version: "v1", Kind: "Event", ListKind: "EventList", Plural: "events", Singular: "event", ShortNames: []string{"ev"}, Namespaced: true,
@@ -110,6 +111,8 @@ func EventKind() *Kind {
 			{Name: "involvedObject.fieldPath"}, {Name: "reason"}, {Name: "reportingComponent"},
 			{Name: "source", Path: "source.component"}, {Name: "type"},
 			{Name: "severity"}, {Name: "lastTimestamp"}, {Name: "count"},
+			// When an Event written through events.k8s.io (no lastTimestamp) was last seen.
+			{Name: "series.lastObservedTime"}, {Name: "eventTime"},
 		},
 		StrategicPatch: &corev1.Event{},
 		Protobuf:       true,

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // events.k8s.io/v1 Event is a second view of the v1 Events, as kube-apiserver serves both:
@@ -18,7 +19,7 @@ import (
 
 // EventsV1Kind is events.k8s.io/v1 Event, a view of the v1 Events.
 func (ts *typeSet) eventsV1Kind() *Kind {
-	k := ts.kind(typed{obj: &eventsv1.Event{}, short: []string{"ev"}, columns: eventsV1Columns()})
+	k := ts.kind(typed{obj: &eventsv1.Event{}, short: []string{"ev"}, columns: eventsV1Columns(), validate: validator(validateEventsV1)})
 	k.Conversion = &Conversion{
 		Storage:     Events,
 		ToStorage:   eventToCore,
@@ -80,6 +81,30 @@ func eventFromCore(obj map[string]any) (map[string]any, error) {
 		e.Series = &eventsv1.EventSeries{Count: c.Series.Count, LastObservedTime: c.Series.LastObservedTime}
 	}
 	return toMap(&e)
+}
+
+// validateEventsV1 checks what kube-apiserver requires of an Event written through
+// events.k8s.io/v1: when and by whom it was reported, and what happened.
+func validateEventsV1(e *eventsv1.Event) field.ErrorList {
+	var errs field.ErrorList
+	if e.EventTime.IsZero() {
+		errs = append(errs, field.Required(field.NewPath("eventTime"), ""))
+	}
+	for _, f := range []struct{ name, v string }{
+		{"reportingController", e.ReportingController}, {"reportingInstance", e.ReportingInstance},
+		{"action", e.Action}, {"reason", e.Reason},
+	} {
+		if f.v == "" {
+			errs = append(errs, field.Required(field.NewPath(f.name), ""))
+		}
+	}
+	if e.Type != "" && e.Type != corev1.EventTypeNormal && e.Type != corev1.EventTypeWarning {
+		errs = append(errs, field.NotSupported(field.NewPath("type"), e.Type, []string{corev1.EventTypeNormal, corev1.EventTypeWarning}))
+	}
+	if len(e.Note) > 1024 {
+		errs = append(errs, field.TooLong(field.NewPath("note"), "", 1024))
+	}
+	return errs
 }
 
 func fromMap(obj map[string]any, v any) error {

@@ -211,7 +211,10 @@ func (s *typedSchema) Validate(obj map[string]any) field.ErrorList {
 		if errors.As(err, &te) {
 			return field.ErrorList{&field.Error{Type: field.ErrorTypeTypeInvalid, Field: te.Field, BadValue: te.Value, Detail: "must be of type " + jsonTypeName(te.Type)}}
 		}
-		return field.ErrorList{field.Invalid(field.NewPath(""), nil, err.Error())}
+		if errs := locate(obj, s.goType(), nil); len(errs) > 0 {
+			return errs
+		}
+		return field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), stringAt(obj, "metadata.name"), "the object cannot be decoded: "+err.Error())}
 	}
 	var errs field.ErrorList
 	g := s.goType()
@@ -225,6 +228,45 @@ func (s *typedSchema) Validate(obj map[string]any) field.ErrorList {
 		errs = append(errs, s.validate(v)...)
 	}
 	return errs
+}
+
+// locate finds the values that do not decode into their special Go types (a Quantity, a time,
+// an int-or-string), which encoding/json reports without a path.
+func locate(v any, g *goType, p *field.Path) field.ErrorList {
+	switch g.kind {
+	case kindObject:
+		m, _ := v.(map[string]any)
+		var errs field.ErrorList
+		for _, name := range g.order {
+			if e, ok := m[name]; ok {
+				errs = append(errs, locate(e, g.fields[name].typ, p.Child(name))...)
+			}
+		}
+		return errs
+	case kindArray:
+		l, _ := v.([]any)
+		var errs field.ErrorList
+		for i, e := range l {
+			errs = append(errs, locate(e, g.elem, p.Index(i))...)
+		}
+		return errs
+	case kindMap:
+		m, _ := v.(map[string]any)
+		var errs field.ErrorList
+		for k, e := range m {
+			errs = append(errs, locate(e, g.elem, p.Key(k))...)
+		}
+		return errs
+	case kindQuantity, kindTime, kindDuration, kindIntOrString:
+		raw, err := json.Marshal(v)
+		if err == nil {
+			err = json.Unmarshal(raw, reflect.New(g.t).Interface())
+		}
+		if err != nil {
+			return field.ErrorList{field.Invalid(p, v, err.Error())}
+		}
+	}
+	return nil
 }
 
 // checkRequired reports the required fields missing below v, the value of f (nil when absent

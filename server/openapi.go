@@ -26,6 +26,20 @@ type openAPICache struct {
 	gen    uint64
 	docs   map[string][]byte // guarded by mu; nil until first built
 	hashes map[string]string // guarded by mu; each document's docHash
+	v2     []byte            // guarded by mu; the /openapi/v2 document (JSON), nil until built
+	v2gen  uint64            // guarded by mu; the generation v2 was built for
+}
+
+// openAPIV2JSON returns the /openapi/v2 document, built once per generation of the served
+// kinds. The slice is shared: callers must not modify it.
+func (s *Server) openAPIV2JSON() []byte {
+	c := &s.openapi
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen := s.cfg.Kinds.Generation(); c.v2 == nil || c.v2gen != gen {
+		c.v2, c.v2gen = openAPIV2Doc(s.servedKinds()), gen
+	}
+	return c.v2
 }
 
 // openAPIDocs returns every group-version document, keyed by "api/v1" or "apis/<g>/<v>", and

@@ -58,7 +58,7 @@ func (c *openAPIV2Cache) protobuf(js []byte) ([]byte, error) {
 
 // openAPIV2 serves GET /openapi/v2.
 func (s *Server) openAPIV2(c *echo.Context) error {
-	js := openAPIV2Doc(s.servedKinds())
+	js := s.openAPIV2JSON()
 	accept := c.Request().Header.Get("Accept")
 	if accept == "" {
 		accept = "*/*"
@@ -107,8 +107,15 @@ func openAPIV2Doc(kinds []*kinds.Kind) []byte {
 		return p
 	}
 	for _, k := range kinds {
-		name := schemaName(k)
-		defs[name] = toOpenAPIV2Schema(kindSchema(k))
+		name, typed := kindDefinitions(k)
+		for n, raw := range typed {
+			if _, taken := defs[n]; !taken && n != name {
+				var m map[string]any
+				_ = json.Unmarshal(raw, &m)
+				defs[n] = toOpenAPIV2Schema(refsToV2(m))
+			}
+		}
+		defs[name] = toOpenAPIV2Schema(refsToV2(kindSchema(k)))
 		ref := map[string]any{"$ref": "#/definitions/" + name}
 		gvk := map[string]string{"group": k.Group, "version": k.Version, "kind": k.Kind}
 		ok := map[string]any{"200": map[string]any{"description": "OK", "schema": ref}}
@@ -240,6 +247,40 @@ func toOpenAPIV2Schema(s map[string]any) map[string]any {
 	}
 	if r, ok := s["required"].([]any); ok && len(r) == 0 {
 		delete(s, "required")
+	}
+	return s
+}
+
+// refsToV2 rewrites the named-type references of a schema served from Go types (kinds.Definer)
+// the way kube-apiserver's v2 document writes them: a field's allOf of one $ref becomes the $ref
+// itself, pointing into #/definitions, and the one-of-two types (IntOrString, Quantity) become
+// strings. It modifies s.
+func refsToV2(s map[string]any) map[string]any {
+	if all, ok := s["allOf"].([]any); ok && len(all) == 1 {
+		if r, ok := all[0].(map[string]any); ok && r["$ref"] != nil {
+			s["$ref"] = r["$ref"]
+			delete(s, "allOf")
+			delete(s, "default")
+		}
+	}
+	if r, ok := s["$ref"].(string); ok {
+		s["$ref"] = strings.Replace(r, "#/components/schemas/", "#/definitions/", 1)
+	}
+	if _, ok := s["oneOf"]; ok {
+		delete(s, "oneOf")
+		s["type"] = "string"
+	}
+	if props, ok := s["properties"].(map[string]any); ok {
+		for _, p := range props {
+			if p, ok := p.(map[string]any); ok {
+				refsToV2(p)
+			}
+		}
+	}
+	for _, k := range []string{"items", "additionalProperties"} {
+		if sub, ok := s[k].(map[string]any); ok {
+			refsToV2(sub)
+		}
 	}
 	return s
 }

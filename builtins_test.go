@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -524,4 +525,27 @@ spec:
 	assert.Contains(t, k.run("apply", "--server-side", "-f", manifest), "deployment.apps/api serverside-applied")
 	assert.Equal(t, "TCP", k.run("get", "deploy", "api", "-o", "jsonpath={.spec.template.spec.containers[0].ports[0].protocol}"))
 	assert.Contains(t, k.run("delete", "deployment", "api", "web"), `deployment.apps "web" deleted`)
+}
+
+// TestREADMEKindsOperatorsUse runs the README's kubectl commands for the kinds of SPEC §14
+// verbatim.
+func TestREADMEKindsOperatorsUse(t *testing.T) {
+	t.Parallel()
+	p := start(t, "ENABLE_LEADER_ELECTION=false")
+	k := newKube(t, p)
+	script := walkthrough(t, "## The kinds operators use")
+	require.Contains(t, script, "kubectl create deployment web --image=nginx:1.27 --replicas=3")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", script)
+	cmd.Env = append(os.Environ(), "HOME="+k.home, "KUBECONFIG="+filepath.Join(k.home, "kubeconfig"))
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "the README's commands failed:\n%s", out)
+	for _, want := range []string{
+		"deployment.apps/web created", "deployment.apps/web scaled", "progressDeadlineSeconds: 600", "imagePullPolicy: IfNotPresent",
+		"configmap/settings created", "secret/creds created", "service/web created", "job.batch/once created",
+		"deployment.apps/web   0/5", "FIELD: strategy <DeploymentStrategy>", `deployment.apps "web" deleted`,
+	} {
+		assert.Contains(t, string(out), want)
+	}
 }

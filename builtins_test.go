@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -93,20 +94,34 @@ func exercise[T any, P object[T]](t *testing.T, c typedClient[P], obj P, patch s
 	}
 }
 
-// contentTypes records the Content-Type of every write request.
+// contentTypes records the Content-Type of every write request of the clients made from a
+// rest.Config whose WrapTransport is its wrap.
 type contentTypes struct {
-	next http.RoundTripper
 	mu   sync.Mutex
 	seen map[string]string // "METHOD path" → Content-Type
 }
 
-func (c *contentTypes) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method != http.MethodGet {
-		c.mu.Lock()
-		c.seen[r.Method+" "+r.URL.Path] = r.Header.Get("Content-Type")
-		c.mu.Unlock()
+func (c *contentTypes) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if r.Method != http.MethodGet {
+			c.mu.Lock()
+			c.seen[r.Method+" "+r.URL.Path] = r.Header.Get("Content-Type")
+			c.mu.Unlock()
+		}
+		return rt.RoundTrip(r)
+	})
+}
+
+// find returns the Content-Type of a recorded request whose "METHOD path" starts with prefix.
+func (c *contentTypes) find(prefix string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, v := range c.seen {
+		if strings.HasPrefix(k, prefix) {
+			return v, true
+		}
 	}
-	return c.next.RoundTrip(r)
+	return "", false
 }
 
 func podSpec(image string) corev1.PodSpec {
@@ -124,7 +139,7 @@ func TestClientGoBuiltinKinds(t *testing.T) {
 	p := start(t, "ENABLE_LEADER_ELECTION=false", "ENABLE_CONTROLLER=false")
 	cfg := restConfig(p)
 	ct := &contentTypes{seen: map[string]string{}}
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { ct.next = rt; return ct }
+	cfg.WrapTransport = ct.wrap
 	cs, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
 	const ns = "kinds"

@@ -106,7 +106,10 @@ func TestControllerRuntimeOperator(t *testing.T) {
 	crlog.SetLogger(logr.Discard())
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
-	mgr, err := ctrl.NewManager(restConfig(p), ctrl.Options{
+	cfg := restConfig(p)
+	ct := &contentTypes{seen: map[string]string{}}
+	cfg.WrapTransport = ct.wrap
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Controller: crconfig.Controller{SkipNameValidation: ptr.To(true)},
 	})
@@ -192,4 +195,14 @@ func TestControllerRuntimeOperator(t *testing.T) {
 		return strings.Contains(out, "Synced") && strings.Contains(out, "ConfigMap and Deployment are in sync") && strings.Contains(out, "(x2 over")
 	}, 20*time.Second, 100*time.Millisecond, "kubectl events:\n%s", k.run("events"))
 	assert.Contains(t, k.run("describe", "application", "demo"), "Synced")
+	// The recorder wrote through events.k8s.io/v1: protobuf creates, a strategic-merge patch of
+	// the series.
+	create, ok := ct.find("POST /apis/events.k8s.io/v1/namespaces/default/events")
+	assert.True(t, ok, "the recorder created its Events through events.k8s.io/v1")
+	assert.Equal(t, "application/vnd.kubernetes.protobuf", create)
+	patch, ok := ct.find("PATCH /apis/events.k8s.io/v1/namespaces/default/events/demo.")
+	assert.True(t, ok, "the recorder patched the series")
+	assert.Equal(t, "application/strategic-merge-patch+json", patch)
+	_, ok = ct.find("POST /api/v1/namespaces/default/events")
+	assert.False(t, ok, "nothing was recorded through v1")
 }

@@ -366,6 +366,11 @@ func TestClientGoBuiltinKinds(t *testing.T) {
 				assert.Equal(t, "kinds-test", core.ReportingController)
 				require.NotNil(t, core.Series)
 				assert.Equal(t, int32(2), core.Series.Count)
+				// Listed through the view, selected by the view's field names.
+				list, err := cs.EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "regarding.name=deploy,reason=Scaled"})
+				require.NoError(t, err)
+				require.Len(t, list.Items, 1)
+				assert.Equal(t, "scaled to 2", list.Items[0].Note)
 			})
 		}},
 	}
@@ -534,6 +539,9 @@ spec:
 	out, err := k.cmd(ctx, "apply", "-f", manifest).CombinedOutput()
 	require.Error(t, err)
 	assert.Contains(t, string(out), `unknown field "spec.bogus"`)
+	warned := k.run("apply", "--validate=warn", "--dry-run=server", "-f", manifest)
+	assert.Contains(t, warned, `Warning: unknown field "spec.bogus"`)
+	assert.Contains(t, warned, "deployment.apps/api created (server dry run)")
 	write("")
 	assert.Contains(t, k.run("apply", "-f", manifest), "deployment.apps/api created")
 	assert.Contains(t, k.run("apply", "-f", manifest), "deployment.apps/api unchanged")

@@ -14,8 +14,9 @@ import (
 
 // How a Go API type (k8s.io/api) looks in JSON, read from the type itself by reflection: its
 // fields with their JSON names, which are required (no omitempty, as kube-openapi decides),
-// their descriptions (the SwaggerDoc methods generated beside every API type) and patch
-// strategies (struct tags). Typed kinds prune, check and document their objects from this.
+// their descriptions (the SwaggerDoc methods generated beside every API type, kept in
+// swaggerdoc.json.gz) and patch strategies (struct tags). Typed kinds prune, check and document
+// their objects from this.
 
 // valueKind is the JSON shape of a Go type.
 type valueKind int
@@ -68,6 +69,7 @@ type typeSet struct {
 	types map[reflect.Type]*goType // guarded by mu
 	smd   smdSchema
 	api   openAPICache
+	docs  docTable
 }
 
 func newTypeSet() *typeSet { return &typeSet{types: map[reflect.Type]*goType{}} }
@@ -115,13 +117,15 @@ func (ts *typeSet) ofLocked(t reflect.Type) *goType {
 	}
 	if g.kind != kindObject {
 		if t.Name() != "" && t.PkgPath() != "" {
-			g.name, g.doc = definitionName(t), swaggerDoc(t)[""]
+			g.name = definitionName(t)
+			g.doc = ts.docs.of(g.name)[""]
 		}
 		return g
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		g.name, g.doc = definitionName(t), swaggerDoc(t)[""]
+		g.name = definitionName(t)
+		g.doc = ts.docs.of(g.name)[""]
 		g.fields = map[string]*goField{}
 		ts.addFields(g, t)
 		for n := range g.fields {
@@ -151,7 +155,7 @@ func (ts *typeSet) ofLocked(t reflect.Type) *goType {
 // addFields adds the JSON fields of struct t to g, following encoding/json: embedded structs
 // without a JSON name (`json:",inline"`) promote their fields.
 func (ts *typeSet) addFields(g *goType, t reflect.Type) {
-	docs := swaggerDoc(t)
+	docs := ts.docs.of(definitionName(t))
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
@@ -192,15 +196,6 @@ var optionalFields = map[string]bool{
 	"io.k8s.api.core.v1.GRPCAction.service":                      true,
 	"io.k8s.api.core.v1.EvictionResponder.priority":              true,
 	"io.k8s.api.core.v1.NodeAllocatableMappedResources.quantity": true,
-}
-
-// swaggerDoc returns the descriptions generated for an API type (SwaggerDoc on its value):
-// "" is the type's own, the others its fields' by JSON name.
-func swaggerDoc(t reflect.Type) map[string]string {
-	if d, ok := reflect.Zero(t).Interface().(interface{ SwaggerDoc() map[string]string }); ok {
-		return d.SwaggerDoc()
-	}
-	return nil
 }
 
 // definitionName is the OpenAPI name of a Go type: the one its OpenAPIModelName method gives

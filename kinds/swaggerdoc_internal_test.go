@@ -1,0 +1,73 @@
+package kinds
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"flag"
+	"os"
+	"reflect"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var update = flag.Bool("update", false, "rewrite swaggerdoc.json.gz")
+
+// swaggerDocs returns, by OpenAPI name, the SwaggerDoc of every named Go type the served kinds
+// reach.
+func swaggerDocs() map[string]map[string]string {
+	ts := newTypeSet()
+	out := map[string]map[string]string{}
+	seen := map[*goType]bool{}
+	var walk func(g *goType)
+	walk = func(g *goType) {
+		if seen[g] {
+			return
+		}
+		seen[g] = true
+		if d, ok := reflect.Zero(g.t).Interface().(interface{ SwaggerDoc() map[string]string }); ok && g.name != "" {
+			out[g.name] = d.SwaggerDoc()
+		}
+		if g.elem != nil {
+			walk(g.elem)
+		}
+		for _, n := range g.order {
+			walk(g.fields[n].typ)
+		}
+	}
+	for _, k := range typedKinds(ts) {
+		walk(ts.of(k.Schema.(*typedSchema).t))
+	}
+	return out
+}
+
+// TestSwaggerDocs keeps swaggerdoc.json.gz equal to the SwaggerDoc methods of the types the
+// served kinds reach (go test ./kinds -run TestSwaggerDocs -update rewrites it after a kind is
+// added or k8s.io/api is upgraded).
+func TestSwaggerDocs(t *testing.T) {
+	want := swaggerDocs()
+	require.NotEmpty(t, want["io.k8s.api.apps.v1.DeploymentSpec"]["replicas"])
+	if *update {
+		raw, err := json.Marshal(want)
+		require.NoError(t, err)
+		var b bytes.Buffer
+		zw, err := gzip.NewWriterLevel(&b, gzip.BestCompression)
+		require.NoError(t, err)
+		_, err = zw.Write(raw)
+		require.NoError(t, err)
+		require.NoError(t, zw.Close())
+		require.NoError(t, os.WriteFile("swaggerdoc.json.gz", b.Bytes(), 0o644))
+	}
+	data, err := os.ReadFile("swaggerdoc.json.gz")
+	require.NoError(t, err)
+	have, err := decodeSwaggerDocs(data)
+	require.NoError(t, err)
+	assert.Equal(t, want, have, "swaggerdoc.json.gz is stale: go test ./kinds -run TestSwaggerDocs -update")
+	var d docTable
+	if !*update { // the binary embeds the file as it was when compiled
+		assert.Equal(t, want["io.k8s.api.core.v1.Container"], d.of("io.k8s.api.core.v1.Container"), "the embedded copy is the file")
+	}
+	assert.Nil(t, d.of("io.k8s.api.core.v1.NotAType"))
+}

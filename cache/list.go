@@ -49,7 +49,7 @@ type ListResult struct {
 }
 
 // List returns the objects of gr matching opts, in key order.
-func (s *Store) List(_ context.Context, gr GroupResource, opts ...ListOption) (ListResult, error) {
+func (s *WatchCache) List(_ context.Context, gr GroupResource, opts ...ListOption) (ListResult, error) {
 	var o listOptions
 	for _, f := range opts {
 		f(&o)
@@ -113,13 +113,13 @@ func matches(o *Object, label labels.Selector, field fields.Selector) bool {
 // CheckResourceVersion reports whether every change after rv to the given resources (every
 // resource when none are named) is still in history: nil if so, an error wrapping ErrGone if rv
 // is older than the history or was never issued by this store.
-func (s *Store) CheckResourceVersion(rv uint64, grs ...GroupResource) error {
+func (s *WatchCache) CheckResourceVersion(rv uint64, grs ...GroupResource) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.checkRVLocked(rv, grs)
 }
 
-func (s *Store) checkRVLocked(rv uint64, grs []GroupResource) error {
+func (s *WatchCache) checkRVLocked(rv uint64, grs []GroupResource) error {
 	if rv > s.rv || rv < s.startRV {
 		return goneError(rv, s.oldestLocked(grs))
 	}
@@ -130,7 +130,7 @@ func (s *Store) checkRVLocked(rv uint64, grs []GroupResource) error {
 }
 
 // oldestLocked is the oldest version a watch on grs can resume from.
-func (s *Store) oldestLocked(grs []GroupResource) uint64 {
+func (s *WatchCache) oldestLocked(grs []GroupResource) uint64 {
 	oldest := s.startRV
 	check := func(st *resourceState) {
 		if st != nil && st.history.since > oldest {
@@ -157,7 +157,7 @@ type ResourceCount struct {
 
 // Counts returns the current object counts per resource and namespace. The store keeps them
 // as it writes; this only reads them.
-func (s *Store) Counts() []ResourceCount {
+func (s *WatchCache) Counts() []ResourceCount {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []ResourceCount

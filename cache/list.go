@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"fmt"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/fields"
@@ -146,6 +147,16 @@ func (s *WatchCache) oldestLocked(grs []GroupResource) uint64 {
 		check(s.resources[gr])
 	}
 	return oldest
+}
+
+// WaitUntilFresh returns nil at once for rv 0 or a version the store has issued: the store is
+// its own truth, so its reads are always fresh. A greater version is an error wrapping
+// ErrTimeout at once (nothing else writes to this store, so waiting would not help).
+func (s *Store) WaitUntilFresh(_ context.Context, rv uint64) error {
+	if cur := s.ResourceVersion(); rv > cur {
+		return &Error{Err: ErrTimeout, Message: fmt.Sprintf("Too large resource version: %d, current: %d", rv, cur)}
+	}
+	return nil
 }
 
 // ResourceCount is the number of objects of one resource in one namespace.

@@ -161,7 +161,11 @@ func (s *Store) applyPatch(ctx context.Context, t Target, body []byte, o Options
 		}
 		res, err := s.Create(ctx, t, obj, o)
 		res.Created = err == nil
-		return res, err
+		// Created meanwhile (by another apply, or through another replica whose write this
+		// one's store had not seen yet): apply to it instead.
+		if !errors.Is(err, cache.ErrAlreadyExists) {
+			return res, err
+		}
 	}
 	return s.update(ctx, t, o, func(cur map[string]any) (map[string]any, error) {
 		if err := checkDepth(t, cur, "the live object"); err != nil {

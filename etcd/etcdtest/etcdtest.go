@@ -1,0 +1,213 @@
+// Package etcdtest starts a real etcd for tests: the etcd binary (Debian's etcd-server, or
+// $OPEMU_TEST_ETCD), one member on free loopback ports with a data directory of its own, stopped
+// when the test ends. Without an etcd binary a test fails when the environment variable CI is
+// set (CI installs etcd-server) and is skipped otherwise.
+package etcdtest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Binary returns the etcd binary tests use: $OPEMU_TEST_ETCD, else etcd on PATH, else "".
+func Binary() string {
+	if b := os.Getenv("OPEMU_TEST_ETCD"); b != "" {
+		return b
+	}
+	if b, err := exec.LookPath("etcd"); err == nil {
+		return b
+	}
+	return ""
+}
+
+// Require returns the etcd binary, or ends the test: a failure when CI is set, a skip
+// otherwise.
+func Require(t testing.TB) string {
+	t.Helper()
+	b := Binary()
+	if b == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("etcd is required: install Debian's etcd-server (.ci/run does) or set OPEMU_TEST_ETCD")
+		}
+		t.Skip("no etcd binary (install etcd-server, or set OPEMU_TEST_ETCD)")
+	}
+	return b
+}
+
+// Server is one etcd member started by a test.
+type Server struct {
+	// Endpoint is the client URL, http://127.0.0.1:<port>.
+	Endpoint string
+	// DataDir is the member's data directory, kept across Kill and Restart.
+	DataDir string
+
+	binary     string
+	clientPort int
+	peerPort   int
+
+	mu  sync.Mutex // guards cmd, out
+	cmd *exec.Cmd
+	out *bytes.Buffer
+}
+
+// Start starts a one-member etcd and waits until it answers; it is killed when the test ends.
+// The data directory is in /dev/shm when there is one (fsync costs nothing there).
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bin := Require(t)
+	base := ""
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		base = "/dev/shm"
+	}
+	dir, err := os.MkdirTemp(base, "opemu-etcd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	s := &Server{binary: bin, DataDir: filepath.Join(dir, "data")}
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		s.clientPort, s.peerPort = freePort(t), freePort(t)
+		s.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", s.clientPort)
+		if lastErr = s.start(); lastErr == nil {
+			t.Cleanup(func() { s.Kill(t) })
+			return s
+		}
+		s.Kill(t)
+		os.RemoveAll(s.DataDir)
+	}
+	t.Fatalf("etcd did not start: %v", lastErr)
+	return nil
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// start execs etcd and waits up to 10 s for it to answer.
+func (s *Server) start() error {
+	peer := fmt.Sprintf("http://127.0.0.1:%d", s.peerPort)
+	cmd := exec.Command(s.binary,
+		"--name", "test", "--data-dir", s.DataDir,
+		"--listen-client-urls", s.Endpoint, "--advertise-client-urls", s.Endpoint,
+		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+		"--initial-cluster", "test="+peer,
+		"--heartbeat-interval", "20", "--election-timeout", "200",
+		"--logger", "zap", "--log-level", "error")
+	out := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = lockedWriter{&s.mu, out}, lockedWriter{&s.mu, out}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.cmd, s.out = cmd, out
+	s.mu.Unlock()
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	c, err := newClient(s.Endpoint)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			return fmt.Errorf("etcd exited: %s", s.Output())
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		_, err = c.Get(ctx, "health")
+		cancel()
+		if err == nil {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("etcd did not answer within 10 s: %v; output: %s", err, s.Output())
+}
+
+// Output is what etcd printed.
+func (s *Server) Output() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.out == nil {
+		return ""
+	}
+	return s.out.String()
+}
+
+// Kill stops etcd at once (SIGKILL) and waits for it to exit. It is idempotent.
+func (s *Server) Kill(t testing.TB) {
+	t.Helper()
+	s.mu.Lock()
+	cmd := s.cmd
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := cmd.Process.Signal(syscall.Signal(0)); err != nil {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Errorf("etcd did not exit after SIGKILL")
+}
+
+// Restart starts etcd again on the same ports and data directory (after Kill).
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	if err := s.start(); err != nil {
+		t.Fatalf("etcd did not restart: %v", err)
+	}
+}
+
+// Client returns a client of this etcd, closed when the test ends.
+func (s *Server) Client(t testing.TB) *clientv3.Client {
+	t.Helper()
+	c, err := newClient(s.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// newClient is a client that does not wait for a connection and logs nothing (as
+// etcd.NewClient; this package cannot import etcd, whose own tests use it).
+func newClient(endpoint string) (*clientv3.Client, error) {
+	return clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, Logger: zap.NewNop(), MaxCallSendMsgSize: 16 << 20})
+}

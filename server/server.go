@@ -64,6 +64,12 @@ type Config struct {
 	Identity string
 	// Leader reports leader election; nil means election is off (this process leads).
 	Leader LeaderStatus
+	// StoreName names the store in use ("memory" or "etcd") in GET / and /leader. Empty means
+	// memory.
+	StoreName string
+	// StoreHealth, when set, is asked by /readyz whether the store's truth answers (etcd); an
+	// error makes /readyz 503 with the error as its reason. Nil means always.
+	StoreHealth func(ctx context.Context) error
 	// Version is reported by GET /. Empty means "dev".
 	Version string
 	// MaxBody limits request bodies (413 beyond). Zero means 3 MiB.
@@ -159,6 +165,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Identity == "" {
 		cfg.Identity = "opemu"
+	}
+	if cfg.StoreName == "" {
+		cfg.StoreName = "memory"
 	}
 	if cfg.Version == "" {
 		cfg.Version = "dev"

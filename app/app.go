@@ -3,19 +3,18 @@ package app
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"sync"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/utils/clock"
 
 	"github.com/opemu/opemu/application"
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/crd"
-	"github.com/opemu/opemu/etcd"
 	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/faults"
 	"github.com/opemu/opemu/kinds"
@@ -65,9 +64,9 @@ type App struct {
 	log      *slog.Logger
 	clock    clock.WithTicker
 	store    cache.Interface
-	etcd     *etcd.Store      // the store when it is etcd's
-	client   *clientv3.Client // etcd's client, closed after the store
-	crdsAt   uint64           // the version the stored CRDs were loaded at (etcd)
+	etcd     sharedStore // the store when it is etcd's
+	closeAll func()      // closes the store (and etcd's client)
+	crdsAt   uint64      // the version the stored CRDs were loaded at (etcd)
 	crds     *crd.Registry
 	reg      *registry.Store
 	recorder *events.Recorder
@@ -357,41 +356,28 @@ func (a *App) finishNamespaces(ctx context.Context) {
 // openStore makes the store cfg.Store names.
 func (a *App) openStore(served *kinds.Registry, identity string) error {
 	cfg := a.cfg
+	cc := cache.Config{WatchHistory: cfg.WatchHistory, WatchHistoryBytes: cfg.WatchHistoryBytes, SelectableFields: served.FieldSet}
 	switch cfg.Store {
 	case "", StoreMemory:
-		a.store = cache.New(cache.Config{WatchHistory: cfg.WatchHistory, WatchHistoryBytes: cfg.WatchHistoryBytes, SelectableFields: served.FieldSet})
+		a.store = cache.New(cc)
+		a.closeAll = a.store.Close
 		return nil
 	case StoreEtcd:
-	default:
-		return fmt.Errorf("app: unknown store %q", cfg.Store)
+		if openEtcd == nil {
+			return errors.New("app: STORE=etcd needs a binary built with etcd support: go build -tags etcd")
+		}
+		s, closeAll, err := openEtcd(cfg, cc, identity, a.log)
+		if err != nil {
+			return err
+		}
+		a.store, a.etcd, a.closeAll = s, s, closeAll
+		return nil
 	}
-	endpoints := cfg.EtcdEndpoints
-	if len(endpoints) == 0 {
-		endpoints = []string{"http://127.0.0.1:2379"}
-	}
-	client, err := etcd.NewClient(endpoints, cfg.EtcdTLS)
-	if err != nil {
-		return fmt.Errorf("etcd client for %v: %w", endpoints, err)
-	}
-	s, err := etcd.New(etcd.Config{
-		Client: client, Prefix: cfg.EtcdPrefix, Identity: identity, Logger: a.log,
-		Cache: cache.Config{WatchHistory: cfg.WatchHistory, WatchHistoryBytes: cfg.WatchHistoryBytes, SelectableFields: served.FieldSet},
-	})
-	if err != nil {
-		_ = client.Close()
-		return err
-	}
-	a.store, a.etcd, a.client = s, s, client
-	return nil
+	return fmt.Errorf("app: unknown store %q", cfg.Store)
 }
 
-// closeStore closes the store, then etcd's client.
-func (a *App) closeStore() {
-	a.store.Close()
-	if a.client != nil {
-		_ = a.client.Close()
-	}
-}
+// closeStore closes the store (and etcd's client).
+func (a *App) closeStore() { a.closeAll() }
 
 // controllerRoutes serves the controller's routes for Applications.
 type controllerRoutes struct {

@@ -11,6 +11,7 @@ import (
 	"github.com/opemu/opemu/etcd/etcdtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // TestRelistAfterCompaction: a feed whose watch cannot resume because etcd compacted past its
@@ -40,6 +41,10 @@ func TestRelistAfterCompaction(t *testing.T) {
 	resp, err := client.Get(ctx, "any")
 	require.NoError(t, err)
 	require.NoError(t, s.Compact(ctx, uint64(resp.Header.Revision)))
+	if _, err := client.Get(ctx, "any", clientv3.WithRev(int64(from))); err == nil {
+		// kine keeps its last --compact-min-retain (1000) revisions whatever it is asked.
+		t.Skip("the endpoint kept the history it was asked to compact: there is nothing to re-list")
+	}
 
 	runCtx, stop := context.WithCancel(context.Background())
 	s.stop, s.done = stop, make(chan struct{})

@@ -2,6 +2,9 @@
 // $OPEMU_TEST_ETCD), one member on free loopback ports with a data directory of its own, stopped
 // when the test ends. Without an etcd binary a test fails when the environment variable CI is
 // set (CI installs etcd-server) and is skipped otherwise.
+//
+// With $OPEMU_TEST_KINE set to a kine binary (k3s' etcd shim), the tests run against kine over
+// SQLite instead (kine is not a dependency: build it apart, see the README).
 package etcdtest
 
 import (
@@ -21,8 +24,12 @@ import (
 	"go.uber.org/zap"
 )
 
-// Binary returns the etcd binary tests use: $OPEMU_TEST_ETCD, else etcd on PATH, else "".
+// Binary returns the etcd binary tests use: $OPEMU_TEST_KINE, $OPEMU_TEST_ETCD, else etcd on
+// PATH, else "".
 func Binary() string {
+	if b := os.Getenv("OPEMU_TEST_KINE"); b != "" {
+		return b
+	}
 	if b := os.Getenv("OPEMU_TEST_ETCD"); b != "" {
 		return b
 	}
@@ -112,6 +119,14 @@ func (s *Server) start() error {
 		"--initial-cluster", "test="+peer,
 		"--heartbeat-interval", "20", "--election-timeout", "200",
 		"--logger", "zap", "--log-level", "error")
+	if os.Getenv("OPEMU_TEST_KINE") != "" {
+		if err := os.MkdirAll(s.DataDir, 0o700); err != nil {
+			return err
+		}
+		cmd = exec.Command(s.binary, "--listen-address", fmt.Sprintf("127.0.0.1:%d", s.clientPort),
+			"--endpoint", "sqlite://"+filepath.Join(s.DataDir, "state.db")+"?_journal=WAL&cache=shared",
+			"--metrics-bind-address", "0")
+	}
 	out := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = lockedWriter{&s.mu, out}, lockedWriter{&s.mu, out}
 	if err := cmd.Start(); err != nil {

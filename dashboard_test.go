@@ -305,5 +305,5 @@ func TestDashboardEtcd(t *testing.T) {
 	assert.Equal(t, "dash-2", text("replica"))
 	assert.Equal(t, "dash-1", text("leader"))
 	assert.Equal(t, "etcd", text("store"))
-	assert.Equal(t, []string{leader.name}, readyEventSource(t, follower, "shared"), "rolled out by the leader")
+	eventually(t, []string{leader.name}, func() []string { return readyEventSource(t, follower, "shared") }, "rolled out by the leader")
 }

@@ -116,6 +116,16 @@ func readyEventSource(t *testing.T, r *replica, name string) []string {
 	return hosts
 }
 
+// eventually asserts that got() returns want within 5 s (Events are written after the action
+// they record, with STORE=etcd).
+func eventually[T any](t *testing.T, want T, got func() T, msg string) {
+	t.Helper()
+	var last T
+	if !assert.Eventually(t, func() bool { last = got(); return assert.ObjectsAreEqual(want, last) }, 5*time.Second, 20*time.Millisecond, msg) {
+		t.Logf("want %v, last got %v", want, last)
+	}
+}
+
 // TestEtcdReplicasShareOneTruth is SPEC §12's story with one etcd and three replicas: an
 // Application created through a follower reaches Running, reconciled by the leader; every
 // replica answers the same object with the same resourceVersion and bytes; a CRD created on one
@@ -153,7 +163,7 @@ func TestEtcdReplicasShareOneTruth(t *testing.T) {
 		phase, ready, _ := appStatus(t, followers[1], "web")
 		return phase == "Running" && ready == 2
 	}, 10*time.Second, 20*time.Millisecond, "the Application created through a follower reaches Running")
-	assert.Equal(t, []string{leader.name}, readyEventSource(t, followers[0], "web"), "the leader reconciled it")
+	eventually(t, []string{leader.name}, func() []string { return readyEventSource(t, followers[0], "web") }, "the leader reconciled it")
 
 	// The same object, version and bytes on every replica.
 	var bodies []string
@@ -226,7 +236,7 @@ func TestEtcdReplicasShareOneTruth(t *testing.T) {
 		phase, ready, _ := appStatus(t, next, "big")
 		return phase == "Running" && ready == 40
 	}, 15*time.Second, 20*time.Millisecond, "the new leader finishes the rollout")
-	assert.Equal(t, []string{next.name}, readyEventSource(t, next, "big"), "the new leader finished it")
+	eventually(t, []string{next.name}, func() []string { return readyEventSource(t, next, "big") }, "the new leader finished it")
 	s.finish(t)
 	samplerDone = true
 

@@ -154,10 +154,15 @@ func New(cfg Config) (*App, error) {
 		return nil, err
 	}
 	a.reg = reg
-	a.recorder = events.New(events.Config{
+	evcfg := events.Config{
 		Client: reg.Client("opemu-events"), Host: identity, Limit: cfg.EventLimit, TTL: cfg.EventTTL,
 		Metrics: a.metrics, Logger: log, Clock: clk,
-	})
+	}
+	if a.etcd != nil {
+		// An Event written to etcd costs a round trip: the action it records does not wait for it.
+		evcfg.Queue = 10000
+	}
+	a.recorder = events.New(evcfg)
 	late.Set(a.recorder)
 
 	if a.faults, err = faults.New(faults.Config{Client: reg.Client("opemu-faults"), Clock: clk, Metrics: a.metrics, Logger: log}); err != nil {
@@ -302,6 +307,7 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 		wg.Go(func() { _ = a.recorder.Run(ctx) })
 	} else {
 		wg.Go(func() { _ = a.crds.Follow(ctx, a.store, a.crdsAt, a.etcd.EndWatches, a.log) })
+		wg.Go(func() { _ = a.recorder.Work(ctx) })
 	}
 	wg.Go(func() { _ = a.faults.Run(ctx) })
 	switch {

@@ -31,7 +31,7 @@ var (
 )
 
 // etcdBinary builds, once, opemu with etcd support (go build -tags etcd).
-func etcdBinary(t *testing.T) string {
+func etcdBinary(t testing.TB) string {
 	t.Helper()
 	etcdBinOnce.Do(func() {
 		if b := os.Getenv("OPEMU_TEST_ETCD_BINARY"); b != "" {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -217,6 +218,34 @@ func TestEtcdReplicasShareOneTruth(t *testing.T) {
 	}
 	assert.Equal(t, written, ids, "every write once, in order, across the two replicas")
 
+	// A paged list begun on one replica continues on the others, at the first page's version.
+	_, all := rawGet(t, rs[1].url(widgetsPath))
+	var paged []string
+	cont, listRV := "", ""
+	for i := 0; i == 0 || cont != ""; i++ {
+		url := rs[i%3].url(widgetsPath + "?limit=4")
+		if cont != "" {
+			url += "&continue=" + cont
+		}
+		code, obj := httpJSON(t, "GET", url, "")
+		require.Equal(t, http.StatusOK, code, "page %d: %v", i, obj)
+		for _, it := range obj["items"].([]any) {
+			paged = append(paged, it.(map[string]any)["metadata"].(map[string]any)["name"].(string))
+		}
+		md := obj["metadata"].(map[string]any)
+		if listRV == "" {
+			listRV = md["resourceVersion"].(string)
+		}
+		assert.Equal(t, listRV, md["resourceVersion"], "every page carries the first page's version")
+		cont, _ = md["continue"].(string)
+	}
+	var names []string
+	for name := range itemsOf(t, all) {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	assert.Equal(t, names, paged)
+
 	// kill -9 of the leader mid-rollout.
 	code, _ = httpJSON(t, "POST", followers[0].url(appsPath), appBody("big", 40))
 	require.Equal(t, http.StatusCreated, code)
@@ -252,6 +281,23 @@ func TestEtcdReplicasShareOneTruth(t *testing.T) {
 	assert.Equal(t, itemsOf(t, before), itemsOf(t, after), "every Application is there")
 	_, widgetsAfter := rawGet(t, again.url(widgetsPath))
 	assert.Equal(t, itemsOf(t, widgetsBefore), itemsOf(t, widgetsAfter), "every Widget (and their kind) is there")
+
+	// The CRD deleted through one replica stops being served by the others, and their watches
+	// of its kind end.
+	other := etcdReplica(t, "etcd-5", e, "/share", step, "ENABLE_CONTROLLER=false")
+	watch, err := http.Get(other.url(widgetsPath + "?watch=true"))
+	require.NoError(t, err)
+	defer watch.Body.Close()
+	ended := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, watch.Body); close(ended) }()
+	code, _ = httpJSON(t, "DELETE", again.url("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.test.opemu.dev"), "")
+	require.Equal(t, http.StatusOK, code)
+	require.Eventually(t, func() bool { code, _ := rawGet(t, other.url(widgetsPath)); return code == http.StatusNotFound }, 5*time.Second, 10*time.Millisecond)
+	select {
+	case <-ended:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the watch of the deleted kind on another replica did not end")
+	}
 }
 
 // itemsOf returns name → resourceVersion of a list's items.

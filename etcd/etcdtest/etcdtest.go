@@ -10,6 +10,7 @@ package etcdtest
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -63,15 +64,35 @@ type Server struct {
 	binary     string
 	clientPort int
 	peerPort   int
+	tls        *TLS
 
 	mu  sync.Mutex // guards cmd, out
 	cmd *exec.Cmd
 	out *bytes.Buffer
 }
 
+// TLS makes an etcd serve its clients over TLS and require their certificates.
+type TLS struct {
+	// CAFile verifies client certificates; CertFile and KeyFile are etcd's serving certificate.
+	CAFile, CertFile, KeyFile string
+	// Client is what a client of this etcd presents and trusts.
+	Client *tls.Config
+}
+
+// StartTLS is Start with clients served over TLS (https://127.0.0.1:<port>).
+func StartTLS(t testing.TB, cfg TLS) *Server {
+	t.Helper()
+	return start(t, &cfg)
+}
+
 // Start starts a one-member etcd and waits until it answers; it is killed when the test ends.
 // The data directory is in /dev/shm when there is one (fsync costs nothing there).
 func Start(t testing.TB) *Server {
+	t.Helper()
+	return start(t, nil)
+}
+
+func start(t testing.TB, tlsCfg *TLS) *Server {
 	t.Helper()
 	bin := Require(t)
 	base := ""
@@ -83,11 +104,15 @@ func Start(t testing.TB) *Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	s := &Server{binary: bin, DataDir: filepath.Join(dir, "data")}
+	s := &Server{binary: bin, DataDir: filepath.Join(dir, "data"), tls: tlsCfg}
+	scheme := "http"
+	if tlsCfg != nil {
+		scheme = "https"
+	}
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
 		s.clientPort, s.peerPort = freePort(t), freePort(t)
-		s.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", s.clientPort)
+		s.Endpoint = fmt.Sprintf("%s://127.0.0.1:%d", scheme, s.clientPort)
 		if lastErr = s.start(); lastErr == nil {
 			t.Cleanup(func() { s.Kill(t) })
 			return s
@@ -119,6 +144,10 @@ func (s *Server) start() error {
 		"--initial-cluster", "test="+peer,
 		"--heartbeat-interval", "20", "--election-timeout", "200",
 		"--logger", "zap", "--log-level", "error")
+	if s.tls != nil {
+		cmd.Args = append(cmd.Args, "--cert-file", s.tls.CertFile, "--key-file", s.tls.KeyFile,
+			"--client-cert-auth", "--trusted-ca-file", s.tls.CAFile)
+	}
 	if os.Getenv("OPEMU_TEST_KINE") != "" {
 		if err := os.MkdirAll(s.DataDir, 0o700); err != nil {
 			return err
@@ -137,7 +166,7 @@ func (s *Server) start() error {
 	s.mu.Unlock()
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
-	c, err := newClient(s.Endpoint)
+	c, err := s.newClient()
 	if err != nil {
 		return err
 	}
@@ -202,7 +231,7 @@ func (s *Server) Restart(t testing.TB) {
 // Client returns a client of this etcd, closed when the test ends.
 func (s *Server) Client(t testing.TB) *clientv3.Client {
 	t.Helper()
-	c, err := newClient(s.Endpoint)
+	c, err := s.newClient()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,6 +252,10 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 
 // newClient is a client that does not wait for a connection and logs nothing (as
 // etcd.NewClient; this package cannot import etcd, whose own tests use it).
-func newClient(endpoint string) (*clientv3.Client, error) {
-	return clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, Logger: zap.NewNop(), MaxCallSendMsgSize: 16 << 20})
+func (s *Server) newClient() (*clientv3.Client, error) {
+	cfg := clientv3.Config{Endpoints: []string{s.Endpoint}, Logger: zap.NewNop(), MaxCallSendMsgSize: 16 << 20}
+	if s.tls != nil {
+		cfg.TLS = s.tls.Client
+	}
+	return clientv3.New(cfg)
 }

@@ -151,7 +151,7 @@ type queued struct {
 }
 
 // workers is how many goroutines of Work write queued Events.
-const workers = 4
+const workers = 8
 
 // Work writes the queued Events (Config.Queue) until ctx ends; the Events still queued then are
 // dropped (and counted in the log). Every replica runs it.

@@ -259,6 +259,8 @@ func (s *Store) DropResource(_ context.Context, gr GroupResource) (int, error) {
 		for _, m := range st.byNS {
 			all = append(all, sortedObjects(m)...)
 		}
+		// In key order, so the DELETED events come out the same way every time.
+		sort.SliceStable(all, func(i, j int) bool { return all[i].key.Namespace < all[j].key.Namespace })
 		for _, cur := range all {
 			o, err := s.restampLocked(cur, s.rv+1)
 			if err != nil {

@@ -274,7 +274,7 @@ func TestEtcdReplicasShareOneTruth(t *testing.T) {
 	_, widgetsBefore := rawGet(t, next.url(widgetsPath))
 	for _, r := range followers {
 		require.NoError(t, r.p.cmd.Process.Signal(syscall.SIGTERM))
-		assert.Equal(t, 0, r.p.wait(t, 10*time.Second))
+		assert.Equal(t, 0, r.p.wait(t, 5*time.Second), "SIGTERM: exit 0 within 5 s")
 	}
 	again := etcdReplica(t, "etcd-4", e, "/share", step, "ENABLE_CONTROLLER=false")
 	_, after := rawGet(t, again.url(appsPath))

@@ -93,7 +93,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key cache.Key, pre cache.P
 	}
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, s.fail("update", key, err)
 		}
 		if s.closed.Load() {
 			return nil, &cache.Error{Err: cache.ErrClosed, Key: key}
@@ -275,7 +275,7 @@ func (s *Store) committed(ctx context.Context, key cache.Key, ekey string, next 
 		if o, gerr := s.c.Get(ctx, key); gerr == nil && o.ResourceVersion() == uint64(rev) {
 			return o
 		}
-	} else {
+	} else if ctx.Err() == nil {
 		s.log.Warn("etcd: a write is committed but this replica's cache has not seen it yet", "key", key.String(), "revision", rev, "err", err)
 	}
 	o, err := s.c.AtVersion(next, uint64(rev))
@@ -289,7 +289,7 @@ func (s *Store) committed(ctx context.Context, key cache.Key, ekey string, next 
 // event carries the same), once this replica's cache has seen the removal.
 func (s *Store) removed(ctx context.Context, key cache.Key, cur *cache.Object, rev int64) (*cache.Object, error) {
 	wctx, cancel := s.freshCtx(ctx)
-	if err := s.c.WaitUntil(wctx, uint64(rev)); err != nil {
+	if err := s.c.WaitUntil(wctx, uint64(rev)); err != nil && ctx.Err() == nil {
 		s.log.Warn("etcd: a removal is committed but this replica's cache has not seen it yet", "key", key.String(), "revision", rev, "err", err)
 	}
 	cancel()

@@ -153,8 +153,9 @@ type queued struct {
 // workers is how many goroutines of Work write queued Events.
 const workers = 8
 
-// Work writes the queued Events (Config.Queue) until ctx ends; the Events still queued then are
-// dropped (and counted in the log). Every replica runs it.
+// Work writes the queued Events (Config.Queue) until ctx ends; the Events still queued or being
+// written then are dropped (and counted in the log), so a stopping replica does not wait on
+// etcd. Every replica runs it.
 func (r *Recorder) Work(ctx context.Context) error {
 	if r.queue == nil {
 		return nil
@@ -167,7 +168,7 @@ func (r *Recorder) Work(ctx context.Context) error {
 				case <-ctx.Done():
 					return
 				case q := <-r.queue:
-					r.record(context.WithoutCancel(ctx), q.ev, q.now)
+					r.record(ctx, q.ev, q.now)
 				}
 			}
 		})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -35,6 +36,8 @@ type config struct {
 	TLSKeyFile  string
 	TLSDir      string
 	TLSSANs     []string
+	// SPEC §12: etcd's TLS files (loadEtcdTLS loads them into app.Config's EtcdTLS).
+	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
 }
 
 // setting is one configurable value: its variable, its flag, its default and how to parse it.
@@ -49,9 +52,9 @@ func settings() []setting {
 		{"ADDR", "addr", "", `whole listen address, e.g. ":3000" or "127.0.0.1:0" (default 127.0.0.1:PORT)`, nil},
 		{"POD_NAME", "pod-name", "", "identity in leader election and Event sources (default hostname + random suffix)", func(c *config, v string) error { c.PodName = v; return nil }},
 		{"ENABLE_LEADER_ELECTION", "enable-leader-election", "true", "false: this process always leads", boolInto(func(c *config) *bool { return &c.EnableLeaderElection })},
-		{"LEASE_BACKEND", "lease-backend", "", "file or memory (default file when POD_NAME is set, else memory)", func(c *config, v string) error {
-			if v != "" && v != "file" && v != "memory" {
-				return fmt.Errorf("must be file or memory, not %q", v)
+		{"LEASE_BACKEND", "lease-backend", "", "file, memory or store (default store with STORE=etcd, else file when POD_NAME is set, else memory)", func(c *config, v string) error {
+			if v != "" && v != "file" && v != "memory" && v != "store" {
+				return fmt.Errorf("must be file, memory or store, not %q", v)
 			}
 			c.LeaseBackend = v
 			return nil
@@ -80,6 +83,39 @@ func settings() []setting {
 		{"ROLLOUT_STEP", "rollout-step", "1s", "simulated rollout: time between readiness steps; 0 = instant", durationInto(func(c *config) *time.Duration { return &c.RolloutStep }, true)},
 		{"WATCH_HISTORY", "watch-history", "10000", "watch events kept per resource for resuming", intInto(func(c *config) *int { return &c.WatchHistory }, 1)},
 		{"WATCH_HISTORY_BYTES", "watch-history-bytes", "128MiB", "size of the watch history over all resources; older versions answer 410", sizeInto(func(c *config) *int64 { return &c.WatchHistoryBytes })},
+		{"STORE", "store", "memory", "memory (each process its own cluster) or etcd (replicas sharing one etcd)", func(c *config, v string) error {
+			if v != "memory" && v != "etcd" {
+				return fmt.Errorf("must be memory or etcd, not %q", v)
+			}
+			if v == "etcd" && !opemu.EtcdBuiltIn() {
+				return errors.New("etcd needs a binary built with etcd support: go build -tags etcd -o opemu .")
+			}
+			c.Store = v
+			return nil
+		}},
+		{"ETCD_ENDPOINTS", "etcd-endpoints", "http://127.0.0.1:2379", "comma-separated etcd client URLs (STORE=etcd)", func(c *config, v string) error {
+			c.EtcdEndpoints = splitList(v)
+			for _, e := range c.EtcdEndpoints {
+				if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					return fmt.Errorf("%q is not an http:// or https:// URL", e)
+				}
+			}
+			if len(c.EtcdEndpoints) == 0 {
+				return errors.New("at least one endpoint is needed")
+			}
+			return nil
+		}},
+		{"ETCD_PREFIX", "etcd-prefix", "/opemu", "key prefix of the objects in etcd: <prefix>/<group or core>/<resource>/<namespace>/<name>", func(c *config, v string) error {
+			if !strings.HasPrefix(v, "/") || len(v) < 2 || strings.HasSuffix(v, "/") {
+				return fmt.Errorf("must start with / and not end with it, like /opemu, not %q", v)
+			}
+			c.EtcdPrefix = v
+			return nil
+		}},
+		{"ETCD_CA_FILE", "etcd-ca-file", "", "CA certificates (PEM) that verify etcd's serving certificate", func(c *config, v string) error { c.EtcdCAFile = v; return nil }},
+		{"ETCD_CERT_FILE", "etcd-cert-file", "", "client certificate (PEM) for etcd, with ETCD_KEY_FILE", func(c *config, v string) error { c.EtcdCertFile = v; return nil }},
+		{"ETCD_KEY_FILE", "etcd-key-file", "", "the private key (PEM) of ETCD_CERT_FILE", func(c *config, v string) error { c.EtcdKeyFile = v; return nil }},
+		{"ETCD_COMPACTION_INTERVAL", "etcd-compaction-interval", "5m", "how often the leader compacts etcd's history (keeping one interval of it); 0 never", durationInto(func(c *config) *time.Duration { return &c.EtcdCompactionInterval }, true)},
 		{"EVENT_LIMIT", "event-limit", "10000", "stored Events beyond which the oldest go", intInto(func(c *config) *int { return &c.EventLimit }, 1)},
 		{"EVENT_TTL", "event-ttl", "1h", "an Event not updated for this long goes", durationInto(func(c *config) *time.Duration { return &c.EventTTL }, false)},
 		{"ALLOWED_REGISTRIES", "allowed-registries", "docker.io,gcr.io", "comma-separated registries images may come from; empty = any", func(c *config, v string) error { c.AllowedRegistries = splitList(v); return nil }},
@@ -184,7 +220,9 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), out io.Wr
 	}
 	fs.Usage = func() {
 		fmt.Fprintf(out, "opemu: an in-memory Kubernetes-style API server with the operator pattern inside.\n\n"+
-			"Usage:\n  opemu [flags]\n  opemu kubeconfig [--server URL] [--token TOKEN] [--certificate-authority FILE]\n\nEvery flag has an environment variable (in brackets); the flag wins.\n\n")
+			"Usage:\n  opemu [flags]\n  opemu kubeconfig [--server URL] [--token TOKEN] [--certificate-authority FILE]\n"+
+			"  opemu etcd [--data-dir DIR] [--listen-client-urls URLS] [--listen-peer-urls URLS]   (a binary built with -tags etcd)\n\n"+
+			"Every flag has an environment variable (in brackets); the flag wins.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -227,6 +265,15 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), out io.Wr
 		c.Addr = net.JoinHostPort("127.0.0.1", port)
 	} else if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		return c, fmt.Errorf("invalid ADDR: %v", err)
+	}
+	if c.LeaseBackend == "" && c.Store == "etcd" {
+		c.LeaseBackend = "store"
+	}
+	if c.LeaseBackend == "store" && c.Store != "etcd" {
+		return c, errors.New("invalid LEASE_BACKEND: store needs STORE=etcd (the memory store is this process's alone: use memory)")
+	}
+	if (c.EtcdCertFile == "") != (c.EtcdKeyFile == "") {
+		return c, errors.New("invalid ETCD_CERT_FILE: ETCD_CERT_FILE and ETCD_KEY_FILE go together")
 	}
 	if c.PodName == "" {
 		c.PodName = defaultPodName()

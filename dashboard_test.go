@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/opemu/opemu/etcd/etcdtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -110,6 +112,11 @@ document.addEventListener("securitypolicyviolation", e => window.__cspViolations
 	cancel()
 	require.NoError(t, err)
 	require.Equal(t, "3 / 3", strings.TrimSpace(ready))
+	_, leader := httpJSON(t, "GET", "http://"+addr+"/leader", "")
+	run(5*time.Second,
+		chromedp.WaitVisible(css(`#store`)),
+		chromedp.Poll[chromedp.Void](`document.getElementById("store").textContent === "memory" && document.getElementById("replica").textContent === `+strconv.Quote(leader["identity"].(string))),
+	)
 
 	// Select it: the detail panel shows history and events from the public API.
 	run(15*time.Second,
@@ -257,4 +264,46 @@ func TestDashboardLoopAndFaults(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "the refused create stored nothing")
+}
+
+// TestDashboardEtcd: over a shared etcd, the dashboard of a follower shows the replica it is
+// connected to, who leads and the store; an Application created through its form is rolled
+// out by the leader and shown Running there.
+func TestDashboardEtcd(t *testing.T) {
+	t.Parallel()
+	e := etcdtest.Start(t)
+	step := "ROLLOUT_STEP=300ms"
+	first := etcdReplica(t, "dash-1", e, "/dash", step)
+	leader, _ := waitLeader(t, failoverBound, first)
+	follower := etcdReplica(t, "dash-2", e, "/dash", step)
+	require.Eventually(t, func() bool { v, ok := follower.view(); return ok && v.Leader == leader.name }, 5*time.Second, 10*time.Millisecond)
+	ctx := browser(t)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate("about:blank")))
+	run := func(timeout time.Duration, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		c, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		require.NoError(t, chromedp.Do(c, actions...))
+	}
+	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
+	text := func(id string) string {
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		v, err := chromedp.Run(tctx, chromedp.Text(css("#"+id)))
+		require.NoError(t, err)
+		return strings.TrimSpace(v)
+	}
+	run(30*time.Second,
+		chromedp.Navigate(follower.url("/ui/")),
+		chromedp.WaitVisible(css(`#conn[data-state="live"]`)),
+		chromedp.Poll[chromedp.Void](`document.getElementById("store").textContent === "etcd"`),
+		chromedp.SetValue(css("#new-name"), "shared"),
+		chromedp.SetValue(css("#new-replicas"), "2"),
+		chromedp.Click(css("#create-btn")),
+		chromedp.WaitVisible(css(`tr[data-name="shared"][data-phase="Running"]`)),
+	)
+	assert.Equal(t, "dash-2", text("replica"))
+	assert.Equal(t, "dash-1", text("leader"))
+	assert.Equal(t, "etcd", text("store"))
+	eventually(t, []string{leader.name}, func() []string { return readyEventSource(t, follower, "shared") }, "rolled out by the leader")
 }

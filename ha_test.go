@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -410,18 +411,26 @@ func without(rs []*replica, x *replica) []*replica {
 	return out
 }
 
-// TestHADemoScript runs examples/ha-demo.sh as the README shows it, with short timings, and
-// checks that it reports a failover and leaves none of its processes behind.
-func TestHADemoScript(t *testing.T) {
-	t.Parallel()
+// demoPorts picks n free ports for a demo script.
+func demoPorts(t *testing.T, n int) []string {
+	t.Helper()
 	var ports []string
-	for range 3 {
+	for range n {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
 		ports = append(ports, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 		ln.Close()
 	}
-	cmd := exec.Command("bash", "examples/ha-demo.sh")
+	return ports
+}
+
+// TestHADemoScript runs the lease-file variant of examples/ha-demo.sh as the README shows it,
+// with short timings, and checks that it reports a failover and leaves none of its processes
+// behind.
+func TestHADemoScript(t *testing.T) {
+	t.Parallel()
+	ports := demoPorts(t, 3)
+	cmd := exec.Command("bash", "examples/ha-demo.sh", "--lease-file")
 	cmd.Env = append(os.Environ(), "PORTS="+strings.Join(ports, " "), "LEASE_DURATION=2s", "RENEW_DEADLINE=1500ms", "RETRY_PERIOD=250ms")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "output:\n%s", out)
@@ -497,5 +506,34 @@ func TestHALeaseCorruption(t *testing.T) {
 		warnings := strings.Count(r.p.logs(), "lease record is damaged")
 		t.Logf("%s: %d warnings", r.name, warnings)
 		assert.LessOrEqual(t, warnings, 40, "%s warns once per damaged content, not per request", r.name)
+	}
+}
+
+// TestHADemoScriptEtcd runs the shared-state demo (opemu etcd and three replicas with
+// STORE=etcd) with short timings: a follower takes the Application, the leader is killed
+// mid-rollout, another finishes it, the killed one comes back at the same version; nothing it
+// started is left running.
+func TestHADemoScriptEtcd(t *testing.T) {
+	t.Parallel()
+	ports := demoPorts(t, 5)
+	cmd := exec.Command("bash", "examples/ha-demo.sh")
+	cmd.Env = append(os.Environ(), "PORTS="+strings.Join(ports[:3], " "), "ETCD_PORTS="+strings.Join(ports[3:], " "),
+		"LEASE_DURATION=2s", "RENEW_DEADLINE=1500ms", "RETRY_PERIOD=250ms", "ROLLOUT_STEP=400ms")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "output:\n%s", out)
+	text := string(out)
+	assert.Contains(t, text, "POST -> 201")
+	assert.Contains(t, text, "== failover after")
+	assert.Contains(t, text, "== finished the rollout")
+	assert.Regexp(t, `Ready by operator-\d`, text)
+	// After the comeback, the three replicas show the same finished object and version.
+	tail := text[strings.Index(text, "comes back"):]
+	rv := regexp.MustCompile(`demo 8/8 Running rv=(\d+)`).FindAllStringSubmatch(tail, -1)
+	require.Len(t, rv, 3, "output:\n%s", out)
+	assert.Equal(t, rv[0][1], rv[1][1])
+	assert.Equal(t, rv[0][1], rv[2][1])
+	for _, port := range ports {
+		_, err := quick.Get("http://127.0.0.1:" + port + "/healthz")
+		assert.Error(t, err, "the script stopped what listened on :%s", port)
 	}
 }

@@ -30,6 +30,9 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 	if len(args) > 0 && args[0] == "kubeconfig" {
 		return runKubeconfig(args[1:], lookupEnv, stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "etcd" {
+		return runEtcd(args[1:], stdout, stderr)
+	}
 	cfg, err := parseConfig(args, lookupEnv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	opemu "github.com/opemu/opemu/app"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -168,6 +169,17 @@ func TestParseConfig(t *testing.T) {
 		{name: "renew deadline not below lease", env: map[string]string{"RENEW_DEADLINE": "20s"}, err: "invalid RENEW_DEADLINE"},
 		{name: "unknown flag", args: []string{"--nope"}, err: "flag provided but not defined"},
 		{name: "stray argument", args: []string{"serve"}, err: "unexpected argument"},
+		{name: "store defaults", check: func(t *testing.T, c config) {
+			assert.Equal(t, "memory", c.Store)
+			assert.Equal(t, []string{"http://127.0.0.1:2379"}, c.EtcdEndpoints)
+			assert.Equal(t, "/opemu", c.EtcdPrefix)
+			assert.Equal(t, 5*time.Minute, c.EtcdCompactionInterval)
+		}},
+		{name: "bad store", env: map[string]string{"STORE": "redis"}, err: "invalid STORE"},
+		{name: "bad etcd endpoint", env: map[string]string{"ETCD_ENDPOINTS": "127.0.0.1:2379"}, err: "invalid ETCD_ENDPOINTS"},
+		{name: "bad etcd prefix", env: map[string]string{"ETCD_PREFIX": "opemu/"}, err: "invalid ETCD_PREFIX"},
+		{name: "store backend without etcd", env: map[string]string{"LEASE_BACKEND": "store"}, err: "invalid LEASE_BACKEND"},
+		{name: "etcd cert without key", env: map[string]string{"ETCD_CERT_FILE": "c.pem"}, err: "invalid ETCD_CERT_FILE"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -182,6 +194,25 @@ func TestParseConfig(t *testing.T) {
 			tt.check(t, c)
 		})
 	}
+}
+
+// TestParseConfigEtcd: STORE=etcd takes the etcd settings and the store lease backend in a
+// binary built with -tags etcd, and is refused, naming the build line, in the default one.
+func TestParseConfigEtcd(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"STORE": "etcd", "ETCD_ENDPOINTS": "http://10.0.0.1:2379, https://10.0.0.2:2379", "ETCD_PREFIX": "/demo", "ETCD_COMPACTION_INTERVAL": "0", "POD_NAME": "r1"}
+	c, err := parseConfig(nil, envFrom(env), io.Discard)
+	if !opemu.EtcdBuiltIn() {
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "go build -tags etcd")
+		return
+	}
+	require.NoError(t, err)
+	assert.Equal(t, "etcd", c.Store)
+	assert.Equal(t, []string{"http://10.0.0.1:2379", "https://10.0.0.2:2379"}, c.EtcdEndpoints)
+	assert.Equal(t, "/demo", c.EtcdPrefix)
+	assert.Zero(t, c.EtcdCompactionInterval)
+	assert.Equal(t, "store", c.LeaseBackend, "the shared Lease, even with POD_NAME set")
 }
 
 func TestHelpListsEverySetting(t *testing.T) {
@@ -217,7 +248,13 @@ var listeningRE = regexp.MustCompile(`listening addr=(\S+)`)
 // start runs the binary with env on a free port and waits for its first log line.
 func start(t *testing.T, env ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(binary)
+	return startBinary(t, binary, env...)
+}
+
+// startBinary is start with another build of opemu (etcdBinary).
+func startBinary(t *testing.T, bin string, env ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), append([]string{"ADDR=127.0.0.1:0", "LOG_LEVEL=info"}, env...)...)
 	pipe, err := cmd.StderrPipe()
 	require.NoError(t, err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -79,6 +80,35 @@ func loadSecurity(c *config) error {
 		c.SelfSigned = b
 		c.TLS = &tls.Config{Certificates: []tls.Certificate{b.Certificate}, MinVersion: tls.VersionTLS12}
 	}
+	return loadEtcdTLS(c)
+}
+
+// loadEtcdTLS builds the TLS configuration for etcd from ETCD_CA_FILE, ETCD_CERT_FILE and
+// ETCD_KEY_FILE (SPEC §12); none set means none (an https:// endpoint then uses the system's
+// roots).
+func loadEtcdTLS(c *config) error {
+	if c.EtcdCAFile == "" && c.EtcdCertFile == "" {
+		return nil
+	}
+	t := &tls.Config{MinVersion: tls.VersionTLS12}
+	if c.EtcdCAFile != "" {
+		pem, err := os.ReadFile(c.EtcdCAFile)
+		if err != nil {
+			return fmt.Errorf("invalid ETCD_CA_FILE: %w", err)
+		}
+		t.RootCAs = x509.NewCertPool()
+		if !t.RootCAs.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("invalid ETCD_CA_FILE: %s holds no PEM certificate", c.EtcdCAFile)
+		}
+	}
+	if c.EtcdCertFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.EtcdCertFile, c.EtcdKeyFile)
+		if err != nil {
+			return fmt.Errorf("invalid ETCD_CERT_FILE/ETCD_KEY_FILE: %w", err)
+		}
+		t.Certificates = []tls.Certificate{cert}
+	}
+	c.EtcdTLS = t
 	return nil
 }
 

@@ -1,10 +1,14 @@
 package app
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"sync"
+	"time"
 
 	"k8s.io/utils/clock"
 
@@ -48,11 +52,23 @@ func logger(cfg Config) *slog.Logger {
 	return cfg.Logger
 }
 
+// Stores (Config.Store).
+const (
+	StoreMemory = "memory"
+	StoreEtcd   = "etcd"
+)
+
 // App is one wired server. Create it with New, serve it with Run.
 type App struct {
 	cfg      Config
 	log      *slog.Logger
-	store    *cache.Store
+	clock    clock.WithTicker
+	store    cache.Interface
+	etcd     sharedStore // the store when it is etcd's
+	closeAll func()      // closes the store (and etcd's client)
+	crdsAt   uint64      // the version the stored CRDs were loaded at (etcd)
+	crds     *crd.Registry
+	reg      *registry.Store
 	recorder *events.Recorder
 	ctrl     *reconciler.Controller // nil when the controller is off
 	elector  *leader.Elector        // nil when election is off
@@ -76,13 +92,23 @@ func New(cfg Config) (*App, error) {
 	if identity == "" {
 		identity = "opemu"
 	}
-	a := &App{cfg: cfg, log: log, metrics: metrics.New()}
+	a := &App{cfg: cfg, log: log, clock: clk, metrics: metrics.New()}
 	served := kinds.New()
-	a.store = cache.New(cache.Config{WatchHistory: cfg.WatchHistory, WatchHistoryBytes: cfg.WatchHistoryBytes, SelectableFields: served.FieldSet})
+	if err := a.openStore(served, identity); err != nil {
+		return nil, err
+	}
+	// From here on a failure must not leave the etcd client and feed running.
+	ok := false
+	defer func() {
+		if !ok {
+			a.closeStore()
+		}
+	}()
 	crds, err := crd.New(crd.Config{Kinds: served, Drop: a.store.DropResource})
 	if err != nil {
 		return nil, err
 	}
+	a.crds = crds
 	if err := served.Add(crds.Kind()); err != nil {
 		return nil, err
 	}
@@ -105,6 +131,16 @@ func New(cfg Config) (*App, error) {
 	// The write path records Events through the recorder, which writes them through the write
 	// path: the recorder is made second and reached through a.recorder.
 	var readOnly func(cache.Key) bool
+	var ttl func(cache.GroupResource) time.Duration
+	if a.etcd != nil {
+		// Events are stored with an etcd lease of EVENT_TTL, as kube-apiserver stores them.
+		ttl = func(gr cache.GroupResource) time.Duration {
+			if gr == events.Resource {
+				return cmp.Or(cfg.EventTTL, time.Hour)
+			}
+			return 0
+		}
+	}
 	late := &events.Late{}
 	reg, err := registry.New(registry.Config{
 		Storage: a.store, Kinds: served, Admission: admission, Clock: clk,
@@ -112,14 +148,21 @@ func New(cfg Config) (*App, error) {
 		EventLimit: late,
 		ReadOnly:   func(k cache.Key) bool { return readOnly != nil && readOnly(k) },
 		MaxBody:    cfg.MaxBody,
+		TTL:        ttl,
 	})
 	if err != nil {
 		return nil, err
 	}
-	a.recorder = events.New(events.Config{
+	a.reg = reg
+	evcfg := events.Config{
 		Client: reg.Client("opemu-events"), Host: identity, Limit: cfg.EventLimit, TTL: cfg.EventTTL,
 		Metrics: a.metrics, Logger: log, Clock: clk,
-	})
+	}
+	if a.etcd != nil {
+		// An Event written to etcd costs a round trip: the action it records does not wait for it.
+		evcfg.Queue = 10000
+	}
+	a.recorder = events.New(evcfg)
 	late.Set(a.recorder)
 
 	if a.faults, err = faults.New(faults.Config{Client: reg.Client("opemu-faults"), Clock: clk, Metrics: a.metrics, Logger: log}); err != nil {
@@ -158,16 +201,21 @@ func New(cfg Config) (*App, error) {
 		loopRoutes = loop{ctrls: sortControllers([]*reconciler.Controller{a.ctrl}), clk: clk}
 	}
 
-	// Only the leader runs reconcile workers. Without election (or without a controller, when
-	// there is nothing to lead) this process leads at once.
+	// Only the leader runs reconcile workers (and, over a shared store, the namespace
+	// finisher, compaction and the Events' sweep). Without election (or with nothing to lead)
+	// this process leads at once.
 	var leaderStatus server.LeaderStatus
-	if a.ctrl != nil && cfg.EnableLeaderElection {
+	backend := cfg.LeaseBackend
+	if backend == "" && a.etcd != nil {
+		backend = leader.BackendStore
+	}
+	if cfg.EnableLeaderElection && (a.ctrl != nil || a.etcd != nil) {
 		a.elector, err = leader.New(leader.Config{
-			Backend: cfg.LeaseBackend, Identity: identity,
+			Backend: backend, Identity: identity,
 			LeaseName: cfg.LeaseName, LeaseNamespace: cfg.LeaseNamespace, LeaseFile: cfg.LeaseFile,
 			LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
 			Client:           reg.Client("leader-elector"),
-			OnStartedLeading: func(ctx context.Context) { _ = a.ctrl.Run(ctx) },
+			OnStartedLeading: a.lead,
 			OnEvent: func(reason, message string) {
 				a.recorder.Record(context.Background(), events.Event{
 					Object: events.Ref{APIVersion: "coordination.k8s.io/v1", Kind: "Lease", Namespace: a.elector.LeaseNamespace(), Name: a.elector.LeaseName()},
@@ -185,6 +233,12 @@ func New(cfg Config) (*App, error) {
 		leaderStatus = a.elector
 	}
 
+	if a.etcd != nil {
+		// Serve the kinds of the CRDs stored through any replica before serving anything.
+		if a.crdsAt, err = crds.Load(context.Background(), a.store, log); err != nil {
+			return nil, err
+		}
+	}
 	var seeds []any
 	for _, c := range crds.BuiltIns() {
 		seeds = append(seeds, c)
@@ -192,8 +246,15 @@ func New(cfg Config) (*App, error) {
 	if err := reg.Bootstrap(context.Background(), seeds...); err != nil {
 		return nil, err
 	}
+	storeName, storeHealth := StoreMemory, (func(context.Context) error)(nil)
+	if a.etcd != nil {
+		storeName, storeHealth = StoreEtcd, a.etcd.Health
+	}
+	ok = true
 	a.server = server.Config{
 		Store:       a.store,
+		StoreName:   storeName,
+		StoreHealth: storeHealth,
 		Registry:    reg,
 		Kinds:       served,
 		CRDs:        crds,
@@ -226,7 +287,7 @@ func New(cfg Config) (*App, error) {
 // workers finish their item, the lease is released, the store closes. It returns once every
 // goroutine it started has returned. It closes ln.
 func (a *App) Run(ctx context.Context, ln net.Listener) error {
-	defer a.store.Close()
+	defer a.closeStore()
 	tokens, err := security(a.log, a.cfg, ln.Addr())
 	if err != nil {
 		_ = ln.Close()
@@ -242,15 +303,22 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wg.Go(func() { _ = a.recorder.Run(ctx) })
+	if a.etcd == nil {
+		wg.Go(func() { _ = a.recorder.Run(ctx) })
+	} else {
+		wg.Go(func() { _ = a.crds.Follow(ctx, a.store, a.crdsAt, a.etcd.EndWatches, a.log) })
+		wg.Go(func() { _ = a.recorder.Work(ctx) })
+	}
 	wg.Go(func() { _ = a.faults.Run(ctx) })
 	switch {
 	case a.elector != nil:
 		a.log.Info("leader election", "identity", a.cfg.PodName, "backend", a.elector.Backend(), "lease", a.elector.LeaseNamespace()+"/"+a.elector.LeaseName())
 		wg.Go(func() { _ = a.elector.Run(ctx) })
-	case a.ctrl != nil:
-		a.metrics.SetLeader(true)
-		wg.Go(func() { _ = a.ctrl.Run(ctx) })
+	case a.ctrl != nil || a.etcd != nil:
+		if a.ctrl != nil {
+			a.metrics.SetLeader(true)
+		}
+		wg.Go(func() { a.lead(ctx) })
 	}
 	err = srv.Run(ctx, ln)
 	cancel()
@@ -258,6 +326,64 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	a.log.Info("stopped")
 	return err
 }
+
+// lead is the work of the leader, until ctx ends: the controller; over a shared store also
+// the finishing of Terminating namespaces, etcd's compaction and the Events' sweep (one
+// replica does each for all).
+func (a *App) lead(ctx context.Context) {
+	var wg sync.WaitGroup
+	if a.ctrl != nil {
+		wg.Go(func() { _ = a.ctrl.Run(ctx) })
+	}
+	if a.etcd != nil {
+		wg.Go(func() { _ = a.recorder.Run(ctx) })
+		wg.Go(func() { _ = a.etcd.RunCompaction(ctx, a.cfg.EtcdCompactionInterval) })
+		wg.Go(func() { a.finishNamespaces(ctx) })
+	}
+	wg.Wait()
+}
+
+// finishNamespaces finishes Terminating namespaces every second (registry.FinishNamespaces).
+func (a *App) finishNamespaces(ctx context.Context) {
+	t := a.clock.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		if err := a.reg.FinishNamespaces(ctx); err != nil && ctx.Err() == nil {
+			a.log.Debug("finishing namespaces", "err", err)
+		}
+	}
+}
+
+// openStore makes the store cfg.Store names.
+func (a *App) openStore(served *kinds.Registry, identity string) error {
+	cfg := a.cfg
+	cc := cache.Config{WatchHistory: cfg.WatchHistory, WatchHistoryBytes: cfg.WatchHistoryBytes, SelectableFields: served.FieldSet}
+	switch cfg.Store {
+	case "", StoreMemory:
+		a.store = cache.New(cc)
+		a.closeAll = a.store.Close
+		return nil
+	case StoreEtcd:
+		if openEtcd == nil {
+			return errors.New("app: STORE=etcd needs a binary built with etcd support: go build -tags etcd")
+		}
+		s, closeAll, err := openEtcd(cfg, cc, identity, a.log)
+		if err != nil {
+			return err
+		}
+		a.store, a.etcd, a.closeAll = s, s, closeAll
+		return nil
+	}
+	return fmt.Errorf("app: unknown store %q", cfg.Store)
+}
+
+// closeStore closes the store (and etcd's client).
+func (a *App) closeStore() { a.closeAll() }
 
 // controllerRoutes serves the controller's routes for Applications.
 type controllerRoutes struct {

@@ -22,8 +22,8 @@ type Config struct {
 	PodName string
 	// EnableLeaderElection runs the elector; false means this process always leads.
 	EnableLeaderElection bool
-	// LeaseBackend is "file" or "memory" (leader.BackendFile, leader.BackendMemory). Empty means
-	// memory.
+	// LeaseBackend is "file", "memory" or "store" (leader.BackendFile, BackendMemory,
+	// BackendStore). Empty means memory, or store with the etcd store.
 	LeaseBackend string
 	// LeaseName and LeaseNamespace name the lease. Empty means elide-operator-leader/default.
 	LeaseName, LeaseNamespace string
@@ -52,6 +52,20 @@ type Config struct {
 	// WatchHistoryBytes bounds the watch history of every resource together. Zero means
 	// cache.DefaultWatchHistoryBytes (128 MiB).
 	WatchHistoryBytes int64
+
+	// The store (SPEC §12).
+
+	// Store is StoreMemory (each process its own cluster) or StoreEtcd (replicas sharing one
+	// etcd). Empty means memory.
+	Store string
+	// EtcdEndpoints are etcd's client URLs. Empty means http://127.0.0.1:2379.
+	EtcdEndpoints []string
+	// EtcdPrefix is the key prefix of the objects. Empty means /opemu.
+	EtcdPrefix string
+	// EtcdTLS, when set, is the TLS configuration for etcd (its CA, a client certificate).
+	EtcdTLS *tls.Config
+	// EtcdCompactionInterval is how often the leader compacts etcd's history; zero never.
+	EtcdCompactionInterval time.Duration
 	// EventLimit and EventTTL bound stored Events. Zero means 10000 and 1 h.
 	EventLimit int
 	EventTTL   time.Duration

@@ -10,8 +10,10 @@
 //
 // Objects are kept as immutable encoded JSON plus a small decoded index (see Object); a write
 // encodes once and every watcher shares those bytes. Readers decode when they need structure.
-// The index, selectors, shared bytes and fan-out serve readers (the watch cache's role), so a
-// store whose truth lives elsewhere (etcd) can feed the same code.
+// The index, selectors, shared bytes, per-resource history and fan-out are WatchCache: Store
+// commits its own writes into it (+1 per write), and a store whose truth lives elsewhere
+// (package etcd) feeds one with the changes it observes there, at the versions they got there
+// (WatchCache.Apply, Replace, WaitUntil), as kube-apiserver's cacher does.
 //
 // Non-goals: HTTP, JSON schema, admission, object rules, and time (it only stamps versions).
 //

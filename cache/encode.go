@@ -11,11 +11,16 @@ import (
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 // build encodes obj and indexes it. obj must already carry the final metadata.
-func (s *Store) build(key Key, obj map[string]any) (*Object, error) {
+func (s *WatchCache) build(key Key, obj map[string]any) (*Object, error) {
 	raw, err := json.Marshal(obj)
 	if err != nil {
 		return nil, &Error{Err: ErrInvalid, Key: key, Message: "cannot encode object: " + err.Error()}
 	}
+	return s.indexed(key, obj, raw), nil
+}
+
+// indexed returns the Object of obj encoded as raw.
+func (s *WatchCache) indexed(key Key, obj map[string]any, raw []byte) *Object {
 	md := metadataOf(obj)
 	rv, _ := ParseResourceVersion(stringField(md, "resourceVersion"))
 	o := &Object{
@@ -33,7 +38,7 @@ func (s *Store) build(key Key, obj map[string]any) (*Object, error) {
 	if s.cfg.SelectableFields != nil {
 		o.fields = pairsOf(s.cfg.SelectableFields(key.GroupResource(), obj))
 	}
-	return o, nil
+	return o
 }
 
 // specSeed seeds SpecHash: a process-wide constant once chosen, so the hashes of one process

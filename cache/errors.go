@@ -16,6 +16,13 @@ var (
 	ErrInvalid       = errors.New("cache: invalid")
 	ErrTooSlow       = errors.New("cache: watcher fell behind")
 	ErrClosed        = errors.New("cache: store closed")
+	// ErrUnavailable: the store's truth cannot be reached (etcd is down): a 503.
+	ErrUnavailable = errors.New("cache: storage unavailable")
+	// ErrTimeout: the store's truth did not answer, or a read could not be made fresh, in time:
+	// a 504.
+	ErrTimeout = errors.New("cache: storage timeout")
+	// ErrTooLarge: the object is larger than the store's truth accepts: a 413.
+	ErrTooLarge = errors.New("cache: object too large")
 )
 
 // Error carries the data a caller needs to describe a store failure: which object, which

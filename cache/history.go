@@ -87,7 +87,7 @@ func (h *history) after(rv uint64, fn func(Event)) {
 // each time: a resource churning large objects pays for its own churn before another
 // resource's watchers lose their resume points. A resume from an evicted version answers
 // ErrGone (410) as it does past the count bound.
-func (s *Store) trimHistoryLocked() {
+func (s *WatchCache) trimHistoryLocked() {
 	for s.historyBytes > s.cfg.WatchHistoryBytes {
 		var largest *resourceState
 		for _, st := range s.resources {

@@ -1,6 +1,9 @@
 package cache
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Interface is the storage contract, in the shape of kube-apiserver's storage.Interface: one
 // versioned key space with get, list, watch, create, delete and one guaranteed-update primitive.
@@ -12,10 +15,12 @@ import "context"
 // Store (in memory) implements it; cachetest.RunConformance checks any implementation.
 //
 // Who assigns versions: the implementation, one store-wide counter, strictly increasing, one
-// version per write. When a write is visible: a write is visible to every Get, List and Watch
-// of this Interface once the call that made it has returned. What a watcher is promised: every
-// committed write after its starting version that matches its options, exactly once, in
-// version order, or a closed channel and an error saying why (never a silent gap).
+// version per write (Store: its own counter; package etcd: etcd's revision). When a write is
+// visible: a write is visible to every Get, List and Watch of this Interface once the call that
+// made it has returned; to the reads of another Interface over the same truth (another replica)
+// once that one's WaitUntilFresh has returned. What a watcher is promised: every committed
+// write after its starting version that matches its options, exactly once, in version order,
+// or a closed channel and an error saying why (never a silent gap).
 type Interface interface {
 	// Get returns the object at key, or an error wrapping ErrNotFound.
 	Get(ctx context.Context, key Key) (*Object, error)
@@ -49,6 +54,12 @@ type Interface interface {
 	// CheckResourceVersion reports whether every change after rv to grs (every resource when
 	// none) can still be replayed: nil, or an error wrapping ErrGone.
 	CheckResourceVersion(rv uint64, grs ...GroupResource) error
+	// WaitUntilFresh returns once this Interface's reads reflect every write committed before
+	// the call, anywhere (rv 0: a consistent read), or the write of version rv: nil, or an
+	// error wrapping ErrTimeout when they do not within a bound or rv is beyond every write so
+	// far, ErrUnavailable when the truth cannot be asked. Reads without it see what this
+	// Interface holds now (Kubernetes' resourceVersion "0"). Store's reads are always fresh.
+	WaitUntilFresh(ctx context.Context, rv uint64) error
 	// Counts returns the object counts per resource and namespace.
 	Counts() []ResourceCount
 	// Close ends every watch (ErrClosed) and refuses further writes. It is idempotent.
@@ -80,6 +91,10 @@ type WriteOptions struct {
 	// bumping the counter or emitting an event. A dry-run create's result has no
 	// resourceVersion.
 	DryRun bool
+	// TTL, when not zero, makes the object expire (a DELETED event) that long after this write
+	// unless it is written again, as kube-apiserver stores Events (an etcd lease). Store ignores
+	// it: there the Events' recorder expires them.
+	TTL time.Duration
 }
 
 var _ Interface = (*Store)(nil)

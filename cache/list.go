@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"fmt"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/fields"
@@ -49,7 +50,7 @@ type ListResult struct {
 }
 
 // List returns the objects of gr matching opts, in key order.
-func (s *Store) List(_ context.Context, gr GroupResource, opts ...ListOption) (ListResult, error) {
+func (s *WatchCache) List(_ context.Context, gr GroupResource, opts ...ListOption) (ListResult, error) {
 	var o listOptions
 	for _, f := range opts {
 		f(&o)
@@ -113,13 +114,13 @@ func matches(o *Object, label labels.Selector, field fields.Selector) bool {
 // CheckResourceVersion reports whether every change after rv to the given resources (every
 // resource when none are named) is still in history: nil if so, an error wrapping ErrGone if rv
 // is older than the history or was never issued by this store.
-func (s *Store) CheckResourceVersion(rv uint64, grs ...GroupResource) error {
+func (s *WatchCache) CheckResourceVersion(rv uint64, grs ...GroupResource) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.checkRVLocked(rv, grs)
 }
 
-func (s *Store) checkRVLocked(rv uint64, grs []GroupResource) error {
+func (s *WatchCache) checkRVLocked(rv uint64, grs []GroupResource) error {
 	if rv > s.rv || rv < s.startRV {
 		return goneError(rv, s.oldestLocked(grs))
 	}
@@ -130,7 +131,7 @@ func (s *Store) checkRVLocked(rv uint64, grs []GroupResource) error {
 }
 
 // oldestLocked is the oldest version a watch on grs can resume from.
-func (s *Store) oldestLocked(grs []GroupResource) uint64 {
+func (s *WatchCache) oldestLocked(grs []GroupResource) uint64 {
 	oldest := s.startRV
 	check := func(st *resourceState) {
 		if st != nil && st.history.since > oldest {
@@ -148,6 +149,16 @@ func (s *Store) oldestLocked(grs []GroupResource) uint64 {
 	return oldest
 }
 
+// WaitUntilFresh returns nil at once for rv 0 or a version the store has issued: the store is
+// its own truth, so its reads are always fresh. A greater version is an error wrapping
+// ErrTimeout at once (nothing else writes to this store, so waiting would not help).
+func (s *Store) WaitUntilFresh(_ context.Context, rv uint64) error {
+	if cur := s.ResourceVersion(); rv > cur {
+		return &Error{Err: ErrTimeout, Message: fmt.Sprintf("Too large resource version: %d, current: %d", rv, cur)}
+	}
+	return nil
+}
+
 // ResourceCount is the number of objects of one resource in one namespace.
 type ResourceCount struct {
 	GroupResource
@@ -157,7 +168,7 @@ type ResourceCount struct {
 
 // Counts returns the current object counts per resource and namespace. The store keeps them
 // as it writes; this only reads them.
-func (s *Store) Counts() []ResourceCount {
+func (s *WatchCache) Counts() []ResourceCount {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []ResourceCount

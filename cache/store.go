@@ -5,7 +5,6 @@ import (
 	"context"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/fields"
@@ -26,6 +25,7 @@ type Config struct {
 	WatchBuffer int
 	// StartResourceVersion is the counter's first value. Zero means the current time in
 	// microseconds since the epoch, so versions from an earlier run are older than this run's.
+	// For a WatchCache fed from elsewhere it is the version its source stood at (NewWatchCache).
 	StartResourceVersion uint64
 	// SelectableFields returns the extra field-selector fields of an object (beyond
 	// metadata.name and metadata.namespace), e.g. involvedObject.name for Events. It is called
@@ -37,89 +37,20 @@ type Config struct {
 const DefaultWatchHistoryBytes = 128 << 20
 
 // Store is the in-memory implementation of Interface: the source of truth and its own watch
-// cache. See the package doc for its guarantees.
+// cache. Its reads, watches and versions are its WatchCache's; its writes check, encode and
+// commit into that watch cache under its lock. See the package doc for its guarantees.
 type Store struct {
-	cfg     Config
-	startRV uint64
-
-	// mu guards everything below. Writers hold it exclusively while they apply a write, append
-	// it to history and hand it to watchers (non-blocking sends only), so events are ordered.
-	mu        sync.RWMutex
-	rv        uint64
-	resources map[GroupResource]*resourceState
-	watchers  map[*Watcher]struct{}
-	closed    bool
-	// historyBytes is the sum of every resource's history.bytes.
-	historyBytes int64
-}
-
-// resourceState is one resource's objects (by namespace, then name) and watch history.
-type resourceState struct {
-	byNS    map[string]map[string]*Object
-	history history
+	WatchCache
 }
 
 // New returns an empty store.
 func New(cfg Config) *Store {
-	if cfg.WatchHistory <= 0 {
-		cfg.WatchHistory = 10000
-	}
-	if cfg.WatchHistoryBytes <= 0 {
-		cfg.WatchHistoryBytes = DefaultWatchHistoryBytes
-	}
-	if cfg.WatchBuffer <= 0 {
-		cfg.WatchBuffer = 1024
-	}
 	if cfg.StartResourceVersion == 0 {
 		cfg.StartResourceVersion = uint64(time.Now().UnixMicro())
 	}
-	return &Store{
-		cfg:       cfg,
-		startRV:   cfg.StartResourceVersion,
-		rv:        cfg.StartResourceVersion,
-		resources: map[GroupResource]*resourceState{},
-		watchers:  map[*Watcher]struct{}{},
-	}
-}
-
-// ResourceVersion returns the counter: the version of the latest write.
-func (s *Store) ResourceVersion() uint64 {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.rv
-}
-
-// StartResourceVersion returns the counter's value when the store was made; versions below it
-// were issued by an earlier run.
-func (s *Store) StartResourceVersion() uint64 { return s.startRV }
-
-func (s *Store) stateLocked(gr GroupResource) *resourceState {
-	st := s.resources[gr]
-	if st == nil {
-		st = &resourceState{byNS: map[string]map[string]*Object{}}
-		st.history.init(s.cfg.WatchHistory, s.startRV)
-		s.resources[gr] = st
-	}
-	return st
-}
-
-func (s *Store) getLocked(key Key) *Object {
-	st := s.resources[key.GroupResource()]
-	if st == nil {
-		return nil
-	}
-	return st.byNS[key.Namespace][key.Name]
-}
-
-// Get returns the object at key, or an error wrapping ErrNotFound.
-func (s *Store) Get(_ context.Context, key Key) (*Object, error) {
-	s.mu.RLock()
-	o := s.getLocked(key)
-	s.mu.RUnlock()
-	if o == nil {
-		return nil, newErr(ErrNotFound, key, "")
-	}
-	return o, nil
+	s := &Store{}
+	s.init(cfg)
+	return s
 }
 
 // Create stores obj at key (see Interface). The object is encoded outside the lock with a
@@ -257,7 +188,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key Key, pre Preconditions
 				stamped, err = s.build(cur.key, u.Object)
 			}
 		} else {
-			stamped, err = s.restampLocked(cur)
+			stamped, err = s.restampLocked(cur, s.rv+1)
 		}
 		if err != nil {
 			s.mu.Unlock()
@@ -271,19 +202,6 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key Key, pre Preconditions
 		s.mu.Unlock()
 		return stamped, nil
 	}
-}
-
-// restampLocked returns cur as of the next version (for its DELETED event).
-func (s *Store) restampLocked(cur *Object) (*Object, error) {
-	if o := withVersion(cur, formatRV(cur.rv), s.rv+1); o != nil {
-		return o, nil
-	}
-	obj, err := cur.Decode()
-	if err != nil {
-		return nil, err
-	}
-	metadataOf(obj)["resourceVersion"] = formatRV(s.rv + 1)
-	return s.build(cur.key, obj)
 }
 
 // sameButVersion reports whether next (encoded with rvPlaceholder) equals cur (encoded at
@@ -317,46 +235,12 @@ func (s *Store) Delete(_ context.Context, key Key, pre Preconditions, opts Write
 	if opts.DryRun {
 		return cur, nil
 	}
-	o, err := s.restampLocked(cur)
+	o, err := s.restampLocked(cur, s.rv+1)
 	if err != nil {
 		return nil, err
 	}
 	s.commitLocked(Deleted, o, cur)
 	return o, nil
-}
-
-// commitLocked applies one write: it takes the next resourceVersion (o must already carry it),
-// updates the index, appends to the resource's history and hands the event to watchers.
-func (s *Store) commitLocked(t EventType, o, prev *Object) {
-	s.rv++
-	st := s.stateLocked(o.key.GroupResource())
-	ns := st.byNS[o.key.Namespace]
-	if t == Deleted {
-		delete(ns, o.key.Name)
-		if len(ns) == 0 {
-			delete(st.byNS, o.key.Namespace)
-		}
-	} else {
-		if ns == nil {
-			ns = map[string]*Object{}
-			st.byNS[o.key.Namespace] = ns
-		}
-		ns[o.key.Name] = o
-	}
-	ev := Event{Type: t, Object: o, ResourceVersion: s.rv, prev: prev}
-	s.historyBytes += st.history.add(ev)
-	s.trimHistoryLocked()
-	s.dispatchLocked(ev)
-}
-
-// Close closes every watcher with ErrClosed and refuses further writes. It is idempotent.
-func (s *Store) Close() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed = true
-	for w := range s.watchers {
-		s.closeWatcherLocked(w, ErrClosed, false)
-	}
 }
 
 // DropResource removes every object of gr at once (a DELETED event each, finalizers
@@ -375,8 +259,10 @@ func (s *Store) DropResource(_ context.Context, gr GroupResource) (int, error) {
 		for _, m := range st.byNS {
 			all = append(all, sortedObjects(m)...)
 		}
+		// In key order, so the DELETED events come out the same way every time.
+		sort.SliceStable(all, func(i, j int) bool { return all[i].key.Namespace < all[j].key.Namespace })
 		for _, cur := range all {
-			o, err := s.restampLocked(cur)
+			o, err := s.restampLocked(cur, s.rv+1)
 			if err != nil {
 				return n, err
 			}
@@ -384,12 +270,7 @@ func (s *Store) DropResource(_ context.Context, gr GroupResource) (int, error) {
 			n++
 		}
 	}
-	for w := range s.watchers {
-		if len(w.opts.Resources) == 1 && w.opts.Resources[0] == gr {
-			// Softly: the watcher still gets the DELETED events above before its channel closes.
-			s.closeWatcherLocked(w, ErrClosed, true)
-		}
-	}
+	s.endWatchesLocked(gr)
 	return n, nil
 }
 

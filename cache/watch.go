@@ -58,9 +58,9 @@ type WatchOptions struct {
 // so an idle watcher costs a few hundred bytes rather than its whole buffer.
 const chanSlack = 16
 
-// Watcher receives the events of one watch. See Store.Watch and the package doc.
+// Watcher receives the events of one watch. See WatchCache.Watch and the package doc.
 type Watcher struct {
-	s         *Store
+	c         *WatchCache
 	opts      WatchOptions
 	selective bool // opts has a label or field selector: events pass through the pump
 	ch        chan Event
@@ -68,7 +68,7 @@ type Watcher struct {
 	stopped chan struct{}
 	pumps   sync.WaitGroup
 
-	// mu guards the fields below. Lock order: Store.mu, then mu. The pump takes mu alone.
+	// mu guards the fields below. Lock order: WatchCache.mu, then mu. The pump takes mu alone.
 	mu sync.Mutex
 	// queue holds accepted events not yet in ch, oldest first: raw store events, which the
 	// pump converts (selectors, transitions) and sends. Allocated only while non-empty.
@@ -92,8 +92,8 @@ type Watcher struct {
 // by the store, when ctx is done, Stop is called, the store closes, or more than
 // Config.WatchBuffer events (beyond the initial ones) wait undelivered; Err then says which.
 // Writers never block on a watcher. The consumer must call Stop.
-func (s *Store) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) {
-	w := &Watcher{s: s, opts: opts, stopped: make(chan struct{})}
+func (s *WatchCache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) {
+	w := &Watcher{c: s, opts: opts, stopped: make(chan struct{})}
 	w.selective = opts.Label != nil && !opts.Label.Empty() || opts.Field != nil && !opts.Field.Empty()
 	s.mu.Lock()
 	if s.closed {
@@ -180,9 +180,9 @@ func (w *Watcher) Events() <-chan Event { return w.ch }
 func (w *Watcher) Stop() { w.stop(nil) }
 
 func (w *Watcher) stop(err error) {
-	w.s.mu.Lock()
-	w.s.closeWatcherLocked(w, err, false)
-	w.s.mu.Unlock()
+	w.c.mu.Lock()
+	w.c.closeWatcherLocked(w, err, false)
+	w.c.mu.Unlock()
 	w.pumps.Wait()
 }
 
@@ -198,8 +198,8 @@ func (w *Watcher) Err() error {
 // up to the store's current version has been taken from the channel; ok is false while events
 // are still queued.
 func (w *Watcher) Progress() (rv uint64, ok bool) {
-	w.s.mu.RLock()
-	defer w.s.mu.RUnlock()
+	w.c.mu.RLock()
+	defer w.c.mu.RUnlock()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	// Every event up to s.rv was handed to this watcher under s.mu (or is in its initial
@@ -207,12 +207,12 @@ func (w *Watcher) Progress() (rv uint64, ok bool) {
 	if w.done || w.holding || len(w.queue) > 0 || len(w.ch) > 0 {
 		return 0, false
 	}
-	return w.s.rv, true
+	return w.c.rv, true
 }
 
 // closeWatcherLocked closes w for err and removes it from the store. A soft close (drain)
 // still delivers what w has accepted; a hard one drops it. Called with s.mu held.
-func (s *Store) closeWatcherLocked(w *Watcher, err error, drain bool) {
+func (s *WatchCache) closeWatcherLocked(w *Watcher, err error, drain bool) {
 	delete(s.watchers, w)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -246,7 +246,7 @@ func (s *Store) closeWatcherLocked(w *Watcher, err error, drain bool) {
 // scope check and an append or a non-blocking send; selectors are left to the watcher's pump.
 // A watcher with too many events pending is closed with ErrTooSlow rather than blocking the
 // writer.
-func (s *Store) dispatchLocked(ev Event) {
+func (s *WatchCache) dispatchLocked(ev Event) {
 	for w := range s.watchers {
 		if !w.inScope(ev.Object) {
 			continue
@@ -363,7 +363,7 @@ func (w *Watcher) convert(ev Event) (Event, bool) {
 
 // snapshotLocked returns the current objects in w's scope as ADDED events, unordered and not
 // yet filtered by selectors.
-func (s *Store) snapshotLocked(w *Watcher) []Event {
+func (s *WatchCache) snapshotLocked(w *Watcher) []Event {
 	var out []Event
 	for gr, st := range s.resources {
 		if len(w.opts.Resources) > 0 && !slices.Contains(w.opts.Resources, gr) {
@@ -396,7 +396,7 @@ func sortByKey(evs []Event) {
 }
 
 // replayLocked returns the events in w's scope after rv, unordered and not yet converted.
-func (s *Store) replayLocked(w *Watcher, rv uint64) []Event {
+func (s *WatchCache) replayLocked(w *Watcher, rv uint64) []Event {
 	var out []Event
 	for gr, st := range s.resources {
 		if len(w.opts.Resources) > 0 && !slices.Contains(w.opts.Resources, gr) {

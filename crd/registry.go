@@ -87,8 +87,14 @@ func (r *Registry) Register(c *apiextv1.CustomResourceDefinition) (*apiextv1.Cus
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if old, ok := r.byName[e.crd.Name]; ok && old.builtIn {
+	old, ok := r.byName[e.crd.Name]
+	if ok && old.builtIn {
 		return nil, nil, ErrBuiltIn
+	}
+	if ok && rvOf(e.crd.ResourceVersion) != 0 && rvOf(e.crd.ResourceVersion) < rvOf(old.crd.ResourceVersion) {
+		// An older state of a CRD already served at a newer one (replicas register what they
+		// store and what they see others store, in either order).
+		return old.crd.DeepCopy(), nil, nil
 	}
 	if errs := r.conflictsLocked(e); len(errs) > 0 {
 		return nil, errs, nil

@@ -76,12 +76,18 @@ type Config struct {
 	Clock   clock.WithTicker
 	Metrics *metrics.Registry
 	Logger  *slog.Logger
+	// Queue, when positive, makes Record return at once and Work write the Events from a queue
+	// that long, as Kubernetes' event broadcaster does: for a store where each write is a round
+	// trip to etcd, an action's Event then costs its client nothing. A full queue makes Record
+	// write the Event itself, so none is dropped. Zero: Record writes before it returns.
+	Queue int
 }
 
 // Recorder records, aggregates, expires and queries Events.
 type Recorder struct {
-	cfg Config
-	seq atomic.Uint64
+	cfg   Config
+	seq   atomic.Uint64
+	queue chan queued // nil unless Config.Queue
 
 	// mu guards index, order and byKey (the Events this recorder wrote, for aggregation and
 	// the limit) and each entry's last. It is never held across a write: an entry's own mu
@@ -131,7 +137,47 @@ func New(cfg Config) *Recorder {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Recorder{cfg: cfg, index: map[aggKey]*entry{}, order: list.New(), byKey: map[cache.Key]*entry{}}
+	r := &Recorder{cfg: cfg, index: map[aggKey]*entry{}, order: list.New(), byKey: map[cache.Key]*entry{}}
+	if cfg.Queue > 0 {
+		r.queue = make(chan queued, cfg.Queue)
+	}
+	return r
+}
+
+// queued is an Event waiting to be written, with the time it was recorded at.
+type queued struct {
+	ev  Event
+	now time.Time
+}
+
+// workers is how many goroutines of Work write queued Events.
+const workers = 8
+
+// Work writes the queued Events (Config.Queue) until ctx ends; the Events still queued or being
+// written then are dropped (and counted in the log), so a stopping replica does not wait on
+// etcd. Every replica runs it.
+func (r *Recorder) Work(ctx context.Context) error {
+	if r.queue == nil {
+		return nil
+	}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case q := <-r.queue:
+					r.record(ctx, q.ev, q.now)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := len(r.queue); n > 0 {
+		r.cfg.Logger.Info("events: dropping the Events still queued at shutdown", "count", n)
+	}
+	return nil
 }
 
 // errGone says the Event an entry aggregates into was deleted meanwhile.
@@ -155,6 +201,18 @@ func (r *Recorder) Record(ctx context.Context, ev Event) {
 	r.cfg.Metrics.RecordEvent(ev.Type, string(ev.Severity))
 	ev = bounded(ev)
 	now := r.cfg.Clock.Now()
+	if r.queue != nil {
+		select {
+		case r.queue <- queued{ev, now}:
+			return
+		default: // full: write it here
+		}
+	}
+	r.record(ctx, ev, now)
+}
+
+// record writes ev (recorded at now): a new Event, or a bump of the one it aggregates into.
+func (r *Recorder) record(ctx context.Context, ev Event, now time.Time) {
 	k := aggKey{ev.Object.UID, ev.Object.Kind, ev.Object.Namespace, ev.Object.Name, ev.Type, ev.Reason, ev.Source}
 	// Twice at most: when the Event to aggregate into was deleted meanwhile (expired, or by a
 	// client), the second pass records a new one.

@@ -329,3 +329,34 @@ func TestTrackCountsClientEvents(t *testing.T) {
 	}
 	assert.False(t, r.Stored(key("in-flight")), "the oldest, evicted before its write finished")
 }
+
+// TestQueue: with a queue, Record returns before the Event is written and Work writes it, with
+// the time it was recorded at; a full queue writes the Event in Record itself, so none is lost.
+func TestQueue(t *testing.T) {
+	t.Parallel()
+	env := registrytest.New(t, registrytest.Options{})
+	c := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+	r := events.New(events.Config{Client: env.Registry.Client("opemu-events"), Host: "pod-1", Clock: c, Queue: 2})
+	recorded := c.Now()
+	for i := range 3 { // the third finds the queue full
+		r.Record(ctx, ev(fmt.Sprint("app-", i), "Created"))
+	}
+	got := all(t, r, events.Query{})
+	require.Len(t, got, 1, "two wait in the queue, the third was written at once")
+	assert.Equal(t, "app-2", got[0]["involvedObject"].(map[string]any)["name"])
+	c.Step(time.Minute)
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Work(wctx) }()
+	require.Eventually(t, func() bool { return len(all(t, r, events.Query{})) == 3 }, 5*time.Second, 5*time.Millisecond)
+	for _, e := range all(t, r, events.Query{}) {
+		assert.Equal(t, recorded.Format(time.RFC3339), e["firstTimestamp"], "stamped when recorded, not when written")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Work did not return after its context ended")
+	}
+}

@@ -1,17 +1,29 @@
 #!/usr/bin/env bash
-# HA demo: three opemu replicas elect one leader through a shared lease file; killing the
-# leader hands leadership to another within LEASE_DURATION + 4.4 x RETRY_PERIOD.
+# HA demo (SPEC §12): three opemu replicas share one etcd (`opemu etcd`, embedded, so nothing
+# else needs installing). An Application is created through a follower; the leader rolls it
+# out, as every replica shows; the leader is killed with kill -9 mid-rollout; another replica
+# takes over and finishes that rollout; the killed replica comes back and catches up.
+#
+#   examples/ha-demo.sh               the shared-state demo (builds opemu with -tags etcd)
+#   examples/ha-demo.sh --lease-file  the variant for a machine without etcd: each replica
+#                                     keeps its own objects in memory and they elect one
+#                                     leader through a shared lease file
+#
 # It uses the built binary (go run would hide the server from signals) and stops only the
 # processes it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+MODE=etcd
+if [[ "${1:-}" == "--lease-file" ]]; then MODE=lease-file; fi
 PORTS=(${PORTS:-3001 3002 3003})
+ETCD_PORTS=(${ETCD_PORTS:-12379 12380})
 LEASE_DURATION=${LEASE_DURATION:-5s}
 RENEW_DEADLINE=${RENEW_DEADLINE:-3s}
 RETRY_PERIOD=${RETRY_PERIOD:-1s}
+ROLLOUT_STEP=${ROLLOUT_STEP:-1s}
 work=$(mktemp -d)
-export LEASE_FILE="$work/demo.lease" LEASE_DURATION RENEW_DEADLINE RETRY_PERIOD
+export LEASE_DURATION RENEW_DEADLINE RETRY_PERIOD ROLLOUT_STEP
 
 pids=()
 cleanup() {
@@ -20,14 +32,6 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-
-echo "== building ./opemu"
-go build -o "$work/opemu" .
-
-for i in 0 1 2; do
-  POD_NAME="operator-$((i + 1))" PORT="${PORTS[$i]}" "$work/opemu" 2>"$work/operator-$((i + 1)).log" &
-  pids+=("$!")
-done
 
 leader_of() { # prints the port of the replica that leads, if any
   for port in "$@"; do
@@ -42,21 +46,120 @@ show() {
   done
 }
 
-echo "== waiting for a leader"
-until [[ -n "$(leader_of "${PORTS[@]}")" ]]; do sleep 0.2; done
+wait_leader() { # waits until one of the given ports leads
+  until [[ -n "$(leader_of "$@")" ]]; do sleep 0.1; done
+}
+
+if [[ "$MODE" == lease-file ]]; then
+  # Each replica is its own cluster; they share only the lease file.
+  export LEASE_FILE="$work/demo.lease"
+  echo "== building ./opemu"
+  go build -o "$work/opemu" .
+  for i in 0 1 2; do
+    POD_NAME="operator-$((i + 1))" PORT="${PORTS[$i]}" "$work/opemu" 2>"$work/operator-$((i + 1)).log" &
+    pids+=("$!")
+  done
+  echo "== waiting for a leader"
+  wait_leader "${PORTS[@]}"
+  sleep 2.5 # let every replica observe it
+  show "${PORTS[@]}"
+  lead=$(leader_of "${PORTS[@]}")
+  for i in 0 1 2; do [[ "${PORTS[$i]}" == "$lead" ]] && victim=${pids[$i]}; done
+  echo "== kill -9 of the leader on :$lead"
+  { kill -9 "$victim" && wait "$victim"; } 2>/dev/null || true
+  start=$(date +%s%N)
+  rest=()
+  for port in "${PORTS[@]}"; do [[ "$port" != "$lead" ]] && rest+=("$port"); done
+  wait_leader "${rest[@]}"
+  echo "== failover after $(( ($(date +%s%N) - start) / 1000000 )) ms"
+  show "${rest[@]}"
+  echo "== readiness: only the leader is ready"
+  for port in "${rest[@]}"; do printf '  :%s /readyz -> %s\n' "$port" "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz")"; done
+  echo "== done; stopping the replicas this script started"
+  exit 0
+fi
+
+APPS=/apis/cloudnative.elide.dev/v1/namespaces/default/applications
+ENDPOINT="http://127.0.0.1:${ETCD_PORTS[0]}"
+
+# status PORT NAME: "ready/desired phase rv=resourceVersion" of Application NAME as PORT serves it.
+status() {
+  local obj rv desired ready phase
+  obj=$(curl -s "http://127.0.0.1:$1$APPS/$2")
+  rv=$(grep -o '"resourceVersion":"[0-9]*"' <<<"$obj" | head -1 | cut -d'"' -f4)
+  desired=$(grep -o '"spec":{[^}]*}' <<<"$obj" | grep -o '"replicas":[0-9]*' | cut -d: -f2)
+  ready=$(grep -o '"readyReplicas":[0-9]*' <<<"$obj" | cut -d: -f2)
+  phase=$(grep -o '"phase":"[A-Za-z]*"' <<<"$obj" | cut -d'"' -f4)
+  echo "${ready:-0}/${desired:-?} ${phase:--} rv=${rv:-?}"
+}
+
+show_status() { # prints how every given replica sees Application $1
+  local name=$1; shift
+  for port in "$@"; do printf '  :%s  %s %s\n' "$port" "$name" "$(status "$port" "$name")"; done
+}
+
+ready_of() { status "$1" "$2" | cut -d/ -f1; }
+
+start_replica() { # start_replica INDEX
+  local i=$1
+  STORE=etcd ETCD_ENDPOINTS="$ENDPOINT" POD_NAME="operator-$((i + 1))" PORT="${PORTS[$i]}" \
+    "$work/opemu" 2>>"$work/operator-$((i + 1)).log" &
+  pids[$i]=$!
+  until curl -s -o /dev/null "http://127.0.0.1:${PORTS[$i]}/healthz"; do sleep 0.05; done
+}
+
+echo "== building ./opemu with etcd (go build -tags etcd)"
+go build -tags etcd -o "$work/opemu" .
+
+echo "== opemu etcd: one etcd member, data in $work/etcd"
+"$work/opemu" etcd --data-dir "$work/etcd" --listen-client-urls "$ENDPOINT" \
+  --listen-peer-urls "http://127.0.0.1:${ETCD_PORTS[1]}" >"$work/etcd.out" 2>"$work/etcd.log" &
+etcd_pid=$!
+until grep -q "etcd ready" "$work/etcd.out"; do
+  kill -0 "$etcd_pid" 2>/dev/null || { echo "opemu etcd failed:"; cat "$work/etcd.log"; exit 1; }
+  sleep 0.1
+done
+cat "$work/etcd.out"
+
+echo "== three replicas with STORE=etcd"
+for i in 0 1 2; do start_replica "$i"; done
+pids+=("$etcd_pid")
+wait_leader "${PORTS[@]}"
 sleep 2.5 # let every replica observe it
 show "${PORTS[@]}"
 lead=$(leader_of "${PORTS[@]}")
-for i in 0 1 2; do [[ "${PORTS[$i]}" == "$lead" ]] && victim=${pids[$i]}; done
+followers=()
+for port in "${PORTS[@]}"; do [[ "$port" != "$lead" ]] && followers+=("$port"); done
 
-echo "== kill -9 of the leader on :$lead"
-{ kill -9 "$victim" && wait "$victim"; } 2>/dev/null || true
+echo "== create Application demo (8 replicas) through the follower :${followers[0]}"
+curl -s -o /dev/null -w '  POST -> %{http_code}\n' -X POST -H 'Content-Type: application/json' \
+  "http://127.0.0.1:${followers[0]}$APPS" \
+  -d '{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","metadata":{"name":"demo"},"spec":{"replicas":8,"image":"nginx:1.27"}}'
+
+echo "== the leader :$lead rolls it out; every replica shows the same object and version"
+until [[ "$(ready_of "$lead" demo)" -ge 2 ]]; do sleep 0.1; done
+show_status demo "${PORTS[@]}"
+
+echo "== kill -9 of the leader on :$lead mid-rollout"
+for i in 0 1 2; do [[ "${PORTS[$i]}" == "$lead" ]] && victim=$i; done
+{ kill -9 "${pids[$victim]}" && wait "${pids[$victim]}"; } 2>/dev/null || true
 start=$(date +%s%N)
-rest=()
-for port in "${PORTS[@]}"; do [[ "$port" != "$lead" ]] && rest+=("$port"); done
-until [[ -n "$(leader_of "${rest[@]}")" ]]; do sleep 0.1; done
+wait_leader "${followers[@]}"
 echo "== failover after $(( ($(date +%s%N) - start) / 1000000 )) ms"
-show "${rest[@]}"
-echo "== readiness: only the leader is ready"
-for port in "${rest[@]}"; do printf '  :%s /readyz -> %s\n' "$port" "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz")"; done
-echo "== done; stopping the replicas this script started"
+show "${followers[@]}"
+next=$(leader_of "${followers[@]}")
+
+echo "== the new leader :$next finishes the rollout"
+until status "$next" demo | grep -q "^8/8 Running"; do sleep 0.2; done
+echo "== finished the rollout"
+show_status demo "${followers[@]}"
+echo "== who recorded the rollout's Events (source.host)"
+curl -s "http://127.0.0.1:$next/api/v1/namespaces/default/events?fieldSelector=involvedObject.name=demo" |
+  grep -o '"reason":"[A-Za-z]*"[^}]*"host":"[^"]*"' |
+  sed -E 's/"reason":"([A-Za-z]*)".*"host":"([^"]*)"/  \1 by \2/' | sort | uniq -c
+
+echo "== the killed replica comes back on :$lead and catches up"
+start_replica "$victim"
+show_status demo "${PORTS[@]}"
+echo "== caught up: every replica serves the same version"
+echo "== done; stopping the replicas and the etcd this script started"

@@ -22,6 +22,10 @@ import (
 const (
 	BackendFile   = "file"
 	BackendMemory = "memory"
+	// BackendStore is the Lease in a store replicas share (etcd): the same lock as memory
+	// (client-go's LeaseLock semantics over the in-process client), shared by every replica
+	// because the store is.
+	BackendStore = "store"
 )
 
 // Client is how the elector reads and writes Leases: the in-process API client
@@ -34,7 +38,7 @@ type Client interface {
 
 // Config configures an Elector. Identity and Client are required.
 type Config struct {
-	// Backend is BackendFile or BackendMemory. Empty means memory.
+	// Backend is BackendFile, BackendMemory or BackendStore. Empty means memory.
 	Backend string
 	// Lock, when set, replaces the backend's lock (tests; later an etcd or a cluster's Lease).
 	Lock     rl.Interface
@@ -114,7 +118,7 @@ func New(cfg Config) (*Elector, error) {
 		e.file = &FileLock{Path: cfg.LeaseFile, ID: cfg.Identity, Name: cfg.LeaseNamespace + "/" + cfg.LeaseName, Logger: cfg.Logger, OnRecord: onRecord,
 			LeaseDuration: cfg.LeaseDuration}
 		e.lock = e.file
-	case BackendMemory, "":
+	case BackendMemory, BackendStore, "":
 		e.lock = &MemoryLock{Client: cfg.Client, Namespace: cfg.LeaseNamespace, Name: cfg.LeaseName, ID: cfg.Identity, OnRecord: onRecord}
 	default:
 		return nil, fmt.Errorf("leader: unknown backend %q", cfg.Backend)
@@ -129,10 +133,13 @@ func New(cfg Config) (*Elector, error) {
 	return e, nil
 }
 
-// Backend is the backend in use (BackendFile or BackendMemory).
+// Backend is the backend in use (BackendFile, BackendMemory or BackendStore).
 func (e *Elector) Backend() string {
 	if e.file != nil {
 		return BackendFile
+	}
+	if e.cfg.Backend == BackendStore {
+		return BackendStore
 	}
 	return BackendMemory
 }

@@ -102,7 +102,7 @@ func (s *Store) store(ctx context.Context, k *kinds.Kind, key cache.Key, obj map
 		if k.Canonicalize != nil {
 			k.Canonicalize(obj)
 		}
-		stored, err := s.cfg.Storage.Create(ctx, key, obj, cache.WriteOptions{DryRun: o.DryRun})
+		stored, err := s.cfg.Storage.Create(ctx, key, obj, s.writeOptions(key, o))
 		if !generated || !errors.Is(err, cache.ErrAlreadyExists) || attempt == generateNameAttempts {
 			return stored, err
 		}

@@ -69,7 +69,7 @@ func (s *Store) deleteObject(ctx context.Context, t Target, pre cache.Preconditi
 		}
 		removing = true
 		return cache.Update{Remove: true}, nil
-	}, cache.WriteOptions{DryRun: o.DryRun})
+	}, s.writeOptions(t.Key, o))
 	if err != nil {
 		return nil, false, err
 	}

@@ -142,3 +142,47 @@ func (s *Store) finishNamespace(ctx context.Context, name string) (*cache.Object
 	}
 	return gone, err
 }
+
+// FinishNamespaces does, once, what the cascade of a namespace's deletion leaves undone when
+// replicas share the store: for every Terminating namespace it deletes the objects still in
+// it (those created through another replica that the deleting one had not seen yet, or left by
+// a replica that stopped mid-cascade), honouring finalizers, and removes the namespace when
+// nothing is left. Only the leader runs it, every second (SPEC §12).
+func (s *Store) FinishNamespaces(ctx context.Context) error {
+	res, err := s.cfg.Storage.List(ctx, kinds.Namespaces)
+	if err != nil {
+		return err
+	}
+	for _, ns := range res.Items {
+		if !ns.Deleting() {
+			continue
+		}
+		name := ns.Key().Name
+		for _, gr := range s.resourcesIn(name) {
+			objs, err := s.cfg.Storage.List(ctx, gr, cache.InNamespace(name))
+			if err != nil {
+				return err
+			}
+			for _, obj := range objs.Items {
+				if obj.Deleting() {
+					continue // marked: its finalizers' owners remove it
+				}
+				ot, err := s.TargetOf(obj.Key())
+				if err != nil {
+					// A resource no longer served (its CRD's drop did not finish): it goes as is.
+					if _, err := s.cfg.Storage.Delete(ctx, obj.Key(), cache.Preconditions{}, cache.WriteOptions{}); err != nil && !errors.Is(err, cache.ErrNotFound) {
+						return err
+					}
+					continue
+				}
+				if _, _, err := s.deleteObject(ctx, ot, cache.Preconditions{}, Options{Internal: true}); err != nil && !errors.Is(err, cache.ErrNotFound) {
+					return err
+				}
+			}
+		}
+		if _, err := s.finishNamespace(ctx, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -168,14 +168,19 @@ func (s *Store) applyPatch(ctx context.Context, t Target, body []byte, o Options
 		}
 		res, err = s.Create(ctx, t, obj, o)
 		res.Created = err == nil
-	} else {
-		res, err = s.update(ctx, t, o, func(cur map[string]any) (map[string]any, error) {
-			if err := checkDepth(t, cur, "the live object"); err != nil {
-				return nil, err
-			}
-			return s.applyObject(t.Kind, cur, deepCopy(applied), o.FieldManager, o.Force)
-		})
+		// Created meanwhile (by another apply, or through another replica whose write this
+		// one's store had not seen yet): apply to it instead.
+		if !errors.Is(err, cache.ErrAlreadyExists) {
+			res.Warnings = append(warnings, res.Warnings...)
+			return res, err
+		}
 	}
+	res, err = s.update(ctx, t, o, func(cur map[string]any) (map[string]any, error) {
+		if err := checkDepth(t, cur, "the live object"); err != nil {
+			return nil, err
+		}
+		return s.applyObject(t.Kind, cur, deepCopy(applied), o.FieldManager, o.Force)
+	})
 	res.Warnings = append(warnings, res.Warnings...)
 	return res, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -14,9 +15,35 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// Get returns t's stored object.
-func (s *Store) Get(ctx context.Context, t Target) (*cache.Object, error) {
+// Get returns t's stored object as a client reading it with resourceVersion rv gets it
+// (Kubernetes' get semantics): "" the current state (a consistent read: the store first
+// catches up with every write made anywhere), "0" what this server holds, N a state at least as
+// new as N.
+func (s *Store) Get(ctx context.Context, t Target, rv string) (*cache.Object, error) {
+	if err := s.fresh(ctx, rv); err != nil {
+		return nil, err
+	}
 	return s.cfg.Storage.Get(ctx, t.Key)
+}
+
+// fresh makes the store's reads at least as new as a read with resourceVersion rv asks: every
+// write made anywhere for "", nothing for "0", version N for N. A version the store does not
+// reach in time is left to the caller's check (the 504 of a too large version).
+func (s *Store) fresh(ctx context.Context, rv string) error {
+	switch rv {
+	case "0":
+		return nil
+	case "":
+		return s.cfg.Storage.WaitUntilFresh(ctx, 0)
+	}
+	n, err := cache.ParseResourceVersion(rv)
+	if err != nil {
+		return nil // lists refuse it when parsing; a get ignores it, as it always has
+	}
+	if err := s.cfg.Storage.WaitUntilFresh(ctx, n); err != nil && !errors.Is(err, cache.ErrTimeout) {
+		return err
+	}
+	return nil
 }
 
 // View returns what a client reading t gets of o: its stored JSON, for /scale its
@@ -87,6 +114,13 @@ func DecodeContinue(s string) (*Continue, error) {
 // list version; a continue token older than the history gets 410.
 func (s *Store) List(ctx context.Context, t Target, q ListOptions) ([]*cache.Object, metav1.ListMeta, error) {
 	st := s.cfg.Storage
+	freshAt := q.ResourceVersion
+	if q.Continue != nil {
+		freshAt = formatRV(q.Continue.RV) // a token from another replica: catch up with its list
+	}
+	if err := s.fresh(ctx, freshAt); err != nil {
+		return nil, metav1.ListMeta{}, err
+	}
 	current := st.ResourceVersion()
 	if q.ResourceVersion != "" && q.ResourceVersion != "0" && q.Continue == nil {
 		rv, _ := cache.ParseResourceVersion(q.ResourceVersion)

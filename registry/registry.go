@@ -58,6 +58,9 @@ type Config struct {
 	// MaxBody is the request body limit (MAX_BODY): a JSON Patch's copies may copy at most this
 	// much, and a patched object may be at most twice it. Zero means 3 MiB.
 	MaxBody int64
+	// TTL, when set, says how long after each write an object of gr expires (zero: never), as
+	// kube-apiserver keeps Events for --event-ttl; the store decides how (cache.WriteOptions).
+	TTL func(gr cache.GroupResource) time.Duration
 }
 
 // Store is the write path of every kind. Create it with New.
@@ -89,6 +92,15 @@ func New(cfg Config) (*Store, error) {
 		cfg.MaxBody = defaultMaxBody
 	}
 	return &Store{cfg: cfg, nsSeed: maphash.MakeSeed()}, nil
+}
+
+// writeOptions are the store's options of a write of key.
+func (s *Store) writeOptions(key cache.Key, o Options) cache.WriteOptions {
+	w := cache.WriteOptions{DryRun: o.DryRun}
+	if s.cfg.TTL != nil {
+		w.TTL = s.cfg.TTL(key.GroupResource())
+	}
+	return w
 }
 
 // Target is what a request is about: the kind, the object (Key.Name empty for a collection or

@@ -110,7 +110,7 @@ func (s *Store) update(ctx context.Context, t Target, o Options, mutate MutateFu
 			return cache.Update{}, err
 		}
 		return cache.Update{Object: next, Remove: removing}, nil
-	}, cache.WriteOptions{DryRun: o.DryRun})
+	}, s.writeOptions(t.Key, o))
 	if err != nil {
 		return Result{}, err
 	}

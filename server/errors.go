@@ -77,6 +77,12 @@ func cacheStatus(e *cache.Error) metav1.Status {
 			field.ErrorList{field.Forbidden(path, e.Message)}).ErrStatus
 	case errors.Is(e, cache.ErrClosed):
 		return apierrors.NewServiceUnavailable("the server is shutting down").ErrStatus
+	case errors.Is(e, cache.ErrUnavailable):
+		return apierrors.NewServiceUnavailable(e.Message).ErrStatus
+	case errors.Is(e, cache.ErrTimeout):
+		return apierrors.NewTimeoutError(e.Message, 1).ErrStatus
+	case errors.Is(e, cache.ErrTooLarge):
+		return apierrors.NewRequestEntityTooLargeError(e.Message).ErrStatus
 	}
 	return apierrors.NewInternalError(e).ErrStatus
 }

@@ -80,6 +80,12 @@ func (s *Server) kubeWatch(c *echo.Context, t registry.Target) error {
 		return err
 	}
 	defer release()
+	if opts.SendInitialEvents && wq.ResourceVersion == "" {
+		// "Get state and start at most recent": the state is a consistent read, as a list's.
+		if err := s.cfg.Store.WaitUntilFresh(r.Context(), 0); err != nil {
+			return err
+		}
+	}
 	w, werr := s.cfg.Store.Watch(r.Context(), opts)
 	if werr != nil && !errors.Is(werr, cache.ErrGone) {
 		return werr
@@ -131,8 +137,11 @@ func (s *Server) kubeWatch(c *echo.Context, t registry.Target) error {
 		select {
 		case ev, ok := <-events:
 			if !ok {
-				if errors.Is(w.Err(), cache.ErrTooSlow) {
+				switch err := w.Err(); {
+				case errors.Is(err, cache.ErrTooSlow):
 					_ = kw.status(toStatus(apierrors.NewResourceExpired("watch fell behind; relist")))
+				case errors.Is(err, cache.ErrGone):
+					_ = kw.status(toStatus(err))
 				}
 				return nil
 			}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/labstack/echo/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -65,6 +66,23 @@ func (r *eofReader) Read(b []byte) (int, error) {
 		r.eof.Store(true)
 	}
 	return n, err
+}
+
+// Draining a body its handler did not read is bounded in time and size: a client still sending
+// finishes within them (on loopback, megabytes take milliseconds), one that stopped is not waited
+// for long.
+const (
+	drainWait = 250 * time.Millisecond
+	drainMax  = 64 << 20
+)
+
+// drainBody reads and drops what is left of body, within drainWait and drainMax. It leaves the
+// connection's read deadline at the end of that wait: the answer follows at once, and net/http
+// closes the connection after it when the body did not end.
+func drainBody(w http.ResponseWriter, body io.Reader) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(drainWait))
+	_, _ = io.CopyN(io.Discard, body, drainMax)
 }
 
 // discardBody reads and drops what a watch request carries in its body, within the read

@@ -24,7 +24,7 @@ func (s *Server) getObject(c *echo.Context) error {
 	case "reconcile":
 		return echo.ErrMethodNotAllowed
 	}
-	o, err := s.cfg.Registry.Get(c.Request().Context(), t)
+	o, err := s.cfg.Registry.Get(c.Request().Context(), t, c.QueryParam("resourceVersion"))
 	if err != nil {
 		return err
 	}

@@ -64,6 +64,12 @@ type Config struct {
 	Identity string
 	// Leader reports leader election; nil means election is off (this process leads).
 	Leader LeaderStatus
+	// StoreName names the store in use ("memory" or "etcd") in GET / and /leader. Empty means
+	// memory.
+	StoreName string
+	// StoreHealth, when set, is asked by /readyz whether the store's truth answers (etcd); an
+	// error makes /readyz 503 with the error as its reason. Nil means always.
+	StoreHealth func(ctx context.Context) error
 	// Version is reported by GET /. Empty means "dev".
 	Version string
 	// MaxBody limits request bodies (413 beyond). Zero means 3 MiB.
@@ -161,6 +167,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Identity == "" {
 		cfg.Identity = "opemu"
+	}
+	if cfg.StoreName == "" {
+		cfg.StoreName = "memory"
 	}
 	if cfg.Version == "" {
 		cfg.Version = "dev"
@@ -280,9 +289,15 @@ func (s *Server) limit(next echo.HandlerFunc) echo.HandlerFunc {
 			body := &eofReader{ReadCloser: r.Body}
 			r.Body = http.MaxBytesReader(c.Response(), body, s.cfg.MaxBody)
 			// net/http reads what is left of a small body before it writes the answer, to keep
-			// the connection; for a body the handler did not read, answer at once and close it.
+			// the connection. For a body the handler did not read (or refused, past MAX_BODY),
+			// read a little more first, so a client still sending (an oversized body) gets to
+			// read the answer rather than a reset; if the body still has not ended, answer and
+			// close the connection.
 			if resp, err := echo.UnwrapResponse(c.Response()); err == nil {
 				resp.Before(func() {
+					if !body.eof.Load() {
+						drainBody(c.Response(), body)
+					}
 					if !body.eof.Load() {
 						resp.Header().Set("Connection", "close")
 					}

@@ -32,6 +32,12 @@ func (s *Server) sseWatch(c *echo.Context) error {
 		return err
 	}
 	defer release()
+	if opts.SendInitialEvents && opts.ResourceVersion == 0 {
+		// The snapshot is a consistent read, as a list's.
+		if err := s.cfg.Store.WaitUntilFresh(r.Context(), 0); err != nil {
+			return err
+		}
+	}
 	w, err := s.cfg.Store.Watch(r.Context(), opts)
 	var gone bool
 	switch {
@@ -81,8 +87,11 @@ func (s *Server) streamSSE(r *http.Request, w *cache.Watcher, sw *sseWriter, inj
 		select {
 		case ev, ok := <-events:
 			if !ok {
-				if errors.Is(w.Err(), cache.ErrTooSlow) {
+				switch err := w.Err(); {
+				case errors.Is(err, cache.ErrTooSlow):
 					_ = sw.errorFrame(toStatus(apierrors.NewResourceExpired("watch fell behind; relist")))
+				case errors.Is(err, cache.ErrGone):
+					_ = sw.errorFrame(toStatus(err))
 				}
 				return
 			}

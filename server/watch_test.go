@@ -303,3 +303,33 @@ func TestSSESlowClientDoesNotSlowOthers(t *testing.T) {
 	ev, _ := fast.event()
 	assert.Equal(t, "DELETED", ev.Type)
 }
+
+// TestRefilledCacheEndsWatchesWith410: when a watch cache is refilled from its source (etcd
+// compacted past its watch; cache.WatchCache.Replace), SSE and Kubernetes watchers get a 410
+// ERROR and the stream ends, so they list again instead of missing what changed meanwhile.
+func TestRefilledCacheEndsWatchesWith410(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	require.Equal(t, http.StatusCreated, e.do("POST", appsPath, "application/json", app("web", 1, "nginx:1")).code)
+	sse := e.watch("?kind=Application", nil)
+	kube := e.kubeWatch(appsPath + "?watch=true&resourceVersion=" + strconv.FormatUint(e.store.ResourceVersion(), 10))
+	store := e.store.(*cache.Store)
+	require.NoError(t, store.Replace(nil, store.ResourceVersion()))
+
+	f, ok := sse.next()
+	require.True(t, ok)
+	var ev watchEvent
+	require.NoError(t, json.Unmarshal([]byte(f.data), &ev))
+	assert.Equal(t, "ERROR", ev.Type)
+	assert.EqualValues(t, 410, ev.Object["code"])
+	assert.True(t, f.hasID)
+	assert.Empty(t, f.id, "an empty id: a browser reconnects from now")
+	_, open := sse.next2()
+	assert.False(t, open)
+
+	typ, obj := kube.next()
+	assert.Equal(t, "ERROR", typ)
+	assert.EqualValues(t, 410, obj["code"])
+	assert.Equal(t, "Expired", obj["reason"])
+	assert.True(t, kube.closed())
+}

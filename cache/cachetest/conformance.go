@@ -22,14 +22,37 @@ type NewStore func(t *testing.T, cfg cache.Config) cache.Interface
 
 const wait = 5 * time.Second
 
+// Factory makes the stores of one conformance run and declares what they do where stores
+// differ: an assertion about one of these is made as the declaration says.
+type Factory struct {
+	New NewStore
+	// OwnCounter: versions are the store's own counter, starting at Config.StartResourceVersion
+	// (the time in microseconds when zero, below 2^53). Without it they come from a counter the
+	// store does not own (etcd's revision) and a new store starts where that counter stands.
+	OwnCounter bool
+	// RemoveCarriesUpdate: the DELETED event of an update that removes the object carries the
+	// state the update gave (cache.Update.Object). Without it, it carries the last state stored,
+	// as kube-apiserver's over etcd does (a removal stores no new state).
+	RemoveCarriesUpdate bool
+	// SharedCounter: the stores of this factory take their versions from one counter (one
+	// etcd), so the cases run one at a time; each then sees one version per write of its own.
+	SharedCounter bool
+}
+
 // RunConformance checks the storage contract (cache.Interface) behind SPEC §2 and §5.2:
 // versions, create, guaranteed updates and deletes with preconditions, dry runs, selectors,
 // paging, watch and its history. The rules of objects built on it (uid, generation,
-// finalizers, namespaces) are checked by registrytest.RunRules.
+// finalizers, namespaces) are checked by registrytest.RunRules. The stores are the in-memory
+// kind: their own counter, removals carrying the update (see RunFactory for others).
 func RunConformance(t *testing.T, newStore NewStore) {
+	RunFactory(t, Factory{New: newStore, OwnCounter: true, RemoveCarriesUpdate: true})
+}
+
+// RunFactory is RunConformance for stores that declare how they differ (Factory).
+func RunFactory(t *testing.T, f Factory) {
 	cases := []struct {
 		name string
-		fn   func(t *testing.T, newStore NewStore)
+		fn   func(t *testing.T, f Factory)
 	}{
 		{"ResourceVersionsIncrease", testResourceVersions},
 		{"CreateStoresAsGiven", testCreateStoresAsGiven},
@@ -58,8 +81,10 @@ func RunConformance(t *testing.T, newStore NewStore) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			c.fn(t, newStore)
+			if !f.SharedCounter {
+				t.Parallel()
+			}
+			c.fn(t, f)
 		})
 	}
 }
@@ -92,12 +117,14 @@ func replace(s cache.Interface, key cache.Key, pre cache.Preconditions, obj map[
 
 func md(obj map[string]any) map[string]any { return obj["metadata"].(map[string]any) }
 
-func testResourceVersions(t *testing.T, newStore NewStore) {
-	s := newStore(t, cache.Config{StartResourceVersion: 1000})
-	assert.Equal(t, uint64(1000), s.StartResourceVersion())
+func testResourceVersions(t *testing.T, f Factory) {
+	s := f.New(t, cache.Config{StartResourceVersion: 1000})
+	if f.OwnCounter {
+		assert.Equal(t, uint64(1000), s.StartResourceVersion())
+	}
 	prev := s.ResourceVersion()
 	// A store may have written at start (nothing yet, or what an earlier run left).
-	assert.GreaterOrEqual(t, prev, uint64(1000))
+	assert.GreaterOrEqual(t, prev, s.StartResourceVersion())
 	for i := range 5 {
 		o := create(t, s, "default", fmt.Sprint("a", i), 1)
 		assert.Equal(t, prev+1, o.ResourceVersion(), "one version per write")
@@ -108,15 +135,19 @@ func testResourceVersions(t *testing.T, newStore NewStore) {
 	assert.Equal(t, s.ResourceVersion(), res.ResourceVersion, "a list carries the counter")
 
 	now := uint64(time.Now().UnixMicro())
-	d := newStore(t, cache.Config{})
-	assert.InDelta(t, float64(now), float64(d.StartResourceVersion()), float64(time.Minute.Microseconds()), "the default start is the time in microseconds")
+	d := f.New(t, cache.Config{})
+	if f.OwnCounter {
+		assert.InDelta(t, float64(now), float64(d.StartResourceVersion()), float64(time.Minute.Microseconds()), "the default start is the time in microseconds")
+	} else {
+		assert.GreaterOrEqual(t, d.StartResourceVersion(), s.ResourceVersion(), "a new store starts where the shared counter stands")
+	}
 	assert.Less(t, d.StartResourceVersion(), uint64(1)<<53, "safe in JavaScript")
 }
 
 // testCreateStoresAsGiven: the store sets resourceVersion and keeps everything else as given;
 // stamping uid, timestamps and generation is the write path's (registrytest.RunRules).
-func testCreateStoresAsGiven(t *testing.T, newStore NewStore) {
-	s := newStore(t, cache.Config{})
+func testCreateStoresAsGiven(t *testing.T, f Factory) {
+	s := f.New(t, cache.Config{})
 	obj := App("web", 1)
 	md(obj)["uid"] = "given-uid"
 	md(obj)["resourceVersion"] = "42"
@@ -137,8 +168,8 @@ func testCreateStoresAsGiven(t *testing.T, newStore NewStore) {
 	require.ErrorIs(t, err, cache.ErrInvalid, "a name is required")
 }
 
-func testCreateConflicts(t *testing.T, newStore NewStore) {
-	s := newStore(t, cache.Config{})
+func testCreateConflicts(t *testing.T, f Factory) {
+	s := f.New(t, cache.Config{})
 	create(t, s, "default", "web", 1)
 	_, err := s.Create(ctx, Key("default", "web"), App("web", 2), cache.WriteOptions{})
 	require.ErrorIs(t, err, cache.ErrAlreadyExists)
@@ -148,8 +179,8 @@ func testCreateConflicts(t *testing.T, newStore NewStore) {
 	require.ErrorIs(t, err, cache.ErrNotFound)
 }
 
-func testUpdatePreconditions(t *testing.T, newStore NewStore) {
-	s := newStore(t, cache.Config{})
+func testUpdatePreconditions(t *testing.T, f Factory) {
+	s := f.New(t, cache.Config{})
 	o := create(t, s, "default", "web", 1)
 	key := Key("default", "web")
 	_, err := replace(s, key, cache.Preconditions{ResourceVersion: fmt.Sprint(o.ResourceVersion() - 1)}, App("web", 2), cache.WriteOptions{})
@@ -178,8 +209,8 @@ func testUpdatePreconditions(t *testing.T, newStore NewStore) {
 
 // testUpdateRetriesOnRace: when another write commits between try and the commit, try runs
 // again on the newer object, so no update is lost.
-func testUpdateRetriesOnRace(t *testing.T, newStore NewStore) {
-	s := newStore(t, cache.Config{})
+func testUpdateRetriesOnRace(t *testing.T, f Factory) {
+	s := f.New(t, cache.Config{})
 	create(t, s, "default", "web", 0)
 	key := Key("default", "web")
 	const writers, each = 4, 25
@@ -221,8 +252,8 @@ func testUpdateRetriesOnRace(t *testing.T, newStore NewStore) {
 
 // testUpdateRemoves: an update may remove the object instead; its DELETED event carries the
 // state try gave.
-func testUpdateRemoves(t *testing.T, newStore NewStore) {
-	s := newStore(t, cache.Config{})
+func testUpdateRemoves(t *testing.T, f Factory) {
+	s := f.New(t, cache.Config{})
 	o := create(t, s, "default", "web", 1)
 	key := Key("default", "web")
 	w, err := s.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{Applications}})
@@ -237,13 +268,17 @@ func testUpdateRemoves(t *testing.T, newStore NewStore) {
 	ev := Collect(t, w, 1, wait)[0]
 	assert.Equal(t, cache.Deleted, ev.Type)
 	assert.Equal(t, gone.ResourceVersion(), ev.ResourceVersion)
-	assert.Equal(t, json.Number("7"), Decode(t, ev.Object)["spec"].(map[string]any)["replicas"])
+	want := json.Number("7")
+	if !f.RemoveCarriesUpdate {
+		want = json.Number("1") // the last state stored
+	}
+	assert.Equal(t, want, Decode(t, ev.Object)["spec"].(map[string]any)["replicas"])
 	_, err = s.Get(ctx, key)
 	require.ErrorIs(t, err, cache.ErrNotFound)
 }
 
-func testNoOpUpdate(t *testing.T, newStore NewStore) {
-	s := newStore(t, cache.Config{})
+func testNoOpUpdate(t *testing.T, f Factory) {
+	s := f.New(t, cache.Config{})
 	o := create(t, s, "default", "web", 1)
 	w, err := s.Watch(ctx, cache.WatchOptions{})
 	require.NoError(t, err)
@@ -255,8 +290,8 @@ func testNoOpUpdate(t *testing.T, newStore NewStore) {
 	ExpectNone(t, w, 50*time.Millisecond)
 }
 
-func testDelete(t *testing.T, newStore NewStore) {
-	s := newStore(t, cache.Config{})
+func testDelete(t *testing.T, f Factory) {
+	s := f.New(t, cache.Config{})
 	o := create(t, s, "default", "web", 1)
 	w, err := s.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{Applications}})
 	require.NoError(t, err)
@@ -273,8 +308,8 @@ func testDelete(t *testing.T, newStore NewStore) {
 	require.ErrorIs(t, err, cache.ErrNotFound)
 }
 
-func testDeletePreconditions(t *testing.T, newStore NewStore) {
-	s := newStore(t, cache.Config{})
+func testDeletePreconditions(t *testing.T, f Factory) {
+	s := f.New(t, cache.Config{})
 	o := create(t, s, "default", "web", 1)
 	key := Key("default", "web")
 	_, err := s.Delete(ctx, key, cache.Preconditions{UID: "other"}, cache.WriteOptions{})
@@ -287,8 +322,8 @@ func testDeletePreconditions(t *testing.T, newStore NewStore) {
 	require.ErrorIs(t, err, cache.ErrNotFound)
 }
 
-func testDryRun(t *testing.T, newStore NewStore) {
-	s := newStore(t, cache.Config{})
+func testDryRun(t *testing.T, f Factory) {
+	s := f.New(t, cache.Config{})
 	existing := create(t, s, "default", "web", 1)
 	w, err := s.Watch(ctx, cache.WatchOptions{})
 	require.NoError(t, err)
@@ -318,8 +353,8 @@ func testDryRun(t *testing.T, newStore NewStore) {
 
 // testDropResource: every object of one resource goes at once, a DELETED event each, and the
 // watches on that resource alone end.
-func testDropResource(t *testing.T, newStore NewStore) {
-	s := newStore(t, cache.Config{})
+func testDropResource(t *testing.T, f Factory) {
+	s := f.New(t, cache.Config{})
 	create(t, s, "a", "x", 1)
 	create(t, s, "b", "y", 1)
 	events := cache.GroupResource{Resource: "events"}
@@ -359,8 +394,8 @@ func names(res cache.ListResult) []string {
 	return out
 }
 
-func testListSelectors(t *testing.T, newStore NewStore) {
-	s := newStore(t, cache.Config{})
+func testListSelectors(t *testing.T, f Factory) {
+	s := f.New(t, cache.Config{})
 	labelled(t, s, "a", "web", map[string]any{"tier": "web", "env": "prod"})
 	labelled(t, s, "a", "db", map[string]any{"tier": "db", "env": "prod"})
 	labelled(t, s, "b", "web", map[string]any{"tier": "web"})
@@ -398,8 +433,8 @@ func testListSelectors(t *testing.T, newStore NewStore) {
 	assert.Empty(t, res.Items)
 }
 
-func testListPaging(t *testing.T, newStore NewStore) {
-	s := newStore(t, cache.Config{})
+func testListPaging(t *testing.T, f Factory) {
+	s := f.New(t, cache.Config{})
 	for i := range 5 {
 		create(t, s, "default", fmt.Sprint("app-", i), 1)
 	}
@@ -429,8 +464,8 @@ func types(evs []cache.Event) []string {
 	return out
 }
 
-func testWatchFromNow(t *testing.T, newStore NewStore) {
-	s := newStore(t, cache.Config{})
+func testWatchFromNow(t *testing.T, f Factory) {
+	s := f.New(t, cache.Config{})
 	create(t, s, "default", "before", 1)
 	w, err := s.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{Applications}})
 	require.NoError(t, err)
@@ -448,8 +483,8 @@ func testWatchFromNow(t *testing.T, newStore NewStore) {
 	}
 }
 
-func testWatchResume(t *testing.T, newStore NewStore) {
-	s := newStore(t, cache.Config{})
+func testWatchResume(t *testing.T, f Factory) {
+	s := f.New(t, cache.Config{})
 	var rvs []uint64
 	for i := range 6 {
 		rvs = append(rvs, create(t, s, "default", fmt.Sprint("app-", i), 1).ResourceVersion())
@@ -472,8 +507,8 @@ func testWatchResume(t *testing.T, newStore NewStore) {
 	assert.Equal(t, []string{"ADDED app-4", "ADDED app-5", "ADDED live"}, types(Collect(t, w, 3, wait)))
 }
 
-func testWatchInitialEvents(t *testing.T, newStore NewStore) {
-	s := newStore(t, cache.Config{})
+func testWatchInitialEvents(t *testing.T, f Factory) {
+	s := f.New(t, cache.Config{})
 	create(t, s, "b", "x", 1)
 	create(t, s, "a", "y", 1)
 	create(t, s, "a", "x", 1)
@@ -491,8 +526,8 @@ func testWatchInitialEvents(t *testing.T, newStore NewStore) {
 	assert.Equal(t, "ADDED z", types(Collect(t, w, 1, wait))[0])
 }
 
-func testWatchExpired(t *testing.T, newStore NewStore) {
-	s := newStore(t, cache.Config{WatchHistory: 3})
+func testWatchExpired(t *testing.T, f Factory) {
+	s := f.New(t, cache.Config{WatchHistory: 3})
 	first := create(t, s, "default", "app-0", 1).ResourceVersion()
 	for i := 1; i < 6; i++ {
 		create(t, s, "default", fmt.Sprint("app-", i), 1)
@@ -511,8 +546,8 @@ func testWatchExpired(t *testing.T, newStore NewStore) {
 	w.Stop()
 }
 
-func testHistoryPerResource(t *testing.T, newStore NewStore) {
-	s := newStore(t, cache.Config{WatchHistory: 5})
+func testHistoryPerResource(t *testing.T, f Factory) {
+	s := f.New(t, cache.Config{WatchHistory: 5})
 	from := create(t, s, "default", "app", 1).ResourceVersion()
 	events := cache.GroupResource{Resource: "events"}
 	for i := range 50 {
@@ -531,8 +566,8 @@ func testHistoryPerResource(t *testing.T, newStore NewStore) {
 	require.ErrorIs(t, err, cache.ErrGone, "a watch on everything needs every history")
 }
 
-func testWatchSelectorTransitions(t *testing.T, newStore NewStore) {
-	s := newStore(t, cache.Config{})
+func testWatchSelectorTransitions(t *testing.T, f Factory) {
+	s := f.New(t, cache.Config{})
 	create(t, s, "default", "web", 1)
 	sel, err := labels.Parse("tier=web")
 	require.NoError(t, err)
@@ -555,8 +590,8 @@ func testWatchSelectorTransitions(t *testing.T, newStore NewStore) {
 	ExpectNone(t, w, 50*time.Millisecond)
 }
 
-func testWatchNamespaceFilter(t *testing.T, newStore NewStore) {
-	s := newStore(t, cache.Config{})
+func testWatchNamespaceFilter(t *testing.T, f Factory) {
+	s := f.New(t, cache.Config{})
 	w, err := s.Watch(ctx, cache.WatchOptions{Namespace: "a", Resources: []cache.GroupResource{Applications}})
 	require.NoError(t, err)
 	defer w.Stop()
@@ -567,9 +602,9 @@ func testWatchNamespaceFilter(t *testing.T, newStore NewStore) {
 
 // testSlowWatcher: a watcher that never reads is closed with ErrTooSlow once its buffer is full,
 // while a watcher that keeps up gets every event and the writer never waits for either.
-func testSlowWatcher(t *testing.T, newStore NewStore) {
+func testSlowWatcher(t *testing.T, f Factory) {
 	const buffer, batch, total = 64, 32, 320
-	s := newStore(t, cache.Config{WatchBuffer: buffer})
+	s := f.New(t, cache.Config{WatchBuffer: buffer})
 	slow, err := s.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{Applications}})
 	require.NoError(t, err)
 	fast, err := s.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{Applications}})
@@ -590,8 +625,8 @@ func testSlowWatcher(t *testing.T, newStore NewStore) {
 	require.ErrorIs(t, Closed(t, slow, wait), cache.ErrTooSlow)
 }
 
-func testWatchStop(t *testing.T, newStore NewStore) {
-	s := newStore(t, cache.Config{})
+func testWatchStop(t *testing.T, f Factory) {
+	s := f.New(t, cache.Config{})
 	w, err := s.Watch(ctx, cache.WatchOptions{})
 	require.NoError(t, err)
 	w.Stop()
@@ -605,8 +640,8 @@ func testWatchStop(t *testing.T, newStore NewStore) {
 	require.ErrorIs(t, Closed(t, w, wait), context.Canceled)
 }
 
-func testStoreClose(t *testing.T, newStore NewStore) {
-	s := newStore(t, cache.Config{})
+func testStoreClose(t *testing.T, f Factory) {
+	s := f.New(t, cache.Config{})
 	w, err := s.Watch(ctx, cache.WatchOptions{})
 	require.NoError(t, err)
 	s.Close()
@@ -618,8 +653,8 @@ func testStoreClose(t *testing.T, newStore NewStore) {
 	require.True(t, errors.Is(err, cache.ErrClosed))
 }
 
-func testProgress(t *testing.T, newStore NewStore) {
-	s := newStore(t, cache.Config{})
+func testProgress(t *testing.T, f Factory) {
+	s := f.New(t, cache.Config{})
 	w, err := s.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{Applications}})
 	require.NoError(t, err)
 	defer w.Stop()

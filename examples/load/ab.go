@@ -60,10 +60,16 @@ func runAB(ctx context.Context, o options) (*abResult, error) {
 		}
 		res.BRuns = append(res.BRuns, b)
 	}
-	for i, name := range o.phases {
+	res.summarize(o.phases)
+	return res, nil
+}
+
+// summarize fills Phases with the medians over the rounds of each of phases.
+func (res *abResult) summarize(phases []string) {
+	for i, name := range phases {
 		var aOps, bOps, aP50, aP99, bP50, bP99, aCPU, bCPU []float64
 		p := abPhase{Phase: name}
-		for r := range o.rounds {
+		for r := range res.Rounds {
 			a, b := res.ARuns[r].Phases[i], res.BRuns[r].Phases[i]
 			aOps, bOps = append(aOps, a.OpsPerSec), append(bOps, b.OpsPerSec)
 			aP50, aP99 = append(aP50, a.P50Ms), append(aP99, a.P99Ms)
@@ -82,7 +88,6 @@ func runAB(ctx context.Context, o options) (*abResult, error) {
 		}
 		res.Phases = append(res.Phases, p)
 	}
-	return res, nil
 }
 
 // writeTable prints the comparison, then the medians as one JSON line for scripts.

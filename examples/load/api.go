@@ -27,6 +27,9 @@ type phaseResult struct {
 	Items      int     `json:"items,omitempty"`
 	LoadCPU    float64 `json:"loadCPU"`
 	FirstError string  `json:"firstError,omitempty"`
+	// DrainSeconds (etcd mode) is how long the server kept writing after the phase's last
+	// answer (the Events of its creates); OpsPerSec counts it.
+	DrainSeconds float64 `json:"drainSeconds,omitempty"`
 }
 
 // apiResult is one run of the api phases against one server.

@@ -17,8 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opemu/opemu/etcd/etcdtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // TestModes builds opemu and the baseline, starts opemu twice (controller off for the API
@@ -395,4 +397,43 @@ func freeAddr(t *testing.T) string {
 	addr := l.Addr().String()
 	require.NoError(t, l.Close())
 	return addr
+}
+
+// TestEtcdMode runs the etcd mode briefly: opemu with STORE=etcd (built with -tags etcd) over
+// an etcd started for the test, against raw puts of the same objects into that etcd.
+func TestEtcdMode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts servers")
+	}
+	e := etcdtest.Start(t)
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	bin := filepath.Join(t.TempDir(), "opemu")
+	cmd := exec.Command("go", "build", "-tags", "etcd", "-o", bin, "github.com/opemu/opemu")
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	url := startServer(t, bin, nil, "ENABLE_CONTROLLER=false", "STORE=etcd", "ETCD_ENDPOINTS="+e.Endpoint)
+
+	var stdout, stderr bytes.Buffer
+	err = run(context.Background(), []string{"-mode=etcd", "-target", url, "-etcd", e.Endpoint, "-rounds", "2", "-duration", "300ms", "-conns", "4", "-json"}, &stdout, &stderr)
+	require.NoError(t, err, "stderr: %s", stderr.String())
+	res := decode[abResult](t, stdout.Bytes())
+	require.Len(t, res.Phases, 1)
+	p := res.Phases[0]
+	assert.Equal(t, "create", p.Phase)
+	assert.Positive(t, p.AOpsPerSec)
+	assert.Positive(t, p.BOpsPerSec)
+	assert.InDelta(t, p.AOpsPerSec/p.BOpsPerSec, p.Ratio, 0.01)
+	assert.Zero(t, p.AErrors+p.BErrors)
+	require.Len(t, res.BRuns, 2)
+	// The raw puts stored what opemu stores, under their own keys.
+	c := e.Client(t)
+	resp, err := c.Get(context.Background(), "/loadfloor/", clientv3.WithPrefix(), clientv3.WithLimit(1))
+	require.NoError(t, err)
+	require.NotEmpty(t, resp.Kvs)
+	var obj map[string]any
+	require.NoError(t, json.Unmarshal(resp.Kvs[0].Value, &obj))
+	assert.Equal(t, "Application", obj["kind"])
+	assert.NotEmpty(t, obj["metadata"].(map[string]any)["uid"], "a stored object, stamped by opemu")
 }

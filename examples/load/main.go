@@ -5,6 +5,7 @@
 //	go run ./examples/load -mode=ab     -a http://127.0.0.1:3000 -b http://127.0.0.1:3001 -rounds 3
 //	go run ./examples/load -mode=e2e    -target http://127.0.0.1:3000 -n 1000
 //	go run ./examples/load -mode=fanout -target http://127.0.0.1:3000 -clients 1000 -rate 20
+//	go run ./examples/load -mode=etcd   -target http://127.0.0.1:3000 -etcd http://127.0.0.1:2379 -rounds 3
 //
 // Each mode prints a table, or with -json one JSON object, and exits non-zero when a request
 // failed or the mode's goal (every object Ready, every change delivered) was not met. The load
@@ -44,6 +45,7 @@ func main() {
 type options struct {
 	mode      string
 	target    string
+	etcd      string
 	a, b      string
 	conns     int
 	duration  time.Duration
@@ -90,6 +92,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		res, err = runE2E(ctx, o)
 	case "fanout":
 		res, err = runFanout(ctx, o)
+	case "etcd":
+		res, err = runEtcdFloor(ctx, o)
 	}
 	if err != nil {
 		return err
@@ -108,19 +112,20 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.mode, "mode", "api", "api, ab, e2e or fanout")
-	fs.StringVar(&o.target, "target", "http://127.0.0.1:3000", "server URL (api, e2e, fanout)")
+	fs.StringVar(&o.mode, "mode", "api", "api, ab, e2e, fanout or etcd")
+	fs.StringVar(&o.target, "target", "http://127.0.0.1:3000", "server URL (api, e2e, fanout, etcd)")
+	fs.StringVar(&o.etcd, "etcd", "http://127.0.0.1:2379", "etcd: the etcd the target stores in, for the raw puts of the floor")
 	fs.StringVar(&o.a, "a", "http://127.0.0.1:3000", "ab: server A (opemu)")
 	fs.StringVar(&o.b, "b", "http://127.0.0.1:3001", "ab: server B (the baseline)")
 	fs.IntVar(&o.conns, "conns", 8, "concurrent keep-alive clients, each sending one request at a time")
-	fs.DurationVar(&o.duration, "duration", 0, "api/ab: length of each phase (default 5s unless -n); fanout: how long changes are made (default 10s)")
-	fs.IntVar(&o.n, "n", 0, "api/ab: requests per phase instead of -duration; e2e: Applications to create (default 1000)")
+	fs.DurationVar(&o.duration, "duration", 0, "api/ab/etcd: length of each phase (default 5s unless -n); fanout: how long changes are made (default 10s)")
+	fs.IntVar(&o.n, "n", 0, "api/ab/etcd: requests per phase instead of -duration; e2e: Applications to create (default 1000)")
 	fs.IntVar(&o.listN, "list-n", 0, "api/ab with -n: requests in the list phase (default -n)")
 	fs.IntVar(&o.listLimit, "list-limit", 0, "api/ab: ?limit= on each list (0: none)")
 	fs.IntVar(&o.listItems, "list-items", 0, "api/ab: list a namespace seeded (untimed) with this many objects instead of the create phase's namespace, so A and B list the same size")
 	phases := fs.String("phases", "create,get,update,list", "api/ab: phases to run, in order (get and update need create)")
 	fs.StringVar(&o.namespace, "namespace", "load", "namespace prefix; each run and round gets <prefix>-<run id>-<round>")
-	fs.IntVar(&o.rounds, "rounds", 3, "ab: rounds, each running A then B")
+	fs.IntVar(&o.rounds, "rounds", 3, "ab, etcd: rounds, each running A then B")
 	fs.Float64Var(&o.rate, "rate", 0, "e2e: creates per second (0: as fast as -conns allows); fanout: changes per second (default 20)")
 	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "e2e: time for every Application to become Ready; fanout: time for every client to connect")
 	fs.IntVar(&o.clients, "clients", 1000, "fanout: SSE clients (plus one stalled client)")
@@ -146,6 +151,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 // validate fills mode defaults and rejects settings no mode can run with.
 func (o *options) validate() error {
 	switch o.mode {
+	case "etcd":
+		if o.duration == 0 && o.n == 0 {
+			o.duration = 5 * time.Second
+		}
 	case "api", "ab":
 		if o.duration == 0 && o.n == 0 {
 			o.duration = 5 * time.Second
@@ -181,7 +190,7 @@ func (o *options) validate() error {
 			return errors.New("-clients and -objects must be at least 1")
 		}
 	default:
-		return fmt.Errorf("unknown -mode %q: use api, ab, e2e or fanout", o.mode)
+		return fmt.Errorf("unknown -mode %q: use api, ab, e2e, fanout or etcd", o.mode)
 	}
 	switch {
 	case o.conns < 1:

@@ -155,6 +155,8 @@ async function refreshController() {
   try {
     const l = await toLogin(await fetch("/leader")).json();
     $("leader").textContent = l.electionEnabled ? `${l.leader || "none"}${l.isLeader ? " (this replica)" : ""}` : `${l.identity} (no election)`;
+    $("replica").textContent = l.identity;
+    $("store").textContent = l.store || "memory";
     const text = await (await fetch("/metrics")).text();
     const sum = (name) => text.split("\n").filter((x) => x.startsWith(name + "{") || x.startsWith(name + " "))
       .reduce((s, x) => s + Number(x.split(" ").pop()), 0);
@@ -169,6 +171,7 @@ async function refreshController() {
     $("errors").textContent = sum("controller_reconcile_errors_total");
   } catch (err) {
     $("leader").textContent = "unreachable";
+    $("replica").textContent = "unreachable";
   }
 }
 

@@ -1,0 +1,12 @@
+//go:build !etcd
+
+package app
+
+import (
+	"log/slog"
+
+	"github.com/opemu/opemu/cache"
+)
+
+// openEtcd is nil: this binary is built without etcd (see EtcdBuiltIn).
+var openEtcd func(cfg Config, cc cache.Config, identity string, log *slog.Logger) (sharedStore, func(), error)

@@ -299,6 +299,9 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 		_ = ln.Close()
 		return err
 	}
+	if a.cfg.Ready != nil {
+		a.cfg.Ready()
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)

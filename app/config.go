@@ -105,4 +105,8 @@ type Config struct {
 	// A clock with a Step(time.Duration) method (server.ManualClock, e.g. NewManualClock) is
 	// moved by POST /clock/advance (CLOCK=manual); leader election then keeps the real clock.
 	Clock clock.WithTicker
+	// Ready, when set, is called once the server is wired, just before it serves. The binary
+	// returns start-up's garbage to the OS there (idle RSS), rather than when the runtime's
+	// scavenger gets to it.
+	Ready func()
 }

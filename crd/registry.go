@@ -61,7 +61,7 @@ func New(cfg Config) (*Registry, error) {
 // AddBuiltIn registers a CRD the server itself defines (the Application CRD): it is served
 // like any other but cannot be replaced or deleted.
 func (r *Registry) AddBuiltIn(c *apiextv1.CustomResourceDefinition) error {
-	e, errs := prepare(c.DeepCopy())
+	e, errs := prepare(c.DeepCopy(), true)
 	if len(errs) > 0 {
 		return errs.ToAggregate()
 	}
@@ -81,7 +81,7 @@ func (r *Registry) AddBuiltIn(c *apiextv1.CustomResourceDefinition) error {
 // that make c invalid. Registering an existing name replaces it, except a built-in CRD
 // (ErrBuiltIn).
 func (r *Registry) Register(c *apiextv1.CustomResourceDefinition) (*apiextv1.CustomResourceDefinition, field.ErrorList, error) {
-	e, errs := prepare(c.DeepCopy())
+	e, errs := prepare(c.DeepCopy(), false)
 	if len(errs) > 0 {
 		return nil, errs, nil
 	}
@@ -108,7 +108,7 @@ func (r *Registry) Register(c *apiextv1.CustomResourceDefinition) (*apiextv1.Cus
 
 // Check returns what Register would store for c, or its field errors, registering nothing.
 func (r *Registry) Check(c *apiextv1.CustomResourceDefinition) (*apiextv1.CustomResourceDefinition, field.ErrorList, error) {
-	e, errs := prepare(c.DeepCopy())
+	e, errs := prepare(c.DeepCopy(), false)
 	if len(errs) > 0 {
 		return nil, errs, nil
 	}
@@ -207,7 +207,7 @@ func (r *Registry) installLocked(e *entry) {
 }
 
 // prepare defaults c's names, validates it and compiles each version into a Kind.
-func prepare(c *apiextv1.CustomResourceDefinition) (*entry, field.ErrorList) {
+func prepare(c *apiextv1.CustomResourceDefinition, builtIn bool) (*entry, field.ErrorList) {
 	fillDefaults(c)
 	if errs := validateCRD(c); len(errs) > 0 {
 		return nil, errs
@@ -235,7 +235,7 @@ func prepare(c *apiextv1.CustomResourceDefinition) (*entry, field.ErrorList) {
 			k.Status = v.Subresources.Status != nil
 			k.Scale = v.Subresources.Scale
 		}
-		s, err := compile(v.Schema.OpenAPIV3Schema)
+		s, err := compile(v.Schema.OpenAPIV3Schema, builtIn)
 		if err != nil {
 			errs = append(errs, field.Invalid(field.NewPath("spec", "versions").Index(i).Child("schema", "openAPIV3Schema"), "", err.Error()))
 			continue

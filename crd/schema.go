@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/opemu/opemu/kinds"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -18,11 +19,16 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// schema is one version's structural schema, compiled once at registration; it is the
-// kinds.Schema of that version's Kind.
+// schema is one version's structural schema, compiled once; it is the kinds.Schema of that
+// version's Kind. A client's CRD is compiled when it is registered (a schema that does not
+// compile is a field error of the CRD); a built-in CRD, known to compile, on first use, so
+// start-up does not pay for it.
 type schema struct {
-	props    *apiextv1.JSONSchemaProps
+	props *apiextv1.JSONSchemaProps
+
+	once     sync.Once
 	compiled *jsonschema.Schema
+	err      error // from a lazy compile (a built-in schema that does not compile: a bug)
 }
 
 var _ kinds.Schema = (*schema)(nil)
@@ -30,9 +36,26 @@ var _ kinds.Schema = (*schema)(nil)
 // OpenAPI returns the schema as the CRD gives it.
 func (s *schema) OpenAPI() *apiextv1.JSONSchemaProps { return s.props }
 
-// compile translates an OpenAPI v3 structural schema into JSON Schema (draft 4, which OpenAPI
-// 3.0 follows) and compiles it.
-func compile(props *apiextv1.JSONSchemaProps) (*schema, error) {
+// compile returns props compiled now, or, when lazy, on first use.
+func compile(props *apiextv1.JSONSchemaProps, lazy bool) (*schema, error) {
+	s := &schema{props: props}
+	if !lazy {
+		s.once.Do(s.compile)
+	}
+	return s, s.err
+}
+
+// compiledSchema returns the compiled schema, compiling it on first use.
+func (s *schema) compiledSchema() (*jsonschema.Schema, error) {
+	s.once.Do(s.compile)
+	return s.compiled, s.err
+}
+
+func (s *schema) compile() { s.compiled, s.err = compileJSONSchema(s.props) }
+
+// compileJSONSchema translates an OpenAPI v3 structural schema into JSON Schema (draft 4, which
+// OpenAPI 3.0 follows) and compiles it.
+func compileJSONSchema(props *apiextv1.JSONSchemaProps) (*jsonschema.Schema, error) {
 	raw, err := json.Marshal(props)
 	if err != nil {
 		return nil, err
@@ -48,11 +71,7 @@ func compile(props *apiextv1.JSONSchemaProps) (*schema, error) {
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, err
 	}
-	s, err := c.Compile(url)
-	if err != nil {
-		return nil, err
-	}
-	return &schema{props: props, compiled: s}, nil
+	return c.Compile(url)
 }
 
 // translate rewrites the OpenAPI extensions JSON Schema does not know: `nullable` allows null,
@@ -105,7 +124,11 @@ func translate(v any) any {
 // Validate checks obj against the kind's schema. Each failure becomes one field error with the
 // Kubernetes path ("spec.replicas"), sorted by path. metadata is not checked here.
 func (s *schema) Validate(obj map[string]any) field.ErrorList {
-	err := s.compiled.Validate(normalize(obj))
+	compiled, err := s.compiledSchema()
+	if err != nil {
+		return field.ErrorList{field.InternalError(field.NewPath(""), err)}
+	}
+	err = compiled.Validate(normalize(obj))
 	if err == nil {
 		return nil
 	}

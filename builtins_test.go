@@ -170,6 +170,21 @@ func TestClientGoBuiltinKinds(t *testing.T) {
 					assert.Empty(t, got.StringData)
 				})
 		}},
+		{"DeletePropagation", func(t *testing.T) {
+			// client-go sends DeleteOptions as protobuf; its propagationPolicy sets the garbage
+			// collector's finalizer (no collector runs here to remove it).
+			cms := cs.CoreV1().ConfigMaps(ns)
+			_, err := cms.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: md("orphan-me")}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			require.NoError(t, cms.Delete(context.Background(), "orphan-me", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationOrphan)}))
+			got, err := cms.Get(context.Background(), "orphan-me", metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, []string{metav1.FinalizerOrphanDependents}, got.Finalizers)
+			assert.NotNil(t, got.DeletionTimestamp)
+			require.NoError(t, cms.Delete(context.Background(), "orphan-me", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}))
+			_, err = cms.Get(context.Background(), "orphan-me", metav1.GetOptions{})
+			assert.True(t, apierrors.IsNotFound(err), "Background takes the finalizer away: %v", err)
+		}},
 		{"ServiceAccount", func(t *testing.T) {
 			exercise(t, cs.CoreV1().ServiceAccounts(ns), &corev1.ServiceAccount{ObjectMeta: md("sa")}, `{"automountServiceAccountToken":false}`,
 				func(t *testing.T, got *corev1.ServiceAccount) {
@@ -385,7 +400,8 @@ func TestClientGoBuiltinKinds(t *testing.T) {
 	t.Run("protobuf", func(t *testing.T) {
 		ct.mu.Lock()
 		defer ct.mu.Unlock()
-		for _, path := range []string{"POST /apis/apps/v1/namespaces/kinds/deployments", "PUT /api/v1/namespaces/kinds/configmaps/cm", "POST /apis/events.k8s.io/v1/namespaces/kinds/events"} {
+		for _, path := range []string{"POST /apis/apps/v1/namespaces/kinds/deployments", "PUT /api/v1/namespaces/kinds/configmaps/cm", "POST /apis/events.k8s.io/v1/namespaces/kinds/events",
+			"DELETE /api/v1/namespaces/kinds/configmaps/orphan-me"} {
 			assert.Equal(t, "application/vnd.kubernetes.protobuf", ct.seen[path], path)
 		}
 	})

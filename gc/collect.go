@@ -63,6 +63,16 @@ func (c *Collector) attemptToDelete(ctx context.Context, obj *cache.Object, owne
 		}
 		return c.removeOwners(ctx, obj, uids)
 	case waited && c.hasDependents(obj.UID()):
+		// An owner waits for it and it has dependents: it goes in the foreground too. When one
+		// of its dependents is itself waiting (a cycle of owners), its references stop blocking
+		// first, as Kubernetes does, or each would wait for the other.
+		if c.dependentWaits(obj.UID()) {
+			updated, err := c.unblockOwners(ctx, obj)
+			if err != nil {
+				return err
+			}
+			pre.ResourceVersion = strconv.FormatUint(updated.ResourceVersion(), 10)
+		}
 		_, _, err := c.cfg.Client.DeletePropagating(ctx, obj.Key(), pre, metav1.DeletePropagationForeground)
 		return err
 	}
@@ -269,6 +279,49 @@ func (c *Collector) removeFinalizer(ctx context.Context, obj *cache.Object, f st
 	md["uid"] = obj.UID()
 	_, err = c.cfg.Client.Update(ctx, obj.Key(), m)
 	return err
+}
+
+// unblockOwners sets blockOwnerDeletion false in every ownerReference of obj, conditional on
+// the version read, and returns obj as it is then.
+func (c *Collector) unblockOwners(ctx context.Context, obj *cache.Object) (*cache.Object, error) {
+	m, err := obj.Decode()
+	if err != nil {
+		return nil, err
+	}
+	md, _ := m["metadata"].(map[string]any)
+	refs, _ := md["ownerReferences"].([]any)
+	changed := false
+	for _, v := range refs {
+		if r, ok := v.(map[string]any); ok && r["blockOwnerDeletion"] == true {
+			r["blockOwnerDeletion"] = false
+			changed = true
+		}
+	}
+	if !changed {
+		return obj, nil
+	}
+	md["resourceVersion"] = strconv.FormatUint(obj.ResourceVersion(), 10)
+	md["uid"] = obj.UID()
+	return c.cfg.Client.Update(ctx, obj.Key(), m)
+}
+
+// dependentWaits reports whether a dependent of uid is being deleted in the foreground.
+func (c *Collector) dependentWaits(uid string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.graph == nil {
+		return false
+	}
+	n := c.graph.nodes[uid]
+	if n == nil {
+		return false
+	}
+	for d := range n.dependents {
+		if dn := c.graph.nodes[d]; dn != nil && dn.deletingDependents() {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Collector) hasDependents(uid string) bool {

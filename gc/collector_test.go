@@ -411,3 +411,21 @@ func TestThousandDependents(t *testing.T) {
 		})
 	}
 }
+
+// TestForegroundCycle: two objects owning each other, blocking: deleting one in the foreground
+// deletes both, as Kubernetes does (the dependent waiting on its own dependent stops blocking).
+func TestForegroundCycle(t *testing.T) {
+	t.Parallel()
+	r, _ := newRig(t, true)
+	a := r.configMap("default", "a", nil)
+	b := r.configMap("default", "b", []map[string]any{owner(a, true)})
+	m, err := a.Decode()
+	require.NoError(t, err)
+	m["metadata"].(map[string]any)["ownerReferences"] = []any{owner(b, true)}
+	_, err = r.client.Update(ctx, a.Key(), m)
+	require.NoError(t, err)
+	r.settle("default")
+
+	r.delete(a.Key(), metav1.DeletePropagationForeground)
+	require.Eventually(t, func() bool { return r.gone(a.Key()) && r.gone(b.Key()) }, wait, 5*time.Millisecond)
+}

@@ -30,7 +30,13 @@ type Jobs struct {
 	// mu guards started: when each running Job started, to the nanosecond (status.startTime
 	// keeps seconds). After a restart or a change of leader it is read from startTime.
 	mu      sync.Mutex
-	started map[string]time.Time // by uid
+	started map[cache.Key]jobStart
+}
+
+// jobStart is when the Job with uid started.
+type jobStart struct {
+	uid string
+	at  time.Time
 }
 
 var (
@@ -40,7 +46,7 @@ var (
 
 // NewJobs returns the Job simulator.
 func NewJobs(cfg Config) *Jobs {
-	return &Jobs{cfg: cfg.withDefaults(), started: map[string]time.Time{}}
+	return &Jobs{cfg: cfg.withDefaults(), started: map[cache.Key]jobStart{}}
 }
 
 const completionsReached = "Reached expected number of succeeded pods"
@@ -51,9 +57,7 @@ func (r *Jobs) Reconcile(ctx context.Context, key cache.Key) (reconciler.Result,
 	var j batchv1.Job
 	obj, gone, err := read(ctx, r.cfg.Client, key, &j)
 	if gone || (err == nil && (obj.Deleting() || jobFinished(j.Status))) {
-		if obj != nil {
-			r.forget(obj.UID())
-		}
+		r.forget(key)
 		return r.schedule(key, time.Time{}, now), nil
 	}
 	if err != nil {
@@ -72,7 +76,7 @@ func (r *Jobs) Reconcile(ctx context.Context, key cache.Key) (reconciler.Result,
 	wasSuspended := jobCondition(st, batchv1.JobSuspended) == corev1.ConditionTrue
 	switch {
 	case suspended:
-		r.forget(obj.UID())
+		r.forget(key)
 		st.Active, st.Ready = 0, ptr.To[int32](0)
 		if !wasSuspended {
 			setJobCondition(&st, batchv1.JobSuspended, corev1.ConditionTrue, "JobSuspended", "Job suspended", now)
@@ -82,14 +86,14 @@ func (r *Jobs) Reconcile(ctx context.Context, key cache.Key) (reconciler.Result,
 		if wasSuspended {
 			setJobCondition(&st, batchv1.JobSuspended, corev1.ConditionFalse, "JobResumed", "Job resumed", now)
 			st.StartTime = nil
-			r.forget(obj.UID())
+			r.forget(key)
 			reason, message = "Resumed", "Job resumed"
 		}
-		start := r.start(obj.UID(), st.StartTime, now)
+		start := r.start(key, obj.UID(), st.StartTime, now)
 		st.StartTime = ptr.To(metav1.NewTime(start))
 		next = r.progress(&j, &st, start, now)
 		if jobFinished(st) {
-			r.forget(obj.UID())
+			r.forget(key)
 			reason, message = "Completed", "Job completed"
 		}
 	}
@@ -150,25 +154,26 @@ func (r *Jobs) progress(j *batchv1.Job, st *batchv1.JobStatus, start, now time.T
 	return start.Add(time.Duration(waves+1) * r.cfg.JobDuration)
 }
 
-// start returns when the Job with uid started: remembered, else its startTime, else now.
-func (r *Jobs) start(uid string, stored *metav1.Time, now time.Time) time.Time {
+// start returns when the Job at key (with uid) started: remembered, else its startTime, else
+// now.
+func (r *Jobs) start(key cache.Key, uid string, stored *metav1.Time, now time.Time) time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if t, ok := r.started[uid]; ok {
-		return t
+	if s, ok := r.started[key]; ok && s.uid == uid {
+		return s.at
 	}
 	t := now
 	if stored != nil {
 		t = stored.Time
 	}
-	r.started[uid] = t
+	r.started[key] = jobStart{uid, t}
 	return t
 }
 
-func (r *Jobs) forget(uid string) {
+func (r *Jobs) forget(key cache.Key) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.started, uid)
+	delete(r.started, key)
 }
 
 // jobFinished says the Job has its terminal condition.

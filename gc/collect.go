@@ -2,6 +2,7 @@ package gc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,6 +12,10 @@ import (
 	"github.com/opemu/opemu/kinds"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
+
+// errKindNotServed is an owner reference naming a kind that is not served (yet): the dependent
+// is looked at again with backoff.
+var errKindNotServed = errors.New("kind not served")
 
 // ownerState is what one owner reference of a dependent comes to.
 type ownerState int
@@ -99,7 +104,7 @@ func (c *Collector) classify(ctx context.Context, dep *cache.Object, r ref) (own
 	}
 	k, ok := c.cfg.Kinds.ForKind(r.APIVersion, r.Kind)
 	if !ok {
-		return solid, fmt.Errorf("owner reference %s/%s %q of %s: kind not served", r.APIVersion, r.Kind, r.Name, dep.Key())
+		return solid, fmt.Errorf("owner reference %s/%s %q of %s: %w", r.APIVersion, r.Kind, r.Name, dep.Key(), errKindNotServed)
 	}
 	gr := storageResource(k)
 	ns := ""

@@ -193,6 +193,9 @@ func (c *Collector) processNext(ctx context.Context, q workqueue.TypedRateLimiti
 		q.Forget(uid)
 	case isConflict(err):
 		q.Add(uid)
+	case errors.Is(err, errKindNotServed):
+		c.cfg.Logger.Debug("garbage collector", "uid", uid, "err", err)
+		q.AddRateLimited(uid)
 	default:
 		c.cfg.Logger.Warn("garbage collector", "uid", uid, "err", err)
 		q.AddRateLimited(uid)

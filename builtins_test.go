@@ -170,6 +170,21 @@ func TestClientGoBuiltinKinds(t *testing.T) {
 					assert.Empty(t, got.StringData)
 				})
 		}},
+		{"DeletePropagation", func(t *testing.T) {
+			// client-go sends DeleteOptions as protobuf; its propagationPolicy sets the garbage
+			// collector's finalizer (no collector runs here to remove it).
+			cms := cs.CoreV1().ConfigMaps(ns)
+			_, err := cms.Create(context.Background(), &corev1.ConfigMap{ObjectMeta: md("orphan-me")}, metav1.CreateOptions{})
+			require.NoError(t, err)
+			require.NoError(t, cms.Delete(context.Background(), "orphan-me", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationOrphan)}))
+			got, err := cms.Get(context.Background(), "orphan-me", metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, []string{metav1.FinalizerOrphanDependents}, got.Finalizers)
+			assert.NotNil(t, got.DeletionTimestamp)
+			require.NoError(t, cms.Delete(context.Background(), "orphan-me", metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}))
+			_, err = cms.Get(context.Background(), "orphan-me", metav1.GetOptions{})
+			assert.True(t, apierrors.IsNotFound(err), "Background takes the finalizer away: %v", err)
+		}},
 		{"ServiceAccount", func(t *testing.T) {
 			exercise(t, cs.CoreV1().ServiceAccounts(ns), &corev1.ServiceAccount{ObjectMeta: md("sa")}, `{"automountServiceAccountToken":false}`,
 				func(t *testing.T, got *corev1.ServiceAccount) {
@@ -385,7 +400,8 @@ func TestClientGoBuiltinKinds(t *testing.T) {
 	t.Run("protobuf", func(t *testing.T) {
 		ct.mu.Lock()
 		defer ct.mu.Unlock()
-		for _, path := range []string{"POST /apis/apps/v1/namespaces/kinds/deployments", "PUT /api/v1/namespaces/kinds/configmaps/cm", "POST /apis/events.k8s.io/v1/namespaces/kinds/events"} {
+		for _, path := range []string{"POST /apis/apps/v1/namespaces/kinds/deployments", "PUT /api/v1/namespaces/kinds/configmaps/cm", "POST /apis/events.k8s.io/v1/namespaces/kinds/events",
+			"DELETE /api/v1/namespaces/kinds/configmaps/orphan-me"} {
 			assert.Equal(t, "application/vnd.kubernetes.protobuf", ct.seen[path], path)
 		}
 	})
@@ -467,7 +483,8 @@ func TestClientGoScaleStatusApply(t *testing.T) {
 }
 
 // TestKubectlBuiltinKinds runs the kubectl commands operator authors start with against the
-// kinds of SPEC §14, as on a real cluster (READY stays 0/3: nothing rolls Deployments out here).
+// kinds of SPEC §14, as on a real cluster (Deployments roll out and Jobs complete: see
+// TestKubectlRollout).
 func TestKubectlBuiltinKinds(t *testing.T) {
 	t.Parallel()
 	p := start(t, "ENABLE_LEADER_ELECTION=false")
@@ -480,7 +497,7 @@ func TestKubectlBuiltinKinds(t *testing.T) {
 	}
 
 	assert.Contains(t, k.run("create", "deployment", "web", "--image=nginx:1.27", "--replicas=3"), "deployment.apps/web created")
-	assert.Regexp(t, `NAME\s+READY\s+UP-TO-DATE\s+AVAILABLE\s+AGE\nweb\s+0/3\s+0\s+0\s+\d+s`, k.run("get", "deployment", "web"))
+	assert.Regexp(t, `NAME\s+READY\s+UP-TO-DATE\s+AVAILABLE\s+AGE\nweb\s+[0-3]/3\s+[03]\s+[0-3]\s+\d+s`, k.run("get", "deployment", "web"))
 	assert.Equal(t, "RollingUpdate 25% 10 600 IfNotPresent", k.run("get", "deploy", "web", "-o",
 		"jsonpath={.spec.strategy.type} {.spec.strategy.rollingUpdate.maxSurge} {.spec.revisionHistoryLimit} {.spec.progressDeadlineSeconds} {.spec.template.spec.containers[0].imagePullPolicy}"))
 	assert.Contains(t, k.run("scale", "deployment", "web", "--replicas=5"), "deployment.apps/web scaled")
@@ -495,7 +512,7 @@ func TestKubectlBuiltinKinds(t *testing.T) {
 	assert.Contains(t, k.run("create", "service", "clusterip", "web", "--tcp=80:8080"), "service/web created")
 	assert.Regexp(t, `web\s+ClusterIP\s+10\.\d+\.\d+\.\d+\s+<none>\s+80/TCP\s+\d+s`, k.run("get", "service", "web"))
 	assert.Contains(t, k.run("create", "job", "once", "--image=busybox:1.36", "--", "echo", "hi"), "job.batch/once created")
-	assert.Regexp(t, `once\s+Running\s+0/1\s+\d+s`, k.run("get", "job", "once"))
+	assert.Regexp(t, `once\s+(Running\s+0/1|Complete\s+1/1)\s+\d+s`, k.run("get", "job", "once"))
 
 	all := k.run("get", "all")
 	for _, want := range []string{"service/web", "deployment.apps/web", "job.batch/once"} {
@@ -551,10 +568,11 @@ spec:
 }
 
 // TestREADMEKindsOperatorsUse runs the README's kubectl commands for the kinds of SPEC §14
-// verbatim.
+// verbatim (but for the watch, which TestKubectlRollout follows): rollouts, a Job, and the
+// garbage collection of owned ConfigMaps.
 func TestREADMEKindsOperatorsUse(t *testing.T) {
 	t.Parallel()
-	p := start(t, "ENABLE_LEADER_ELECTION=false")
+	p := start(t, "ENABLE_LEADER_ELECTION=false", "ROLLOUT_STEP=200ms", "JOB_DURATION=200ms")
 	k := newKube(t, p)
 	script := walkthrough(t, "## The kinds operators use")
 	require.Contains(t, script, "kubectl create deployment web --image=nginx:1.27 --replicas=3")
@@ -565,10 +583,18 @@ func TestREADMEKindsOperatorsUse(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "the README's commands failed:\n%s", out)
 	for _, want := range []string{
-		"deployment.apps/web created", "deployment.apps/web scaled", "progressDeadlineSeconds: 600", "imagePullPolicy: IfNotPresent",
-		"configmap/settings created", "secret/creds created", "service/web created", "job.batch/once created",
-		"deployment.apps/web   0/5", "FIELD: strategy <DeploymentStrategy>", `deployment.apps "web" deleted`,
+		"deployment.apps/web created", `deployment "web" successfully rolled out`, "deployment.apps/web scaled",
+		"out of 5 new replicas have been updated", "progressDeadlineSeconds: 600", "imagePullPolicy: IfNotPresent",
+		"reason: NewReplicaSetAvailable", "configmap/settings created", "secret/creds created", "service/web created",
+		"job.batch/once created", "job.batch/once condition met", "deployment.apps/web   5/5     5            5",
+		"FIELD: strategy <DeploymentStrategy>", `deployment.apps "web" deleted`,
+		`deployment.apps "api" deleted`, "api-a", "No resources found",
 	} {
 		assert.Contains(t, string(out), want)
 	}
+	// The orphaned ConfigMaps outlived their first owner; the foreground delete took them.
+	assert.Regexp(t, `api-a\s+1\s+\d+s\napi-b\s+1\s+\d+s`, string(out))
+	cms := k.run("get", "configmaps", "-o", "name")
+	assert.NotContains(t, cms, "api-a")
+	assert.Contains(t, cms, "configmap/settings")
 }

@@ -194,7 +194,7 @@ func TestControllerPauseStepResume(t *testing.T) {
 	assert.Equal(t, "nothing to step: the queue is empty", m["message"])
 	code, m = httpJSON(t, "POST", base+"/controller/step?controller=gc", "")
 	assert.Equal(t, http.StatusNotFound, code)
-	assert.Equal(t, `no controller named "gc" (controllers: application)`, m["message"])
+	assert.Equal(t, `no controller named "gc" (controllers: application, deployment, job, statefulset)`, m["message"])
 }
 
 // TestManualClockRetries: with CLOCK=manual, a failing Application is retried only when the

@@ -72,6 +72,7 @@ func TestParseConfig(t *testing.T) {
 			assert.True(t, c.EnableController)
 			assert.Equal(t, 15*time.Second, c.LeaseDuration)
 			assert.Equal(t, 10000, c.WatchHistory)
+			assert.Equal(t, time.Second, c.JobDuration)
 			assert.Equal(t, int64(3<<20), c.MaxBody)
 			assert.Equal(t, 400, c.MaxInflight)
 			assert.Equal(t, 5000, c.MaxWatches)
@@ -101,9 +102,10 @@ func TestParseConfig(t *testing.T) {
 		{name: "body size in MiB", env: map[string]string{"MAX_BODY": "512KiB"}, check: func(t *testing.T, c config) {
 			assert.Equal(t, int64(512<<10), c.MaxBody)
 		}},
-		{name: "sizes and durations", env: map[string]string{"MAX_BODY": "1Mi", "ROLLOUT_STEP": "0", "RETRY_PERIOD": "500ms"}, check: func(t *testing.T, c config) {
+		{name: "sizes and durations", env: map[string]string{"MAX_BODY": "1Mi", "ROLLOUT_STEP": "0", "RETRY_PERIOD": "500ms", "JOB_DURATION": "250ms"}, check: func(t *testing.T, c config) {
 			assert.Equal(t, int64(1<<20), c.MaxBody)
 			assert.Zero(t, c.RolloutStep)
+			assert.Equal(t, 250*time.Millisecond, c.JobDuration)
 			assert.Equal(t, 500*time.Millisecond, c.RetryPeriod)
 		}},
 		{name: "security defaults", check: func(t *testing.T, c config) {

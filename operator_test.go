@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -31,7 +32,9 @@ import (
 // An operator written the way the kubebuilder book writes one, run by a controller-runtime
 // manager against opemu: per Application it owns a ConfigMap and a Deployment
 // (SetControllerReference, CreateOrUpdate) and records an Event per reconcile with the
-// manager's recorder (events.k8s.io/v1, protobuf, series patched).
+// manager's recorder (events.k8s.io/v1, protobuf, series patched). opemu's built-in controllers
+// run too: the Application controller, the Deployment's simulated rollout and the garbage
+// collector that deletes the children with the Application.
 
 var applicationGVK = schema.GroupVersionKind{Group: "cloudnative.elide.dev", Version: "v1", Kind: "Application"}
 
@@ -53,6 +56,9 @@ func (r *appOperator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 	app.SetGroupVersionKind(applicationGVK)
 	if err := r.client.Get(ctx, req.NamespacedName, app); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !app.GetDeletionTimestamp().IsZero() {
+		return ctrl.Result{}, nil // being deleted: the garbage collector takes the children
 	}
 	image, _, _ := unstructured.NestedString(app.Object, "spec", "image")
 	replicas, _, _ := unstructured.NestedInt64(app.Object, "spec", "replicas")
@@ -102,7 +108,7 @@ func (r *appOperator) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 
 func TestControllerRuntimeOperator(t *testing.T) {
 	t.Parallel()
-	p := start(t, "ENABLE_LEADER_ELECTION=false", "ENABLE_CONTROLLER=false")
+	p := start(t, "ENABLE_LEADER_ELECTION=false", "ROLLOUT_STEP=100ms")
 	crlog.SetLogger(logr.Discard())
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
@@ -149,6 +155,31 @@ func TestControllerRuntimeOperator(t *testing.T) {
 	first := next("")
 	assert.Equal(t, controllerutil.OperationResultCreated, first.config)
 	assert.Equal(t, controllerutil.OperationResultCreated, first.deploy)
+
+	// The Deployment rolls out: each of its status writes brings the owner back (Owns), and
+	// those passes change nothing; it ends available, and the Application Running.
+	require.Eventually(t, func() bool {
+		var dep appsv1.Deployment
+		if c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "demo"}, &dep) != nil {
+			return false
+		}
+		err := c.Get(context.Background(), client.ObjectKeyFromObject(demo), demo)
+		phase, _, _ := unstructured.NestedString(demo.Object, "status", "phase")
+		return err == nil && phase == "Running" && dep.Status.AvailableReplicas == 2 && dep.Status.UpdatedReplicas == 2 &&
+			len(dep.Status.Conditions) == 2 && dep.Status.Conditions[1].Reason == "NewReplicaSetAvailable"
+	}, 20*time.Second, 20*time.Millisecond, "the Deployment rolls out")
+	during := 0
+	for drained := false; !drained; {
+		select {
+		case p := <-op.passes:
+			during++
+			assert.Equal(t, controllerutil.OperationResultNone, p.config, "a pass during the rollout")
+			assert.Equal(t, controllerutil.OperationResultNone, p.deploy, "a pass during the rollout")
+		default:
+			drained = true
+		}
+	}
+	assert.Positive(t, during, "the rollout's status writes brought the owner back")
 
 	// The children's creation brings the owner back; those passes change nothing. Poke the
 	// Application and check that every later pass changes nothing either: the server's
@@ -205,4 +236,55 @@ func TestControllerRuntimeOperator(t *testing.T) {
 	assert.Equal(t, "application/strategic-merge-patch+json", patch)
 	_, ok = ct.find("POST /api/v1/namespaces/default/events")
 	assert.False(t, ok, "nothing was recorded through v1")
+
+	// Deleting the Application deletes what it owns, with each propagation policy; orphan keeps
+	// the children, without their owner.
+	for _, policy := range []metav1.DeletionPropagation{metav1.DeletePropagationBackground, metav1.DeletePropagationForeground, metav1.DeletePropagationOrphan} {
+		t.Run(string(policy), func(t *testing.T) {
+			name := "del-" + strings.ToLower(string(policy))
+			a := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "cloudnative.elide.dev/v1", "kind": "Application",
+				"metadata": map[string]any{"name": name, "namespace": "default"},
+				"spec":     map[string]any{"replicas": int64(1), "image": "nginx:1.27"},
+			}}
+			require.NoError(t, c.Create(context.Background(), a))
+			children := []client.Object{
+				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name + "-config"}},
+				&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}},
+				&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}},
+			}
+			// left returns the children still stored, and whether each still names an owner.
+			left := func() map[string]bool {
+				out := map[string]bool{}
+				for _, ch := range children {
+					if err := c.Get(context.Background(), client.ObjectKeyFromObject(ch), ch); err == nil {
+						out[fmt.Sprintf("%T %s", ch, ch.GetName())] = len(ch.GetOwnerReferences()) > 0
+					} else {
+						require.True(t, apierrors.IsNotFound(err), "%v", err)
+					}
+				}
+				return out
+			}
+			require.Eventually(t, func() bool { return len(left()) == 3 }, 20*time.Second, 20*time.Millisecond, "the operator made the children")
+			require.NoError(t, c.Delete(context.Background(), a, client.PropagationPolicy(policy)))
+			gone := func() bool {
+				return apierrors.IsNotFound(c.Get(context.Background(), client.ObjectKeyFromObject(a), a))
+			}
+			switch policy {
+			case metav1.DeletePropagationForeground:
+				require.Eventually(t, gone, 20*time.Second, 5*time.Millisecond)
+				assert.Empty(t, left(), "the Application went after its children (blockOwnerDeletion)")
+			case metav1.DeletePropagationBackground:
+				require.Eventually(t, gone, 20*time.Second, 5*time.Millisecond)
+				require.Eventually(t, func() bool { return len(left()) == 0 }, 20*time.Second, 20*time.Millisecond)
+			case metav1.DeletePropagationOrphan:
+				require.Eventually(t, gone, 20*time.Second, 5*time.Millisecond)
+				kept := left()
+				assert.Len(t, kept, 3, "orphaned children stay")
+				for child, owned := range kept {
+					assert.False(t, owned, "%s names no owner any more", child)
+				}
+			}
+		})
+	}
 }

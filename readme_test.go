@@ -25,7 +25,7 @@ import (
 
 // walkthrough returns the shell commands of the README's section under heading (by default
 // "## A walkthrough with curl", with its subsections): every bash block, without the lines
-// that start the server or stream forever (curl -N).
+// that start the server or stream forever (curl -N, a watch the README stops with Ctrl-C).
 func walkthrough(t *testing.T, heading ...string) string {
 	t.Helper()
 	readme, err := os.ReadFile("README.md")
@@ -49,7 +49,7 @@ func walkthrough(t *testing.T, heading ...string) string {
 	var script []string
 	for _, m := range regexp.MustCompile("(?s)```bash\n(.*?)```").FindAllStringSubmatch(section, -1) {
 		for _, line := range strings.Split(m[1], "\n") {
-			if strings.Contains(line, "go run") || strings.Contains(line, "curl -N") {
+			if strings.Contains(line, "go run") || strings.Contains(line, "curl -N") || strings.Contains(line, "(Ctrl-C to stop)") {
 				continue
 			}
 			script = append(script, line)

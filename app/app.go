@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,12 +18,14 @@ import (
 	"github.com/opemu/opemu/crd"
 	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/faults"
+	"github.com/opemu/opemu/gc"
 	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/leader"
 	"github.com/opemu/opemu/metrics"
 	"github.com/opemu/opemu/reconciler"
 	"github.com/opemu/opemu/registry"
 	"github.com/opemu/opemu/server"
+	"github.com/opemu/opemu/workloads"
 )
 
 // Run listens on cfg.Addr and serves until ctx is done (see App.Run). The first log line is
@@ -70,10 +73,14 @@ type App struct {
 	crds     *crd.Registry
 	reg      *registry.Store
 	recorder *events.Recorder
-	ctrl     *reconciler.Controller // nil when the controller is off
-	elector  *leader.Elector        // nil when election is off
-	faults   *faults.Engine
-	metrics  *metrics.Registry
+	ctrl     *reconciler.Controller // the Application controller; nil when the controllers are off
+	// ctrls are every controller: the Application's and the simulated workloads'.
+	ctrls []*reconciler.Controller
+	// collector is the garbage collector; nil when the controllers are off.
+	collector *gc.Collector
+	elector   *leader.Elector // nil when election is off
+	faults    *faults.Engine
+	metrics   *metrics.Registry
 	// server is the HTTP server's configuration; Run completes it (tokens depend on the
 	// listener) and serves it.
 	server server.Config
@@ -198,7 +205,14 @@ func New(cfg Config) (*App, error) {
 			return out
 		})
 		routes = controllerRoutes{ctrl: a.ctrl, app: app}
-		loopRoutes = loop{ctrls: sortControllers([]*reconciler.Controller{a.ctrl}), clk: clk}
+		a.ctrls = append(a.ctrls, a.ctrl)
+		if err := a.addWorkloads(cfg, reg.Client("opemu-workloads"), clk); err != nil {
+			return nil, err
+		}
+		loopRoutes = loop{ctrls: sortControllers(slices.Clone(a.ctrls)), clk: clk}
+		if a.collector, err = gc.New(gc.Config{Client: reg.Client(gc.Source), Kinds: served, Events: a.recorder, Logger: log, Clock: clk}); err != nil {
+			return nil, err
+		}
 	}
 
 	// Only the leader runs reconcile workers (and, over a shared store, the namespace
@@ -330,13 +344,18 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// lead is the work of the leader, until ctx ends: the controller; over a shared store also
-// the finishing of Terminating namespaces, etcd's compaction and the Events' sweep (one
-// replica does each for all).
+// lead is the work of the leader, until ctx ends: every controller (the Application's and the
+// simulated workloads') and the garbage collector, each starting with a full list (a full
+// resync); over a shared store also the finishing of Terminating namespaces, etcd's
+// compaction and the Events' sweep (one replica does each for all). It returns once they all
+// have, so the elector releases the lease only after the workers finished their item.
 func (a *App) lead(ctx context.Context) {
 	var wg sync.WaitGroup
-	if a.ctrl != nil {
-		wg.Go(func() { _ = a.ctrl.Run(ctx) })
+	for _, c := range a.ctrls {
+		wg.Go(func() { _ = c.Run(ctx) })
+	}
+	if a.collector != nil {
+		wg.Go(func() { _ = a.collector.Run(ctx) })
 	}
 	if a.etcd != nil {
 		wg.Go(func() { _ = a.recorder.Run(ctx) })
@@ -387,6 +406,33 @@ func (a *App) openStore(served *kinds.Registry, identity string) error {
 
 // closeStore closes the store (and etcd's client).
 func (a *App) closeStore() { a.closeAll() }
+
+// addWorkloads makes the controllers of the simulated workloads (package workloads): the
+// Application controller's machinery and settings, each with its Reconciler.
+func (a *App) addWorkloads(cfg Config, client workloads.Client, clk clock.WithTicker) error {
+	wc := workloads.Config{Client: client, Events: a.recorder, RolloutStep: cfg.RolloutStep, JobDuration: cfg.JobDuration, Clock: clk}
+	for _, w := range []struct {
+		name string
+		gr   cache.GroupResource
+		r    reconciler.Reconciler
+	}{
+		{"deployment", workloads.DeploymentResource, workloads.NewDeployments(wc)},
+		{"statefulset", workloads.StatefulSetResource, workloads.NewStatefulSets(wc)},
+		{"job", workloads.JobResource, workloads.NewJobs(wc)},
+	} {
+		c, err := reconciler.New(reconciler.Config{
+			Store: a.store, Resource: w.gr, Reconciler: w.r, Name: w.name,
+			Workers: cfg.WorkerCount, ResyncInterval: cfg.ReconcileInterval, MaxRetries: cfg.MaxRetries,
+			BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, QPS: cfg.QueueQPS, Burst: cfg.QueueBurst,
+			Metrics: a.metrics, Logger: a.log, Clock: clk,
+		})
+		if err != nil {
+			return err
+		}
+		a.ctrls = append(a.ctrls, c)
+	}
+	return nil
+}
 
 // controllerRoutes serves the controller's routes for Applications.
 type controllerRoutes struct {

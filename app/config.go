@@ -31,7 +31,9 @@ type Config struct {
 	LeaseFile string
 	// LeaseDuration, RenewDeadline and RetryPeriod are client-go's. Zero means 15 s, 10 s, 2 s.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
-	// EnableController runs the built-in Application controller.
+	// EnableController runs the built-in controllers: the Application controller, the
+	// simulated workload controllers (Deployments, StatefulSets, Jobs) and the garbage
+	// collector, on the leader.
 	EnableController bool
 	// WorkerCount is how many reconcile workers run. Zero means 2.
 	WorkerCount int
@@ -45,8 +47,12 @@ type Config struct {
 	// QueueQPS and QueueBurst size the token bucket of rate-limited requeues. Zero means 10 and 100.
 	QueueQPS   float64
 	QueueBurst int
-	// RolloutStep is the time between simulated readiness steps; zero is instant.
+	// RolloutStep is the time between simulated readiness steps (Applications, Deployments,
+	// StatefulSets); zero is instant.
 	RolloutStep time.Duration
+	// JobDuration is how long each wave of a simulated Job's pods runs; zero completes Jobs at
+	// once.
+	JobDuration time.Duration
 	// WatchHistory is how many watch events are kept per resource. Zero means 10000.
 	WatchHistory int
 	// WatchHistoryBytes bounds the watch history of every resource together. Zero means

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/opemu/opemu/cache"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Client is the in-process client of the API for opemu's own components (the controller, the
@@ -87,6 +88,19 @@ func (c *Client) Delete(ctx context.Context, key cache.Key, pre cache.Preconditi
 		return nil, false, err
 	}
 	return c.s.Delete(ctx, t, pre, c.options())
+}
+
+// DeletePropagating deletes the object at key as Delete does, with a propagation policy
+// (Options.PropagationPolicy): how the garbage collector deletes a dependent in the
+// foreground, or keeps the policy a dependent's own finalizer asks for.
+func (c *Client) DeletePropagating(ctx context.Context, key cache.Key, pre cache.Preconditions, policy metav1.DeletionPropagation) (*cache.Object, bool, error) {
+	t, err := c.s.TargetOf(key)
+	if err != nil {
+		return nil, false, err
+	}
+	o := c.options()
+	o.PropagationPolicy = policy
+	return c.s.Delete(ctx, t, pre, o)
 }
 
 // Bootstrap makes what exists from the start: the default namespace, and objs (the built-in

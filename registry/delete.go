@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/events"
@@ -48,23 +49,32 @@ func (s *Store) Delete(ctx context.Context, t Target, pre cache.Preconditions, o
 }
 
 // deleteObject marks or removes t's object in one GuaranteedUpdate, so the finalizers it
-// decides on are the ones stored at that moment.
+// decides on are the ones stored at that moment. The propagation policy first sets the
+// garbage collector's finalizer (gcFinalizers): a delete that orphans or waits for dependents
+// marks the object even when it had no finalizer, and a second delete of a marked object may
+// change its policy (its finalizers) but not its deletionTimestamp, as in kube-apiserver.
 func (s *Store) deleteObject(ctx context.Context, t Target, pre cache.Preconditions, o Options) (*cache.Object, bool, error) {
 	removing := false
 	obj, err := s.cfg.Storage.GuaranteedUpdate(ctx, t.Key, pre, func(cur *cache.Object) (cache.Update, error) {
 		removing = false
+		finalizers, changed := gcFinalizers(cur.Finalizers(), o.PropagationPolicy)
 		switch {
-		case cur.Deleting():
+		case cur.Deleting() && !changed:
 			return cache.Update{}, nil
-		case len(cur.Finalizers()) > 0:
+		case len(finalizers) > 0:
 			obj, err := cur.Decode()
 			if err != nil {
 				return cache.Update{}, err
 			}
 			md := metadataOf(obj)
-			md["deletionTimestamp"] = s.now()
-			md["deletionGracePeriodSeconds"] = int64(0)
-			md["generation"] = cur.Generation() + 1
+			if changed {
+				md["finalizers"] = toAnySlice(finalizers)
+			}
+			if !cur.Deleting() {
+				md["deletionTimestamp"] = s.now()
+				md["deletionGracePeriodSeconds"] = int64(0)
+				md["generation"] = cur.Generation() + 1
+			}
 			return cache.Update{Object: obj}, nil
 		}
 		removing = true
@@ -113,4 +123,62 @@ func (s *Store) DeleteCollection(ctx context.Context, t Target, q ListOptions, p
 	}
 	meta.ResourceVersion = formatRV(s.cfg.Storage.ResourceVersion())
 	return out, meta, nil
+}
+
+// gcFinalizers returns the finalizers an object has after a delete with policy, as
+// kube-apiserver computes them (deletionFinalizersForGarbageCollection): Orphan adds
+// metav1.FinalizerOrphanDependents and removes metav1.FinalizerDeleteDependents, Foreground the
+// other way round, Background removes both; no policy keeps whichever the object has (the first
+// of the two in its list). changed says the set of finalizers differs from cur.
+func gcFinalizers(cur []string, policy metav1.DeletionPropagation) (out []string, changed bool) {
+	orphan, foreground := false, false
+	switch policy {
+	case metav1.DeletePropagationOrphan:
+		orphan = true
+	case metav1.DeletePropagationForeground:
+		foreground = true
+	case "":
+		for _, f := range cur {
+			if f == metav1.FinalizerOrphanDependents || f == metav1.FinalizerDeleteDependents {
+				orphan, foreground = f == metav1.FinalizerOrphanDependents, f == metav1.FinalizerDeleteDependents
+				break
+			}
+		}
+	}
+	out = make([]string, 0, len(cur)+1)
+	for _, f := range cur {
+		if f != metav1.FinalizerOrphanDependents && f != metav1.FinalizerDeleteDependents {
+			out = append(out, f)
+		}
+	}
+	if orphan {
+		out = append(out, metav1.FinalizerOrphanDependents)
+	}
+	if foreground {
+		out = append(out, metav1.FinalizerDeleteDependents)
+	}
+	return out, !sameSet(cur, out)
+}
+
+// sameSet reports whether a and b hold the same strings, in any order.
+func sameSet(a, b []string) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			return false
+		}
+	}
+	return true
+}
+
+func toAnySlice(l []string) []any {
+	out := make([]any, len(l))
+	for i, s := range l {
+		out[i] = s
+	}
+	return out
 }

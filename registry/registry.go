@@ -14,6 +14,7 @@ import (
 	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/webhooks"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 )
@@ -141,6 +142,12 @@ type Options struct {
 	// Internal marks a write by opemu itself (controller, recorder, elector): it records no
 	// Events of its own and may write read-only objects.
 	Internal bool
+	// PropagationPolicy is a delete's DeleteOptions.propagationPolicy (the legacy
+	// orphanDependents is Orphan when true, Background when false): Orphan gives the object
+	// the orphan finalizer, Foreground the foregroundDeletion finalizer, Background neither,
+	// for the garbage collector to act on. Empty keeps the garbage-collection finalizer the
+	// object has, if any (kube-apiserver's deletionFinalizersForGarbageCollection).
+	PropagationPolicy metav1.DeletionPropagation
 	// applying marks a server-side apply: ownership is already recorded.
 	applying bool
 }

@@ -7,8 +7,11 @@ import (
 	"github.com/labstack/echo/v5"
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/registry"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Handlers for custom resources. Each parses, makes one HTTP-free call and answers.
@@ -149,6 +152,7 @@ type deleteOptions struct {
 	} `json:"preconditions"`
 	DryRun            []string `json:"dryRun"`
 	PropagationPolicy *string  `json:"propagationPolicy"`
+	OrphanDependents  *bool    `json:"orphanDependents"`
 }
 
 func (s *Server) deleteObject(c *echo.Context) error {
@@ -201,11 +205,25 @@ func (s *Server) deleteCollection(c *echo.Context) error {
 	return answerList(c, t, meta, objs)
 }
 
-// parseDeleteOptions reads an optional DeleteOptions body (JSON or protobuf).
+// parseDeleteOptions reads an optional DeleteOptions body (JSON or protobuf), or without a body
+// the query's propagationPolicy and orphanDependents, as kube-apiserver reads them.
 func (s *Server) parseDeleteOptions(c *echo.Context, body []byte, o registry.Options) (cache.Preconditions, registry.Options, error) {
 	var pre cache.Preconditions
+	var opts deleteOptions
+	if len(body) == 0 {
+		q := c.Request().URL.Query()
+		if v, ok := q["propagationPolicy"]; ok && len(v) > 0 {
+			opts.PropagationPolicy = &v[0]
+		}
+		if _, ok := q["orphanDependents"]; ok {
+			b, err := queryBool(q, "orphanDependents")
+			if err != nil {
+				return pre, o, err
+			}
+			opts.OrphanDependents = &b
+		}
+	}
 	if len(body) > 0 {
-		var opts deleteOptions
 		if mediaType(c.Request()) == protobufType {
 			m, err := s.decodeProtobuf(body)
 			if err != nil {
@@ -233,7 +251,36 @@ func (s *Server) parseDeleteOptions(c *echo.Context, body []byte, o registry.Opt
 			o.DryRun = true
 		}
 	}
-	return pre, o, nil
+	policy, err := propagationPolicy(opts)
+	o.PropagationPolicy = policy
+	return pre, o, err
+}
+
+// propagationPolicy checks DeleteOptions' propagationPolicy and orphanDependents as
+// kube-apiserver's ValidateDeleteOptions does (a 422 naming DeleteOptions) and returns the
+// policy they ask for: orphanDependents true is Orphan, false Background; neither is "" (the
+// object's own finalizers decide).
+func propagationPolicy(opts deleteOptions) (metav1.DeletionPropagation, error) {
+	path := field.NewPath("propagationPolicy")
+	invalid := func(errs ...*field.Error) error {
+		return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
+	}
+	switch {
+	case opts.OrphanDependents != nil && opts.PropagationPolicy != nil:
+		return "", invalid(field.Invalid(path, *opts.PropagationPolicy, "orphanDependents and deletionPropagation cannot be both set"))
+	case opts.OrphanDependents != nil && *opts.OrphanDependents:
+		return metav1.DeletePropagationOrphan, nil
+	case opts.OrphanDependents != nil:
+		return metav1.DeletePropagationBackground, nil
+	case opts.PropagationPolicy == nil:
+		return "", nil
+	}
+	switch p := metav1.DeletionPropagation(*opts.PropagationPolicy); p {
+	case metav1.DeletePropagationForeground, metav1.DeletePropagationBackground, metav1.DeletePropagationOrphan:
+		return p, nil
+	}
+	return "", invalid(field.NotSupported(path, *opts.PropagationPolicy,
+		[]string{string(metav1.DeletePropagationForeground), string(metav1.DeletePropagationBackground), string(metav1.DeletePropagationOrphan), "nil"}))
 }
 
 // answerTable sends objs as a meta.k8s.io/v1 Table (kubectl get).

@@ -274,6 +274,57 @@ func TestDeletePreconditions(t *testing.T) {
 	require.Equal(t, http.StatusOK, e.do("DELETE", appsPath+"/web", "application/json", `{"propagationPolicy":"Background"}`).code)
 }
 
+// TestDeletePropagationPolicy: DeleteOptions' propagationPolicy and the legacy orphanDependents,
+// in the body or (without one) the query, set the garbage collector's finalizers; bad ones are
+// a 422 naming DeleteOptions, as kube-apiserver answers.
+func TestDeletePropagationPolicy(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cms := "/api/v1/namespaces/default/configmaps"
+	for _, tt := range []struct {
+		name, query, body string
+		finalizer         string
+	}{
+		{"foreground body", "", `{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Foreground"}`, "foregroundDeletion"},
+		{"orphan body", "", `{"propagationPolicy":"Orphan"}`, "orphan"},
+		{"orphanDependents body", "", `{"orphanDependents":true}`, "orphan"},
+		{"foreground query", "?propagationPolicy=Foreground", "", "foregroundDeletion"},
+		{"orphanDependents query", "?orphanDependents=true", "", "orphan"},
+		{"background", "?propagationPolicy=Background", "", ""},
+		{"orphanDependents false", "", `{"orphanDependents":false}`, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			name := strings.ReplaceAll(tt.name, " ", "-")
+			name = strings.ToLower(name)
+			require.Equal(t, http.StatusCreated, e.do("POST", cms, "application/json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"`+name+`"}}`).code)
+			ctype := ""
+			if tt.body != "" {
+				ctype = "application/json"
+			}
+			del := e.do("DELETE", cms+"/"+name+tt.query, ctype, tt.body)
+			require.Equal(t, http.StatusOK, del.code, "body: %s", del.body)
+			d := del.json(t)
+			if tt.finalizer == "" {
+				assert.Equal(t, "Status", d["kind"], "removed at once")
+				return
+			}
+			assert.Equal(t, "ConfigMap", d["kind"], "marked, not removed")
+			assert.Equal(t, []any{tt.finalizer}, field(d, "metadata", "finalizers"))
+			assert.NotEmpty(t, field(d, "metadata", "deletionTimestamp"))
+		})
+	}
+	require.Equal(t, http.StatusCreated, e.do("POST", cms, "application/json", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"bad"}}`).code)
+	runStatusCases(t, e, []statusCase{
+		{name: "unknown policy", method: "DELETE", path: cms + "/bad", body: `{"propagationPolicy":"Sometimes"}`, code: 422, reason: "Invalid",
+			causes: []string{"propagationPolicy"}, message: `DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: "Sometimes"`},
+		{name: "unknown policy in the query", method: "DELETE", path: cms + "/bad?propagationPolicy=sometimes", code: 422, reason: "Invalid", causes: []string{"propagationPolicy"}},
+		{name: "both", method: "DELETE", path: cms + "/bad", body: `{"propagationPolicy":"Orphan","orphanDependents":true}`, code: 422, reason: "Invalid",
+			message: "orphanDependents and deletionPropagation cannot be both set"},
+		{name: "orphanDependents not a boolean", method: "DELETE", path: cms + "/bad?orphanDependents=maybe", code: 400, reason: "BadRequest"},
+	})
+	require.Equal(t, http.StatusOK, e.do("GET", cms+"/bad", "", "").code, "nothing was deleted")
+}
+
 func TestPaging(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

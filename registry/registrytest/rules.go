@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // NewStorage makes a fresh store for one case of RunRules.
@@ -45,8 +46,9 @@ func Widget(name string, replicas int) map[string]any {
 }
 
 // RunRules checks the rules of objects the write path keeps over any store (SPEC §2):
-// server-owned metadata, generateName, update preconditions, generation, finalizers, dry runs,
-// implicit namespaces and namespace deletion.
+// server-owned metadata, generateName, update preconditions, generation, finalizers, the
+// garbage collector's finalizers a delete's propagation policy sets, dry runs, implicit
+// namespaces and namespace deletion.
 func RunRules(t *testing.T, newStorage NewStorage) {
 	cases := []struct {
 		name string
@@ -58,6 +60,7 @@ func RunRules(t *testing.T, newStorage NewStorage) {
 		{"Generation", testGeneration},
 		{"NoOpUpdate", testNoOpUpdate},
 		{"Finalizers", testFinalizers},
+		{"DeletePropagation", testDeletePropagation},
 		{"DryRun", testDryRun},
 		{"ImplicitNamespaces", testImplicitNamespaces},
 		{"NamespaceDeletion", testNamespaceDeletion},
@@ -258,6 +261,64 @@ func testFinalizers(t *testing.T, r *rig) {
 	assert.Equal(t, gone.ResourceVersion(), ev.ResourceVersion)
 	_, err = r.s.Get(ctx, key)
 	require.ErrorIs(t, err, cache.ErrNotFound)
+}
+
+// testDeletePropagation: Orphan and Foreground mark an object without finalizers with the
+// garbage collector's finalizer; a later delete may change the policy (the finalizers) but
+// not deletionTimestamp; Background takes them away, and the object goes when none is left;
+// without a policy the object's own garbage-collection finalizer stays.
+func testDeletePropagation(t *testing.T, r *rig) {
+	key := WidgetKey("default", "web")
+	r.create("default", "web", 1)
+	widgets, err := r.reg.TargetOf(key)
+	require.NoError(t, err)
+	del := func(policy metav1.DeletionPropagation, dry bool) (*cache.Object, bool) {
+		t.Helper()
+		o, removed, err := r.reg.Delete(ctx, widgets, cache.Preconditions{}, registry.Options{PropagationPolicy: policy, DryRun: dry})
+		require.NoError(t, err)
+		return o, removed
+	}
+	o, removed := del(metav1.DeletePropagationOrphan, true)
+	assert.False(t, removed)
+	assert.Equal(t, []string{metav1.FinalizerOrphanDependents}, o.Finalizers(), "dry run")
+	got, err := r.s.Get(ctx, key)
+	require.NoError(t, err)
+	assert.False(t, got.Deleting(), "a dry run stores nothing")
+
+	o, removed = del(metav1.DeletePropagationOrphan, false)
+	assert.False(t, removed)
+	assert.True(t, o.Deleting())
+	assert.Equal(t, []string{metav1.FinalizerOrphanDependents}, o.Finalizers())
+	since := cachetest.Meta(t, o, "deletionTimestamp")
+	gen := o.Generation()
+
+	o, removed = del("", false)
+	assert.False(t, removed)
+	assert.Equal(t, []string{metav1.FinalizerOrphanDependents}, o.Finalizers(), "no policy keeps the object's own")
+
+	o, removed = del(metav1.DeletePropagationForeground, false)
+	assert.False(t, removed)
+	assert.Equal(t, []string{metav1.FinalizerDeleteDependents}, o.Finalizers(), "a second delete switches the policy")
+	assert.Equal(t, since, cachetest.Meta(t, o, "deletionTimestamp"), "and keeps deletionTimestamp")
+	assert.Equal(t, gen, o.Generation())
+
+	_, removed = del(metav1.DeletePropagationBackground, false)
+	assert.True(t, removed, "Background removes the last finalizer: the object goes")
+	_, err = r.s.Get(ctx, key)
+	require.ErrorIs(t, err, cache.ErrNotFound)
+
+	// Another finalizer stays whatever the policy.
+	obj := Widget("held", 1)
+	md(obj)["finalizers"] = []any{"example.com/hold"}
+	_, err = r.client.Create(ctx, WidgetKey("default", "held"), obj)
+	require.NoError(t, err)
+	widgets.Key.Name = "held"
+	o, removed = del(metav1.DeletePropagationForeground, false)
+	assert.False(t, removed)
+	assert.Equal(t, []string{"example.com/hold", metav1.FinalizerDeleteDependents}, o.Finalizers())
+	o, removed = del(metav1.DeletePropagationBackground, false)
+	assert.False(t, removed)
+	assert.Equal(t, []string{"example.com/hold"}, o.Finalizers())
 }
 
 func testDryRun(t *testing.T, r *rig) {

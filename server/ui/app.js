@@ -13,8 +13,14 @@ let source = null;
 
 const $ = (id) => document.getElementById(id);
 const keyOf = (o) => `${o.apiVersion}|${o.kind}|${o.metadata.namespace || ""}|${o.metadata.name}`;
-const plural = (o) => (o.kind === "Application" ? "applications" : o.kind.toLowerCase() + "s");
-const pathOf = (o) => `/apis/${o.apiVersion}/namespaces/${o.metadata.namespace}/${plural(o)}/${o.metadata.name}`;
+// resources maps "apiVersion|Kind" to its resource name and scope, from discovery (discover).
+const resources = new Map();
+const plural = (o) => (resources.get(`${o.apiVersion}|${o.kind}`) || {}).name || (o.kind === "Application" ? "applications" : o.kind.toLowerCase() + "s");
+const pathOf = (o) => {
+  const base = o.apiVersion === "v1" ? "/api/v1" : `/apis/${o.apiVersion}`;
+  const ns = o.metadata.namespace ? `/namespaces/${o.metadata.namespace}` : "";
+  return `${base}${ns}/${plural(o)}/${o.metadata.name}`;
+};
 const esc = (s) => String(s ?? "").replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 
 // toLogin sends the page to the token prompt when the server asks for credentials (it runs with
@@ -48,6 +54,33 @@ function connect() {
   source.onmessage = (m) => handle(JSON.parse(m.data), m.lastEventId);
 }
 
+// discover reads the served kinds' resource names (the core group and every group's preferred
+// version), so that any object's path is right: a Deployment's, an Ingress's, a CRD's kind.
+async function discover() {
+  const add = (gv, list) => (list.resources || []).filter((r) => !r.name.includes("/"))
+    .forEach((r) => resources.set(`${gv}|${r.kind}`, { name: r.name, namespaced: r.namespaced }));
+  try {
+    add("v1", await (await toLogin(await fetch("/api/v1"))).json());
+    const groups = await (await fetch("/apis")).json();
+    await Promise.all((groups.groups || []).map(async (g) => {
+      const gv = g.preferredVersion.groupVersion;
+      add(gv, await (await fetch(`/apis/${gv}`)).json());
+    }));
+  } catch (err) {
+    // keep what is known; paths fall back to the kind's lower-case plural
+  }
+}
+
+// rediscover reads discovery again, once for a burst, when a CRD serves a kind not known yet.
+let rediscovery = null;
+function rediscover(crd) {
+  const spec = crd.spec || {};
+  const known = (spec.versions || []).every((v) => resources.has(`${spec.group}/${v.name}|${(spec.names || {}).kind}`));
+  if (known) return;
+  clearTimeout(rediscovery);
+  rediscovery = setTimeout(discover, 200);
+}
+
 function handle(ev, id) {
   if (ev.type === "ERROR") {
     addTimeline("ERROR", "Status", ev.object.reason || "", ev.object.message || "", "");
@@ -64,6 +97,7 @@ function handle(ev, id) {
     else faults.set(o.metadata.name, o);
     renderFaults();
   }
+  if (o.kind === "CustomResourceDefinition") rediscover(o);
   if (hidden.has(o.kind)) return;
   if (ev.type === "DELETED") {
     objects.delete(k);
@@ -118,6 +152,41 @@ function renderDetail() {
     .map((c) => `<tr><td>${esc(c.type)}</td><td>${esc(c.status)}</td><td>${esc(c.reason)}</td><td>${esc(c.lastTransitionTime)}</td></tr>`)
     .join("");
   $("diff").innerHTML = diff(previous.get(selected), o);
+  renderOwnership(o);
+}
+
+// renderOwnership shows o's owners (its ownerReferences: an owner no longer listed is gone, and
+// the garbage collector deletes a dependent whose every owner is gone) and the tree of what it
+// owns, from the objects the stream gave.
+function renderOwnership(o) {
+  const byUID = new Map();
+  const children = new Map(); // owner uid → dependents
+  for (const x of objects.values()) {
+    byUID.set(x.metadata.uid, x);
+    for (const r of x.metadata.ownerReferences || []) {
+      if (!children.has(r.uid)) children.set(r.uid, []);
+      children.get(r.uid).push(x);
+    }
+  }
+  const label = (x) => `${esc(x.kind)} ${esc(x.metadata.namespace ? x.metadata.namespace + "/" : "")}${esc(x.metadata.name)}`;
+  const marks = (x, ref) => [ref && ref.controller ? "controller" : "", ref && ref.blockOwnerDeletion ? "blocks owner deletion" : "",
+    x && x.metadata.deletionTimestamp ? "deleting" : "", ...(x ? (x.metadata.finalizers || []).filter((f) => f === "foregroundDeletion" || f === "orphan") : [])]
+    .filter(Boolean).map((m) => `<span class="mark">${esc(m)}</span>`).join(" ");
+  $("owners").innerHTML = (o.metadata.ownerReferences || []).map((r) => {
+    const x = byUID.get(r.uid);
+    if (x) return `<li class="owner" data-key="${esc(keyOf(x))}" data-name="${esc(x.metadata.name)}">${label(x)} ${marks(x, r)}</li>`;
+    const why = hidden.has(r.kind) ? "not listed here" : "gone";
+    return `<li class="owner gone" data-name="${esc(r.name)}">${esc(r.kind)} ${esc(r.name)} <span class="mark">${why}</span></li>`;
+  }).join("") || `<li class="none">owned by nothing</li>`;
+  const seen = new Set([o.metadata.uid]);
+  const tree = (uid) => (children.get(uid) || []).sort((a, b) => keyOf(a).localeCompare(keyOf(b))).map((x) => {
+    if (seen.has(x.metadata.uid)) return "";
+    seen.add(x.metadata.uid);
+    const ref = (x.metadata.ownerReferences || []).find((r) => r.uid === uid);
+    const sub = tree(x.metadata.uid);
+    return `<li class="dependent" data-key="${esc(keyOf(x))}" data-name="${esc(x.metadata.name)}"${x.metadata.deletionTimestamp ? ' data-deleting="true"' : ""}>${label(x)} ${marks(x, ref)}${sub ? `<ul>${sub}</ul>` : ""}</li>`;
+  }).join("");
+  $("owns").innerHTML = tree(o.metadata.uid) || `<li class="none">owns nothing</li>`;
 }
 
 // diff is a line diff of the object's last change (lines only in one side are marked).
@@ -222,7 +291,18 @@ $("reconcile").onclick = async () => {
     setTimeout(refreshDetail, 800);
   }
 };
-$("delete").onclick = () => call("DELETE", pathOf(objects.get(selected)));
+// Delete with the chosen propagationPolicy (kubectl delete --cascade=...): the ownership tree
+// shows the garbage collector take the dependents.
+$("delete").onclick = () => call("DELETE", pathOf(objects.get(selected)), { kind: "DeleteOptions", apiVersion: "v1", propagationPolicy: $("cascade").value });
+// Clicking an owner or a dependent selects it.
+$("ownership").addEventListener("click", (e) => {
+  const li = e.target.closest("li[data-key]");
+  if (!li || !objects.has(li.dataset.key)) return;
+  e.stopPropagation();
+  selected = li.dataset.key;
+  render();
+  refreshDetail();
+});
 $("filter").addEventListener("input", renderTimeline);
 
 // The controller loop (SPEC §16): pause, step, resume, the queue and the clock.
@@ -320,7 +400,7 @@ $("fault-list").addEventListener("click", (e) => {
   if (b) call("DELETE", `${faultsPath}/${encodeURIComponent(b.dataset.name)}`);
 });
 
-connect();
+discover().then(connect);
 refreshController();
 refreshLoop();
 setInterval(refreshController, 2000);

@@ -17,6 +17,7 @@ import (
 	"github.com/opemu/opemu/crd"
 	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/faults"
+	"github.com/opemu/opemu/hooks"
 	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/leader"
 	"github.com/opemu/opemu/metrics"
@@ -71,6 +72,8 @@ type App struct {
 	reg      *registry.Store
 	recorder *events.Recorder
 	ctrl     *reconciler.Controller // nil when the controller is off
+	hooks    *hooks.Manager         // the Controllers' controllers; nil when the controller is off
+	webhooks *hooks.Admission       // the admission webhooks configured in the API
 	elector  *leader.Elector        // nil when election is off
 	faults   *faults.Engine
 	metrics  *metrics.Registry
@@ -79,9 +82,11 @@ type App struct {
 	server server.Config
 }
 
-// New wires a server: the store, the served kinds (the built-ins, the Application and Fault
-// CRDs), admission, the write path, the event recorder, the fault engine, the controller and
-// the elector when asked for. Nothing runs until Run, which adds the HTTP server.
+// New wires a server: the store, the served kinds (the built-ins, the Application, Fault and
+// Controller CRDs), admission (built-in, then the webhooks configured in the API), the write
+// path, the event recorder, the fault engine, the controllers (the Application's and the
+// Controllers' hooks) and the elector when asked for. Nothing runs until Run, which adds the
+// HTTP server.
 func New(cfg Config) (*App, error) {
 	log := logger(cfg)
 	clk := cfg.Clock
@@ -118,6 +123,9 @@ func New(cfg Config) (*App, error) {
 	if err := crds.AddBuiltIn(faults.CRD()); err != nil {
 		return nil, err
 	}
+	if err := crds.AddBuiltIn(hooks.CRD()); err != nil {
+		return nil, err
+	}
 	a.metrics.SetResourceCounts(resourceCounts(a.store, served))
 	admission, err := application.NewChain(application.ChainConfig{
 		AllowedRegistries: cfg.AllowedRegistries,
@@ -128,6 +136,9 @@ func New(cfg Config) (*App, error) {
 		return nil, err
 	}
 
+	// The write path runs the built-in handlers, then the admission webhooks configured in the
+	// API; /mutate and /validate serve the built-in ones only.
+	writeAdmission := *admission
 	// The write path records Events through the recorder, which writes them through the write
 	// path: the recorder is made second and reached through a.recorder.
 	var readOnly func(cache.Key) bool
@@ -143,7 +154,7 @@ func New(cfg Config) (*App, error) {
 	}
 	late := &events.Late{}
 	reg, err := registry.New(registry.Config{
-		Storage: a.store, Kinds: served, Admission: admission, Clock: clk,
+		Storage: a.store, Kinds: served, Admission: &writeAdmission, Clock: clk,
 		Events:     late,
 		EventLimit: late,
 		ReadOnly:   func(k cache.Key) bool { return readOnly != nil && readOnly(k) },
@@ -164,6 +175,10 @@ func New(cfg Config) (*App, error) {
 	}
 	a.recorder = events.New(evcfg)
 	late.Set(a.recorder)
+	if a.webhooks, err = hooks.NewAdmission(hooks.AdmissionConfig{Client: reg.Client("opemu-webhooks"), Kinds: served, Metrics: a.metrics, Logger: log}); err != nil {
+		return nil, err
+	}
+	writeAdmission.Configured = a.webhooks
 
 	if a.faults, err = faults.New(faults.Config{Client: reg.Client("opemu-faults"), Clock: clk, Metrics: a.metrics, Logger: log}); err != nil {
 		return nil, err
@@ -190,15 +205,27 @@ func New(cfg Config) (*App, error) {
 		if err != nil {
 			return nil, err
 		}
+		a.hooks, err = hooks.NewManager(hooks.Config{
+			Clients: func(manager string) hooks.Client { return reg.Client(manager) },
+			Kinds:   served, Events: a.recorder, Reserved: []string{a.ctrl.Name()},
+			Workers: cfg.WorkerCount, ResyncInterval: cfg.ReconcileInterval, MaxRetries: cfg.MaxRetries,
+			BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, QPS: cfg.QueueQPS, Burst: cfg.QueueBurst,
+			Metrics: a.metrics, Logger: log, Clock: clk,
+		})
+		if err != nil {
+			return nil, err
+		}
 		a.metrics.SetPhaseCounts(func() []metrics.Count {
 			var out []metrics.Count
 			for phase, n := range a.ctrl.PhaseCounts() {
 				out = append(out, metrics.Count{Labels: [2]string{"Application", phase}, Value: float64(n)})
 			}
-			return out
+			return append(out, a.hooks.PhaseCounts()...)
 		})
-		routes = controllerRoutes{ctrl: a.ctrl, app: app}
-		loopRoutes = loop{ctrls: sortControllers([]*reconciler.Controller{a.ctrl}), clk: clk}
+		routes = controllerRoutes{ctrl: a.ctrl, app: app, hooks: a.hooks}
+		loopRoutes = loop{ctrls: func() []*reconciler.Controller {
+			return sortControllers(append([]*reconciler.Controller{a.ctrl}, a.hooks.Controllers()...))
+		}, kinds: served, clk: clk}
 	}
 
 	// Only the leader runs reconcile workers (and, over a shared store, the namespace
@@ -313,6 +340,10 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 		wg.Go(func() { _ = a.recorder.Work(ctx) })
 	}
 	wg.Go(func() { _ = a.faults.Run(ctx) })
+	wg.Go(func() { _ = a.webhooks.Run(ctx) })
+	if a.hooks != nil {
+		wg.Go(func() { _ = a.hooks.Run(ctx) })
+	}
 	switch {
 	case a.elector != nil:
 		a.log.Info("leader election", "identity", a.cfg.PodName, "backend", a.elector.Backend(), "lease", a.elector.LeaseNamespace()+"/"+a.elector.LeaseName())
@@ -330,13 +361,17 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// lead is the work of the leader, until ctx ends: the controller; over a shared store also
+// lead is the work of the leader, until ctx ends: the controllers (the Application's and the
+// Controllers' hooks, each worker finishing its item); over a shared store also
 // the finishing of Terminating namespaces, etcd's compaction and the Events' sweep (one
 // replica does each for all).
 func (a *App) lead(ctx context.Context) {
 	var wg sync.WaitGroup
 	if a.ctrl != nil {
 		wg.Go(func() { _ = a.ctrl.Run(ctx) })
+	}
+	if a.hooks != nil {
+		wg.Go(func() { _ = a.hooks.Lead(ctx) })
 	}
 	if a.etcd != nil {
 		wg.Go(func() { _ = a.recorder.Run(ctx) })
@@ -388,21 +423,27 @@ func (a *App) openStore(served *kinds.Registry, identity string) error {
 // closeStore closes the store (and etcd's client).
 func (a *App) closeStore() { a.closeAll() }
 
-// controllerRoutes serves the controller's routes for Applications.
+// controllerRoutes serves the controllers' routes (history, reconcile) by resource: the
+// Application controller's for Applications, the Controllers' for the resources they name.
 type controllerRoutes struct {
-	ctrl *reconciler.Controller
-	app  *application.Reconciler
+	ctrl  *reconciler.Controller
+	app   *application.Reconciler
+	hooks *hooks.Manager
 }
 
 func (c controllerRoutes) Enqueue(key cache.Key) bool {
-	return key.GroupResource() == application.Resource && c.ctrl.Enqueue(key)
+	if key.GroupResource() == application.Resource {
+		return c.ctrl.Enqueue(key)
+	}
+	return c.hooks.Enqueue(key)
 }
 
 func (c controllerRoutes) History(key cache.Key) (any, bool) {
-	if key.GroupResource() != application.Resource {
-		return nil, false
+	if key.GroupResource() == application.Resource {
+		return c.app.History(key), true
 	}
-	return c.app.History(key), true
+	h, ok := c.hooks.History(key)
+	return h, ok
 }
 
 // resourceCounts feeds resource_count{kind,namespace} from the store's own counts.

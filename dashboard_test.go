@@ -4,8 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
@@ -306,4 +308,46 @@ func TestDashboardEtcd(t *testing.T) {
 	assert.Equal(t, "dash-1", text("leader"))
 	assert.Equal(t, "etcd", text("store"))
 	eventually(t, []string{leader.name}, func() []string { return readyEventSource(t, follower, "shared") }, "rolled out by the leader")
+}
+
+// TestDashboardHooks: the page lists the Controllers, marks the objects a hook reconciles and
+// shows their reconcile history.
+func TestDashboardHooks(t *testing.T) {
+	t.Parallel()
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"status":{"phase":"Ready"}}`)
+	}))
+	t.Cleanup(hook.Close)
+	p := start(t, "ENABLE_LEADER_ELECTION=false", "RECONCILE_INTERVAL=0")
+	base := "http://" + p.addr
+	for _, step := range []struct{ path, body string }{
+		{"/apis/apiextensions.k8s.io/v1/customresourcedefinitions", `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+			"metadata":{"name":"gadgets.example.com"},"spec":{"group":"example.com","scope":"Namespaced",
+			"names":{"kind":"Gadget","plural":"gadgets","singular":"gadget"},
+			"versions":[{"name":"v1","served":true,"storage":true,"subresources":{"status":{}},
+			"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}`},
+		{"/apis/controllers.opemu.dev/v1/controllers", `{"apiVersion":"controllers.opemu.dev/v1","kind":"Controller","metadata":{"name":"gadgets"},
+			"spec":{"resource":{"group":"example.com","version":"v1","plural":"gadgets"},"hook":{"url":"` + hook.URL + `"}}}`},
+		{"/apis/example.com/v1/namespaces/default/gadgets", `{"apiVersion":"example.com/v1","kind":"Gadget","metadata":{"name":"g1"}}`},
+	} {
+		code, m := httpJSON(t, "POST", base+step.path, step.body)
+		require.Equal(t, http.StatusCreated, code, "POST %s: %v", step.path, m)
+	}
+	ctx := browser(t)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate("about:blank")))
+	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
+	require.NoError(t, chromedp.Do(c,
+		chromedp.Navigate(base+"/ui/"),
+		chromedp.WaitVisible(css(`#hook-list tr[data-controller="gadgets"][data-phase="Running"]`)),
+		chromedp.WaitVisible(css(`#objects tr[data-name="g1"][data-hooked="gadgets"][data-phase="Ready"]`)),
+		chromedp.Click(css(`#objects tr[data-name="g1"]`)),
+		chromedp.WaitVisible(css(`#history tbody tr[data-controller="gadgets"]`)),
+	))
+	s, err := chromedp.Run(c, chromedp.Text(chromedp.CSS(`#hook-list tr[data-controller="gadgets"]`)))
+	require.NoError(t, err)
+	assert.Contains(t, s, hook.URL)
+	assert.Contains(t, s, "Reconciling gadgets (Gadget)")
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -144,6 +145,14 @@ func TestReconcileHooks(t *testing.T) {
 			reasons := eventReasons(t, base, "orders-db")
 			assert.Contains(t, reasons, "Provisioning", "the hook's events")
 			assert.Contains(t, reasons, "Ready")
+			metrics := metricsOf(t, base)
+			for _, want := range []string{
+				`controller_reconcile_total{controller="databaseclusters",result="success"}`,
+				`workqueue_adds_total{name="databaseclusters"}`,
+				`resource_phase_count{kind="DatabaseCluster",phase="Ready"} 1`,
+			} {
+				assert.True(t, strings.Contains(metrics, want), "/metrics lacks %s", want)
+			}
 
 			// A spec change re-syncs.
 			k.run("patch", "databasecluster", "orders-db", "--type=merge", "-p", `{"spec":{"storageGB":600}}`)
@@ -203,6 +212,17 @@ func TestReconcileHooks(t *testing.T) {
 			}, 10*time.Second, 50*time.Millisecond, "the garbage collector removes the ConfigMap its owner left")
 		})
 	}
+}
+
+// metricsOf returns the text of /metrics.
+func metricsOf(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(body)
 }
 
 // applyStdin runs kubectl apply -f - with manifest.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -93,13 +95,15 @@ func startWebhookServer(t *testing.T, p *configMapPolicy) (string, []byte, func(
 		})
 	}
 	t.Cleanup(stop)
+	roots := x509.NewCertPool()
+	require.True(t, roots.AppendCertsFromPEM(bundle.CAPEM))
 	require.Eventually(t, func() bool {
-		c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		c, err := tls.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port), &tls.Config{RootCAs: roots})
 		if err == nil {
 			c.Close()
 		}
 		return err == nil
-	}, 10*time.Second, 20*time.Millisecond)
+	}, 10*time.Second, 20*time.Millisecond, "the webhook server serves TLS with the test's CA")
 	return "https://127.0.0.1:" + strconv.Itoa(port), bundle.CAPEM, stop
 }
 
@@ -157,6 +161,9 @@ func TestAdmissionWebhooks(t *testing.T) {
 	assert.Contains(t, string(out), `admission webhook "vcm.policy.opemu.test" denied the request: passwords belong in a Secret, not in ConfigMap secrets`)
 	code, _ := httpJSON(t, "GET", "http://"+p.addr+"/api/v1/namespaces/default/configmaps/secrets", "")
 	assert.Equal(t, 404, code, "nothing stored")
+
+	assert.True(t, strings.Contains(metricsOf(t, "http://"+p.addr), `webhook_requests_total{allowed="false",operation="CREATE",webhook="vcm.policy.opemu.test"} 1`),
+		"webhook_requests_total counts the configured webhook's denial")
 
 	// Warnings reach kubectl.
 	out, err = k.cmd(context.Background(), "create", "configmap", "empty").CombinedOutput()

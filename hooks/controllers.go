@@ -208,7 +208,7 @@ func (m *Manager) newEntry(o *cache.Object, old *entry) *entry {
 			defer old.rec.spec.Load().client.CloseIdleConnections()
 		}
 	} else {
-		e.rec = &hookReconciler{m: m, name: name, client: m.cfg.Clients(name), failures: map[cache.Key]int{}}
+		e.rec = &hookReconciler{m: m, name: name, client: m.cfg.Clients(name), failures: map[cache.Key]int{}, phases: map[cache.Key]string{}}
 	}
 	e.rec.spec.Store(sp)
 	if sp.invalid != nil {
@@ -361,15 +361,25 @@ func (m *Manager) Enqueue(key cache.Key) bool {
 // Reconciles reports whether a Controller reconciles gr.
 func (m *Manager) Reconciles(gr cache.GroupResource) bool { return len(m.reconciling(gr)) > 0 }
 
-// PhaseCounts is resource_phase_count of the hooked kinds: objects per kind and status.phase.
+// PhaseCounts is resource_phase_count of the hooked kinds: objects per kind and the
+// status.phase their last reconcile left.
 func (m *Manager) PhaseCounts() []metrics.Count {
+	m.mu.Lock()
+	es := make([]*entry, 0, len(m.entries))
+	for _, e := range m.entries {
+		if e.ctrl != nil {
+			es = append(es, e)
+		}
+	}
+	m.mu.Unlock()
 	var out []metrics.Count
-	for _, c := range m.Controllers() {
-		kind := c.Resource().String()
-		if k, ok := m.cfg.Kinds.Resource(c.Resource()); ok {
+	for _, e := range es {
+		gr := e.ctrl.Resource()
+		kind := gr.String()
+		if k, ok := m.cfg.Kinds.Resource(gr); ok {
 			kind = k.Kind
 		}
-		for phase, n := range c.PhaseCounts() {
+		for phase, n := range e.rec.phaseCounts() {
 			out = append(out, metrics.Count{Labels: [2]string{kind, phase}, Value: float64(n)})
 		}
 	}

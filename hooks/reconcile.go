@@ -81,9 +81,13 @@ type hookReconciler struct {
 	spec   atomic.Pointer[controllerSpec]
 
 	history history
-	// mu guards failures: the consecutive failed reconciles per object, for attempt.
-	mu       sync.Mutex
+	// mu guards failures and phases.
+	mu sync.Mutex
+	// failures are the consecutive failed reconciles per object, for attempt.
 	failures map[cache.Key]int
+	// phases are the objects' status.phase after their last reconcile (resource_phase_count:
+	// a hooked kind's phase is not an indexed field, as the Application's is).
+	phases map[cache.Key]string
 }
 
 var (
@@ -129,6 +133,9 @@ func (r *hookReconciler) Reconcile(ctx context.Context, key cache.Key) (reconcil
 		delete(r.failures, key)
 		r.mu.Unlock()
 	}
+	r.mu.Lock()
+	r.phases[key] = p.phase
+	r.mu.Unlock()
 	r.history.add(key, Attempt{
 		Controller: r.name, Generation: obj.Generation(), Success: err == nil, Attempt: attempt, Phase: p.phase, Message: msg,
 		StartTime: formatStart(start), Duration: r.m.cfg.Clock.Now().Sub(start).String(),
@@ -146,8 +153,22 @@ func (r *hookReconciler) attempt(key cache.Key) int {
 func (r *hookReconciler) forget(key cache.Key) {
 	r.mu.Lock()
 	delete(r.failures, key)
+	delete(r.phases, key)
 	r.mu.Unlock()
 	r.history.forget(key)
+}
+
+// phaseCounts returns how many objects are in each phase ("" not counted).
+func (r *hookReconciler) phaseCounts() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]int{}
+	for _, p := range r.phases {
+		if p != "" {
+			out[p]++
+		}
+	}
+	return out
 }
 
 // History returns the last reconciles of key, oldest first.

@@ -3,9 +3,13 @@
 // step.
 "use strict";
 
-const hidden = new Set(["Event", "Lease", "Namespace", "CustomResourceDefinition", "Fault"]);
+const hidden = new Set(["Event", "Lease", "Namespace", "CustomResourceDefinition", "Fault", "Controller"]);
 const objects = new Map(); // key → object, as the store has it
 const faults = new Map(); // name → Fault, as the store has it
+const hooks = new Map(); // name → Controller (controllers.opemu.dev), as the store has it
+// reconciled is what the controllers reconcile, from /controller: "apiVersion|kind" →
+// {plural, names}. The Application controller's and every Controller's (reconcile hooks).
+let reconciled = new Map();
 const previous = new Map(); // key → the state before its last change
 const timeline = [];
 let selected = null;
@@ -13,8 +17,14 @@ let source = null;
 
 const $ = (id) => document.getElementById(id);
 const keyOf = (o) => `${o.apiVersion}|${o.kind}|${o.metadata.namespace || ""}|${o.metadata.name}`;
-const plural = (o) => (o.kind === "Application" ? "applications" : o.kind.toLowerCase() + "s");
-const pathOf = (o) => `/apis/${o.apiVersion}/namespaces/${o.metadata.namespace}/${plural(o)}/${o.metadata.name}`;
+const plural = (o) => (reconciled.get(`${o.apiVersion}|${o.kind}`) || {}).plural || (o.kind === "Application" ? "applications" : o.kind.toLowerCase() + "s");
+// pathOf is the object's URL: /apis/group/version (/api/v1 for the core group), namespaced or not.
+const pathOf = (o) => {
+  const base = o.apiVersion.includes("/") ? `/apis/${o.apiVersion}` : `/api/${o.apiVersion}`;
+  const ns = o.metadata.namespace ? `/namespaces/${o.metadata.namespace}` : "";
+  return `${base}${ns}/${plural(o)}/${o.metadata.name}`;
+};
+const controllersOf = (o) => (reconciled.get(`${o.apiVersion}|${o.kind}`) || {}).names || [];
 const esc = (s) => String(s ?? "").replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 
 // toLogin sends the page to the token prompt when the server asks for credentials (it runs with
@@ -37,8 +47,10 @@ function connect() {
   objects.clear();
   previous.clear();
   faults.clear();
+  hooks.clear();
   render();
   renderFaults();
+  renderHooks();
   source = new EventSource("/watch?kind=all&initial=true");
   source.onopen = () => setConn("live");
   source.onerror = () => {
@@ -63,6 +75,11 @@ function handle(ev, id) {
     if (ev.type === "DELETED") faults.delete(o.metadata.name);
     else faults.set(o.metadata.name, o);
     renderFaults();
+  }
+  if (o.kind === "Controller" && o.apiVersion.startsWith("controllers.opemu.dev/")) {
+    if (ev.type === "DELETED") hooks.delete(o.metadata.name);
+    else hooks.set(o.metadata.name, o);
+    renderHooks();
   }
   if (hidden.has(o.kind)) return;
   if (ev.type === "DELETED") {
@@ -95,8 +112,10 @@ function render() {
       const st = o.status || {};
       const spec = o.spec || {};
       const phase = st.phase || "";
-      return `<tr data-key="${esc(keyOf(o))}" data-name="${esc(o.metadata.name)}" data-phase="${esc(phase)}" class="${selected === keyOf(o) ? "selected" : ""}">
-        <td>${esc(o.kind)}</td><td>${esc(o.metadata.namespace)}</td><td>${esc(o.metadata.name)}</td>
+      const by = controllersOf(o).filter((n) => n !== "application");
+      const hooked = by.length ? ` <small class="hooked" title="reconciled by the hook of Controller ${esc(by.join(", "))}">⟲ ${esc(by.join(", "))}</small>` : "";
+      return `<tr data-key="${esc(keyOf(o))}" data-name="${esc(o.metadata.name)}" data-phase="${esc(phase)}" data-hooked="${esc(by.join(","))}" class="${selected === keyOf(o) ? "selected" : ""}">
+        <td>${esc(o.kind)}${hooked}</td><td>${esc(o.metadata.namespace)}</td><td>${esc(o.metadata.name)}</td>
         <td class="phase phase-${esc(phase)}">${esc(phase)}</td>
         <td class="ready">${esc(st.readyReplicas ?? "-")} / ${esc(spec.replicas ?? "-")}</td>
         <td>${esc(o.metadata.generation)} / ${esc(st.observedGeneration ?? "-")}</td>
@@ -137,13 +156,15 @@ function diff(a, b) {
 async function refreshDetail() {
   const o = selected && objects.get(selected);
   if (!o) return;
-  if (o.kind === "Application") {
+  if (controllersOf(o).length) {
     const h = await (await fetch(pathOf(o) + "/history")).json().catch(() => ({ items: [] }));
     // Newest first. A pass that found nothing to do (a resync, or "Reconcile now" on a converged
-    // object) is recorded too, and shown muted.
+    // object) is recorded too, and shown muted. A hook's attempts name their Controller.
     $("history").querySelector("tbody").innerHTML = (h.items || []).slice().reverse()
-      .map((a) => `<tr class="${a.success && String(a.message).startsWith("nothing to do") ? "idle" : ""}"><td>${esc(a.startTime)}</td><td>${esc(a.generation)}</td><td>${a.success ? "✔" : "✘"}</td><td>${esc(a.phase)}</td><td>${esc(a.message)}</td><td>${esc(a.duration)}</td></tr>`)
+      .map((a) => `<tr class="${a.success && String(a.message).startsWith("nothing to do") ? "idle" : ""}" data-controller="${esc(a.controller || "application")}"><td>${esc(a.startTime)}</td><td>${esc(a.controller || "application")}${a.attempt > 1 ? ` (attempt ${esc(a.attempt)})` : ""}</td><td>${esc(a.generation)}</td><td>${a.success ? "✔" : "✘"}</td><td>${esc(a.phase)}</td><td>${esc(a.message)}</td><td>${esc(a.duration)}</td></tr>`)
       .join("");
+  } else {
+    $("history").querySelector("tbody").innerHTML = "";
   }
   const e = await (await fetch(`/events?namespace=${encodeURIComponent(o.metadata.namespace)}&name=${encodeURIComponent(o.metadata.name)}&limit=30`)).json();
   $("events").querySelector("tbody").innerHTML = (e.events || []).slice().reverse()
@@ -238,6 +259,17 @@ async function refreshLoop() {
   try {
     const c = await toLogin(await fetch("/controller")).json();
     const ctrls = c.controllers || [];
+    const next = new Map();
+    for (const x of ctrls) {
+      if (!x.kind) continue;
+      const k = `${x.apiVersion}|${x.kind}`;
+      const r = next.get(k) || { plural: x.resource.split(".")[0], names: [] };
+      r.names.push(x.name);
+      next.set(k, r);
+    }
+    const changed = JSON.stringify([...next]) !== JSON.stringify([...reconciled]);
+    reconciled = next;
+    if (changed) render();
     const state = ctrls.length === 0 ? "disabled" : ctrls.some((x) => x.paused) ? "paused" : ctrls.some((x) => x.running) ? "running" : "not leading";
     $("loop-state").textContent = state;
     $("loop-state").dataset.state = state;
@@ -298,6 +330,26 @@ function renderFaults() {
         <td>${esc(f.metadata.name)}</td><td>${esc(matches)}</td><td>${esc(does)}</td><td class="injected">${esc(st.injected ?? 0)}</td>
         <td class="fault-${esc(phase)}" title="${esc(st.message || "")}">${esc(phase)}</td>
         <td><button class="danger fault-delete" data-name="${esc(f.metadata.name)}">Delete</button></td></tr>`;
+    })
+    .join("");
+}
+
+// Reconcile hooks (SPEC §15): the Controller objects, from the stream; what each reconciles,
+// with which hook, and whether it runs (its status, written by the leader).
+
+function renderHooks() {
+  const rows = [...hooks.values()].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+  $("hook-list").querySelector("tbody").innerHTML = rows
+    .map((c) => {
+      const sp = c.spec || {};
+      const r = sp.resource || {};
+      const st = c.status || {};
+      const ready = (st.conditions || []).find((x) => x.type === "Ready") || {};
+      const children = (sp.children || []).map((x) => x.kind || x.resource).join(", ");
+      return `<tr data-controller="${esc(c.metadata.name)}" data-phase="${esc(st.phase || "")}">
+        <td>${esc(c.metadata.name)}</td><td>${esc([r.group, r.version].filter(Boolean).join("/"))} ${esc(r.plural)}</td>
+        <td>${esc((sp.hook || {}).url)}</td><td>${esc(children)}${sp.finalize ? " (finalizes)" : ""}</td>
+        <td class="fault-${esc(st.phase || "")}">${esc(st.phase || "")}</td><td>${esc(ready.message || "")}</td></tr>`;
     })
     .join("");
 }

@@ -321,19 +321,7 @@ func TestDashboardHooks(t *testing.T) {
 	t.Cleanup(hook.Close)
 	p := start(t, "ENABLE_LEADER_ELECTION=false", "RECONCILE_INTERVAL=0")
 	base := "http://" + p.addr
-	for _, step := range []struct{ path, body string }{
-		{"/apis/apiextensions.k8s.io/v1/customresourcedefinitions", `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
-			"metadata":{"name":"gadgets.example.com"},"spec":{"group":"example.com","scope":"Namespaced",
-			"names":{"kind":"Gadget","plural":"gadgets","singular":"gadget"},
-			"versions":[{"name":"v1","served":true,"storage":true,"subresources":{"status":{}},
-			"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}`},
-		{"/apis/controllers.opemu.dev/v1/controllers", `{"apiVersion":"controllers.opemu.dev/v1","kind":"Controller","metadata":{"name":"gadgets"},
-			"spec":{"resource":{"group":"example.com","version":"v1","plural":"gadgets"},"hook":{"url":"` + hook.URL + `"}}}`},
-		{"/apis/example.com/v1/namespaces/default/gadgets", `{"apiVersion":"example.com/v1","kind":"Gadget","metadata":{"name":"g1"}}`},
-	} {
-		code, m := httpJSON(t, "POST", base+step.path, step.body)
-		require.Equal(t, http.StatusCreated, code, "POST %s: %v", step.path, m)
-	}
+	createGadgets(t, base, hook.URL)
 	ctx := browser(t)
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate("about:blank")))
 	c, cancel := context.WithTimeout(ctx, 30*time.Second)

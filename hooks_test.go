@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -274,4 +277,88 @@ func conditionOf(obj map[string]any, typ string) map[string]any {
 		}
 	}
 	return nil
+}
+
+// TestHookControllerLeaderAndLoop: a Controller's queue runs only on the leader (a follower's
+// hook is never called and its /reconcile answers 503), and it pauses, steps and resumes by
+// its name like the built-in controller.
+func TestHookControllerLeaderAndLoop(t *testing.T) {
+	t.Parallel()
+	lease := filepath.Join(t.TempDir(), "hooks.lease")
+	rs := []*replica{startReplica(t, "hooks-1", lease, "RECONCILE_INTERVAL=0"), startReplica(t, "hooks-2", lease, "RECONCILE_INTERVAL=0")}
+	leader, _ := waitLeader(t, 2*haRetry, rs...)
+	follower := without(rs, leader)[0]
+
+	// Each replica keeps its own objects (memory store): both get the CRD, a Controller calling
+	// their own hook, and a Gadget.
+	calls := map[*replica]*atomic.Int64{}
+	for _, r := range rs {
+		n := &atomic.Int64{}
+		calls[r] = n
+		hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			n.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"status":{"phase":"Ready"}}`)
+		}))
+		t.Cleanup(hook.Close)
+		createGadgets(t, "http://"+r.p.addr, hook.URL)
+	}
+	api := func(r *replica) string {
+		return "http://" + r.p.addr + "/apis/example.com/v1/namespaces/default/gadgets"
+	}
+	require.Eventually(t, func() bool { return calls[leader].Load() > 0 }, 10*time.Second, 20*time.Millisecond, "the leader's queue calls its hook")
+	code, body := httpJSON(t, "POST", api(follower)+"/g1/reconcile", "")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, body["message"], leader.name)
+	assert.Never(t, func() bool { return calls[follower].Load() > 0 }, 500*time.Millisecond, 50*time.Millisecond, "a follower calls no hook")
+
+	// Pause by name: a change waits in the queue; a step reconciles it; resume.
+	base := "http://" + leader.p.addr
+	code, _ = httpJSON(t, "POST", base+"/controller/pause?controller=gadgets", "")
+	require.Equal(t, http.StatusOK, code)
+	before := calls[leader].Load()
+	req, err := http.NewRequest(http.MethodPatch, api(leader)+"/g1", strings.NewReader(`{"spec":{"size":2}}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/merge-patch+json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Eventually(t, func() bool {
+		c := getJSON(t, base+"/controller?controller=gadgets")["controllers"].([]any)[0].(map[string]any)
+		q := c["queue"].([]any)
+		return c["paused"] == true && len(q) == 1 && q[0].(map[string]any)["state"] == "due"
+	}, 5*time.Second, 20*time.Millisecond)
+	assert.Equal(t, before, calls[leader].Load(), "paused: nothing reconciled")
+	code, step := httpJSON(t, "POST", base+"/controller/step?controller=gadgets", "")
+	require.Equal(t, http.StatusOK, code, "%v", step)
+	s := step["step"].(map[string]any)
+	assert.Equal(t, "gadgets", s["controller"])
+	assert.Equal(t, "default/g1", s["object"])
+	assert.Equal(t, "success", s["result"])
+	assert.Equal(t, before+1, calls[leader].Load(), "one step, one call")
+	code, _ = httpJSON(t, "POST", base+"/controller/resume?controller=gadgets", "")
+	require.Equal(t, http.StatusOK, code)
+	h := historyOf(t, api(leader), "g1")
+	require.NotEmpty(t, h)
+	assert.Equal(t, "gadgets", h[len(h)-1].(map[string]any)["controller"])
+}
+
+// createGadgets creates, on the server at base, a Gadget CRD, a Controller of gadgets calling
+// hook, and the Gadget g1.
+func createGadgets(t *testing.T, base, hook string) {
+	t.Helper()
+	for _, step := range []struct{ path, body string }{
+		{"/apis/apiextensions.k8s.io/v1/customresourcedefinitions", `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+			"metadata":{"name":"gadgets.example.com"},"spec":{"group":"example.com","scope":"Namespaced",
+			"names":{"kind":"Gadget","plural":"gadgets","singular":"gadget"},
+			"versions":[{"name":"v1","served":true,"storage":true,"subresources":{"status":{}},
+			"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}`},
+		{"/apis/controllers.opemu.dev/v1/controllers", `{"apiVersion":"controllers.opemu.dev/v1","kind":"Controller","metadata":{"name":"gadgets"},
+			"spec":{"resource":{"group":"example.com","version":"v1","plural":"gadgets"},"hook":{"url":"` + hook + `"}}}`},
+		{"/apis/example.com/v1/namespaces/default/gadgets", `{"apiVersion":"example.com/v1","kind":"Gadget","metadata":{"name":"g1"},"spec":{"size":1}}`},
+	} {
+		code, m := httpJSON(t, "POST", base+step.path, step.body)
+		require.Equal(t, http.StatusCreated, code, "POST %s: %v", step.path, m)
+	}
 }

@@ -127,8 +127,7 @@ func (s *Store) admitDelete(ctx context.Context, t Target, pre cache.Preconditio
 	}
 	req := s.admissionRequest(t, webhooks.Delete, nil, cur, o)
 	req.Name = t.Key.Name
-	opts := req.Options
-	if pre.UID != "" || pre.ResourceVersion != "" {
+	if opts := req.Options; opts != nil && (pre.UID != "" || pre.ResourceVersion != "") {
 		p := map[string]any{}
 		if pre.UID != "" {
 			p["uid"] = pre.UID
@@ -154,12 +153,14 @@ func (s *Store) admitDelete(ctx context.Context, t Target, pre cache.Preconditio
 }
 
 // admissionRequest describes a write for the admission chain: what AdmissionReview v1 carries.
+// The user and the options are filled in only while admission webhooks are configured: no
+// built-in handler reads them, and the hot path of writes does not pay for them.
 func (s *Store) admissionRequest(t Target, op webhooks.Operation, obj, old map[string]any, o Options) *webhooks.Request {
 	name := t.Key.Name
 	if obj != nil {
 		name = stringOf(metadataOf(obj)["name"])
 	}
-	return &webhooks.Request{
+	req := &webhooks.Request{
 		Kind:        metav1.GroupVersionKind{Group: t.Kind.Group, Version: t.Kind.Version, Kind: t.Kind.Kind},
 		Resource:    metav1.GroupVersionResource{Group: t.Kind.Group, Version: t.Kind.Version, Resource: t.Kind.Plural},
 		SubResource: t.Sub,
@@ -169,11 +170,20 @@ func (s *Store) admissionRequest(t Target, op webhooks.Operation, obj, old map[s
 		Object:      obj,
 		OldObject:   old,
 		DryRun:      o.DryRun,
-		UserInfo:    userInfo(o),
-		Options:     writeOptions(op, o),
 		Internal:    o.Internal,
 	}
+	if s.cfg.Admission.HasConfigured() {
+		req.UserInfo, req.Options = userInfo(o), writeOptions(op, o)
+	}
+	return req
 }
+
+// The groups of userInfo, shared (read only).
+var (
+	authenticatedGroups   = []string{"system:authenticated"}
+	internalGroups        = []string{"system:masters", "system:authenticated"}
+	unauthenticatedGroups = []string{"system:unauthenticated"}
+)
 
 // userInfo names who makes a write, as kube-apiserver's authenticators would: the
 // authenticated user, opemu's own components as system:opemu:<component>, anyone else as
@@ -181,11 +191,11 @@ func (s *Store) admissionRequest(t Target, op webhooks.Operation, obj, old map[s
 func userInfo(o Options) authenticationv1.UserInfo {
 	switch {
 	case o.User != "":
-		return authenticationv1.UserInfo{Username: o.User, Groups: []string{"system:authenticated"}}
+		return authenticationv1.UserInfo{Username: o.User, Groups: authenticatedGroups}
 	case o.Internal:
-		return authenticationv1.UserInfo{Username: "system:opemu:" + o.FieldManager, Groups: []string{"system:masters", "system:authenticated"}}
+		return authenticationv1.UserInfo{Username: "system:opemu:" + o.FieldManager, Groups: internalGroups}
 	}
-	return authenticationv1.UserInfo{Username: "system:anonymous", Groups: []string{"system:unauthenticated"}}
+	return authenticationv1.UserInfo{Username: "system:anonymous", Groups: unauthenticatedGroups}
 }
 
 // writeOptions is the CreateOptions, UpdateOptions or DeleteOptions of a write.

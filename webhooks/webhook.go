@@ -36,7 +36,9 @@ type Request struct {
 	// OldObject is the stored object on UPDATE and DELETE; nil on CREATE.
 	OldObject map[string]any
 	DryRun    bool
-	// UserInfo is who makes the request (AdmissionReview's userInfo).
+	// UserInfo is who makes the request (AdmissionReview's userInfo). The write path sets it,
+	// and Options, only while Chain.Configured holds handlers (no built-in handler reads them).
+	// Its slices are shared: handlers must not modify them.
 	UserInfo authenticationv1.UserInfo
 	// Options is the request's CreateOptions, UpdateOptions or DeleteOptions
 	// (meta.k8s.io/v1, with apiVersion and kind), as AdmissionReview's options carries them; nil

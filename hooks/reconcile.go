@@ -372,6 +372,12 @@ func (r *hookReconciler) call(ctx context.Context, sp *controllerSpec, req hookR
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, fmt.Errorf("the hook answered HTTP %d: %s", resp.StatusCode, snippet(raw))
 	}
+	return decodeAnswer(raw)
+}
+
+// decodeAnswer decodes a hook's answer strictly: one JSON object of hookAnswer's fields, numbers
+// kept as json.Number, requeueAfterSeconds not negative.
+func decodeAnswer(raw []byte) (*hookAnswer, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	dec.DisallowUnknownFields()

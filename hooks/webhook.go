@@ -199,6 +199,20 @@ func (w *webhook) call(ctx context.Context, req *webhooks.Request) (webhooks.Res
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return webhooks.Response{}, fmt.Errorf("the webhook answered HTTP %d: %s", resp.StatusCode, snippet(raw))
 	}
+	res, err := w.answer(raw, ar.Request.UID)
+	if err != nil || view == nil || len(res.Patch) == 0 {
+		return res, err
+	}
+	if res.Patch, err = view.patchBack(res.Patch); err != nil {
+		return webhooks.Response{}, err
+	}
+	return res, nil
+}
+
+// answer reads a webhook's AdmissionReview answer to the request uid: a denial (worded as
+// kube-apiserver words it), or an admission with its warnings and, from a mutating webhook, its
+// JSON Patch. An answer that is not a valid AdmissionReview for uid is an error (a failed call).
+func (w *webhook) answer(raw []byte, uid types.UID) (webhooks.Response, error) {
 	var out admissionv1.AdmissionReview
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return webhooks.Response{}, fmt.Errorf("the answer is not an AdmissionReview: %v", err)
@@ -208,8 +222,8 @@ func (w *webhook) call(ctx context.Context, req *webhooks.Request) (webhooks.Res
 		return webhooks.Response{}, fmt.Errorf("expected an admission.k8s.io/v1 AdmissionReview, got apiVersion %q, kind %q", out.APIVersion, out.Kind)
 	case out.Response == nil:
 		return webhooks.Response{}, errors.New("the AdmissionReview has no response")
-	case out.Response.UID != ar.Request.UID:
-		return webhooks.Response{}, fmt.Errorf("expected response.uid %q, got %q", ar.Request.UID, out.Response.UID)
+	case out.Response.UID != uid:
+		return webhooks.Response{}, fmt.Errorf("expected response.uid %q, got %q", uid, out.Response.UID)
 	}
 	r := out.Response
 	if !r.Allowed {
@@ -222,13 +236,9 @@ func (w *webhook) call(ctx context.Context, req *webhooks.Request) (webhooks.Res
 	if r.PatchType == nil || *r.PatchType != admissionv1.PatchTypeJSONPatch {
 		return webhooks.Response{}, errors.New("a patch needs patchType JSONPatch")
 	}
+	var err error
 	if res.Patch, err = decodePatch(r.Patch); err != nil {
 		return webhooks.Response{}, fmt.Errorf("the patch is not a JSON Patch: %v", err)
-	}
-	if view != nil {
-		if res.Patch, err = view.patchBack(res.Patch); err != nil {
-			return webhooks.Response{}, err
-		}
 	}
 	return res, nil
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -156,9 +157,16 @@ func (m *Manager) Run(ctx context.Context) error {
 
 // apply makes the entries match the Controller objects objs (by name): a new object gets a
 // controller, a deleted one's stops, a changed one's takes the new spec at once (its queue is
-// restarted, which reconciles every object again).
+// restarted, which reconciles every object again). The leader releases the finalizer of a
+// deleted Controller from its objects: nothing else would remove it. objs nil (shutdown) stops
+// every controller and releases nothing.
 func (m *Manager) apply(objs map[string]*cache.Object) {
 	var stops []func()
+	type gone struct {
+		name string
+		gr   cache.GroupResource
+	}
+	var released []gone
 	m.mu.Lock()
 	m.objects = make(map[string]*cache.Object, len(objs))
 	for name, o := range objs {
@@ -168,6 +176,9 @@ func (m *Manager) apply(objs map[string]*cache.Object) {
 		if o, ok := objs[name]; !ok || o.UID() != e.uid {
 			stops = append(stops, m.stopLocked(e))
 			delete(m.entries, name)
+			if sp := e.rec.spec.Load(); !ok && objs != nil && sp.invalid == nil {
+				released = append(released, gone{name, sp.resource})
+			}
 		}
 	}
 	for name, o := range objs {
@@ -186,13 +197,55 @@ func (m *Manager) apply(objs map[string]*cache.Object) {
 	}
 	// Started after the old runs stopped: two queues never reconcile one object at once.
 	m.mu.Lock()
-	if m.leading != nil {
+	leading := m.leading
+	if leading != nil {
 		for _, e := range m.entries {
 			m.startLocked(e)
 		}
 	}
 	m.mu.Unlock()
 	m.notify()
+	if leading != nil {
+		for _, g := range released {
+			m.releaseFinalizers(leading, g.name, g.gr)
+		}
+	}
+}
+
+// releaseFinalizers removes the finalizer of the deleted Controller name from the objects of
+// gr, so that none waits forever on a hook nobody calls any more.
+func (m *Manager) releaseFinalizers(ctx context.Context, name string, gr cache.GroupResource) {
+	fin := finalizerName(name)
+	list, err := m.client.List(ctx, gr)
+	if err != nil {
+		return
+	}
+	for _, o := range list.Items {
+		for attempt := 0; attempt < 5 && slices.Contains(o.Finalizers(), fin); attempt++ {
+			doc, err := o.Decode()
+			if err != nil {
+				break
+			}
+			md, _ := doc["metadata"].(map[string]any)
+			fins := make([]any, 0, len(o.Finalizers()))
+			for _, f := range o.Finalizers() {
+				if f != fin {
+					fins = append(fins, f)
+				}
+			}
+			md["finalizers"] = fins
+			md["resourceVersion"] = strconv.FormatUint(o.ResourceVersion(), 10)
+			if _, err = m.client.Update(ctx, o.Key(), doc); err == nil || !isConflict(err) {
+				if err != nil && !errors.Is(err, cache.ErrNotFound) {
+					m.log.Warn("releasing a deleted Controller's finalizer", "controller", name, "object", o.Key().String(), "err", err)
+				}
+				break
+			}
+			if o, err = m.client.Get(ctx, o.Key()); err != nil {
+				break
+			}
+		}
+	}
 }
 
 // newEntry makes the controller of Controller object o, keeping what old (the entry of an

@@ -456,3 +456,27 @@ func TestControllerLifecycle(t *testing.T) {
 	r.widget(t, "w2", 1)
 	assert.Never(t, func() bool { return first.calls.Load()+second.calls.Load() != calls }, 300*time.Millisecond, 20*time.Millisecond)
 }
+
+// TestDeletedControllerReleasesFinalizers: deleting a Controller removes its finalizer from its
+// objects, so a deletion never waits on a hook nobody calls any more.
+func TestDeletedControllerReleasesFinalizers(t *testing.T) {
+	t.Parallel()
+	r := newRig(t)
+	hook := newHook(t, readyHook)
+	r.controller(t, "widgets", hook.URL, map[string]any{"finalize": true})
+	r.widget(t, "w1", 1)
+	require.Eventually(t, func() bool {
+		md := r.get(t, widgets, "default", "w1")["metadata"].(map[string]any)
+		return md["finalizers"] != nil
+	}, 5*time.Second, 10*time.Millisecond)
+	_, _, err := r.client.Delete(context.Background(), cache.Key{Group: hooks.Resource.Group, Resource: hooks.Resource.Resource, Name: "widgets"}, cache.Preconditions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		md := r.get(t, widgets, "default", "w1")["metadata"].(map[string]any)
+		fins, _ := md["finalizers"].([]any)
+		return len(fins) == 0
+	}, 5*time.Second, 10*time.Millisecond, "finalizers: %v", r.get(t, widgets, "default", "w1")["metadata"])
+	_, removed, err := r.client.Delete(context.Background(), cache.Key{Group: widgets.Group, Resource: widgets.Resource, Namespace: "default", Name: "w1"}, cache.Preconditions{})
+	require.NoError(t, err)
+	assert.True(t, removed, "nothing holds the deletion")
+}

@@ -33,12 +33,10 @@ func synced(ok bool, reason, message string) condition {
 }
 
 // writeStatus keeps every Controller's status (observedGeneration, phase, the Ready
-// condition) current while this replica leads: at each change of the Controllers and every
-// second, since whether its resource is served changes with CRDs (real time: this follows
-// writes, not the clock).
+// condition) current while this replica leads: at each change of the Controllers and, while
+// there are any, every second, since whether their resources are served changes with CRDs
+// (real time: this follows writes, not the clock).
 func (m *Manager) writeStatus(ctx context.Context) {
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
 	for {
 		m.mu.Lock()
 		type item struct {
@@ -58,11 +56,23 @@ func (m *Manager) writeStatus(ctx context.Context) {
 				m.log.Warn("writing a Controller's status", "controller", it.obj.Key().Name, "err", err)
 			}
 		}
+		// With no Controller there is nothing to look at again: an idle server does not wake.
+		var again <-chan time.Time
+		var timer *time.Timer
+		if len(items) > 0 {
+			timer = time.NewTimer(time.Second)
+			again = timer.C
+		}
 		select {
 		case <-ctx.Done():
-			return
 		case <-m.wake:
-		case <-tick.C:
+		case <-again:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
+			return
 		}
 	}
 }

@@ -145,6 +145,9 @@ func TestClientGoBuiltinKinds(t *testing.T) {
 	const ns = "kinds"
 	md := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name, Namespace: ns} }
 	sel := map[string]string{"app": "web"}
+	// The webhook configurations are honoured (SPEC §15): an objectSelector that no object of this
+	// test matches keeps them from judging its Deployments (their service cannot be reached).
+	inert := &metav1.LabelSelector{MatchLabels: map[string]string{"kinds-test/judged": "never"}}
 	hook := func(name string) (admissionregistrationv1.WebhookClientConfig, []admissionregistrationv1.RuleWithOperations, *admissionregistrationv1.SideEffectClass) {
 		return admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: ns, Name: name}},
 			[]admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{"CREATE"}, Rule: admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}}}},
@@ -341,7 +344,7 @@ func TestClientGoBuiltinKinds(t *testing.T) {
 		{"ValidatingWebhookConfiguration", func(t *testing.T) {
 			cc, rules, se := hook("v")
 			v := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "kinds-v"}, Webhooks: []admissionregistrationv1.ValidatingWebhook{
-				{Name: "a.example.com", ClientConfig: cc, Rules: rules, SideEffects: se, AdmissionReviewVersions: []string{"v1"}}}}
+				{Name: "a.example.com", ClientConfig: cc, Rules: rules, SideEffects: se, AdmissionReviewVersions: []string{"v1"}, ObjectSelector: inert}}}
 			exercise(t, cs.AdmissionregistrationV1().ValidatingWebhookConfigurations(), v, `{"webhooks":[{"name":"a.example.com","timeoutSeconds":5}]}`,
 				func(t *testing.T, got *admissionregistrationv1.ValidatingWebhookConfiguration) {
 					require.Len(t, got.Webhooks, 1, "webhooks merge by name")
@@ -355,7 +358,7 @@ func TestClientGoBuiltinKinds(t *testing.T) {
 		{"MutatingWebhookConfiguration", func(t *testing.T) {
 			cc, rules, se := hook("m")
 			m := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "kinds-m"}, Webhooks: []admissionregistrationv1.MutatingWebhook{
-				{Name: "a.example.com", ClientConfig: cc, Rules: rules, SideEffects: se, AdmissionReviewVersions: []string{"v1"}}}}
+				{Name: "a.example.com", ClientConfig: cc, Rules: rules, SideEffects: se, AdmissionReviewVersions: []string{"v1"}, ObjectSelector: inert}}}
 			exercise(t, cs.AdmissionregistrationV1().MutatingWebhookConfigurations(), m, `{"webhooks":[{"name":"a.example.com","timeoutSeconds":5}]}`,
 				func(t *testing.T, got *admissionregistrationv1.MutatingWebhookConfiguration) {
 					require.Len(t, got.Webhooks, 1)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
@@ -308,91 +310,32 @@ func TestDashboardEtcd(t *testing.T) {
 	eventually(t, []string{leader.name}, func() []string { return readyEventSource(t, follower, "shared") }, "rolled out by the leader")
 }
 
-// TestDashboardOwnership: the detail panel shows an object's owners and the tree of what it
-// owns; deleting the owner from the page with a cascade shows the collector take the
-// dependents (foreground) or leave them without an owner (orphan).
-func TestDashboardOwnership(t *testing.T) {
+// TestDashboardHooks: the page lists the Controllers, marks the objects a hook reconciles and
+// shows their reconcile history.
+func TestDashboardHooks(t *testing.T) {
 	t.Parallel()
-	p := start(t, "ROLLOUT_STEP=100ms", "ENABLE_LEADER_ELECTION=false", "RECONCILE_INTERVAL=0")
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"status":{"phase":"Ready"}}`)
+	}))
+	t.Cleanup(hook.Close)
+	p := start(t, "ENABLE_LEADER_ELECTION=false", "RECONCILE_INTERVAL=0")
+	base := "http://" + p.addr
+	createGadgets(t, base, hook.URL)
 	ctx := browser(t)
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate("about:blank")))
-	run := func(timeout time.Duration, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		c, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		require.NoError(t, chromedp.Do(c, actions...))
-	}
-	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
-	base := "http://" + p.addr
-	create := func(path, body string) string {
-		t.Helper()
-		code, obj := httpJSON(t, "POST", base+path, body)
-		require.Equal(t, http.StatusCreated, code, "%v", obj)
-		return obj["metadata"].(map[string]any)["uid"].(string)
-	}
-	ref := func(apiVersion, kind, name, uid string) string {
-		return fmt.Sprintf(`{"apiVersion":%q,"kind":%q,"name":%q,"uid":%q,"controller":true,"blockOwnerDeletion":true}`, apiVersion, kind, name, uid)
-	}
-	configMap := func(name, owner string) string {
-		return fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q,"ownerReferences":[%s]},"data":{"k":"v"}}`, name, owner)
-	}
-	run(30*time.Second,
-		chromedp.Navigate(base+"/ui/"),
-		chromedp.WaitVisible(css(`#conn[data-state="live"]`)),
-	)
-	app := create("/apis/cloudnative.elide.dev/v1/namespaces/default/applications",
-		`{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","metadata":{"name":"shop"},"spec":{"replicas":1,"image":"nginx:1.27"}}`)
-	dep := create("/apis/apps/v1/namespaces/default/deployments", fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"shop","ownerReferences":[%s]},
-"spec":{"selector":{"matchLabels":{"app":"shop"}},"template":{"metadata":{"labels":{"app":"shop"}},"spec":{"containers":[{"name":"shop","image":"nginx:1.27"}]}}}}`,
-		ref("cloudnative.elide.dev/v1", "Application", "shop", app)))
-	create("/api/v1/namespaces/default/configmaps", configMap("shop-config", ref("cloudnative.elide.dev/v1", "Application", "shop", app)))
-	create("/api/v1/namespaces/default/configmaps", configMap("shop-extra", ref("apps/v1", "Deployment", "shop", dep)))
-
-	appRow := `tr[data-key="cloudnative.elide.dev/v1|Application|default|shop"]`
-	run(30*time.Second,
-		chromedp.WaitVisible(css(`tr[data-key="v1|ConfigMap|default|shop-extra"]`)),
-		chromedp.Click(css(appRow)),
-		chromedp.WaitVisible(css(`#owners li.none`)),
-		chromedp.WaitVisible(css(`#owns > li.dependent[data-key="apps/v1|Deployment|default|shop"] > ul > li[data-name="shop-extra"]`)),
-		chromedp.WaitVisible(css(`#owns > li.dependent[data-name="shop-config"]`)),
-		// The Deployment, from the tree: its owner is the Application, it owns the grandchild.
-		chromedp.Click(css(`#owns li[data-key="apps/v1|Deployment|default|shop"]`)),
-		chromedp.WaitVisible(css(`#owners li.owner[data-key="cloudnative.elide.dev/v1|Application|default|shop"]`)),
-		chromedp.WaitVisible(css(`#owns > li.dependent[data-name="shop-extra"]`)),
-		// Back to the Application, deleted in the foreground from the page: the tree empties,
-		// then the Application goes.
-		chromedp.Click(css(`#owners li.owner`)),
-		chromedp.WaitVisible(css(`#owns > li.dependent[data-name="shop-config"]`)),
-		chromedp.SetValue(css("#cascade"), "Foreground"),
-		chromedp.Click(css("#delete")),
-		chromedp.WaitNotPresent(css(`tr[data-key="v1|ConfigMap|default|shop-extra"]`)),
-		chromedp.WaitNotPresent(css(`tr[data-key="apps/v1|Deployment|default|shop"]`)),
-		chromedp.WaitNotPresent(css(`tr[data-key="v1|ConfigMap|default|shop-config"]`)),
-		chromedp.WaitNotPresent(css(appRow)),
-	)
-	assert.Contains(t, readText(t, ctx, "#message"), "DELETE /apis/cloudnative.elide.dev/v1/namespaces/default/applications/shop: 200")
-
-	// Orphan: the dependent stays and is owned by nothing.
-	owner := create("/api/v1/namespaces/default/configmaps", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"parent"}}`)
-	create("/api/v1/namespaces/default/configmaps", configMap("child", ref("v1", "ConfigMap", "parent", owner)))
-	run(30*time.Second,
-		chromedp.WaitVisible(css(`tr[data-key="v1|ConfigMap|default|child"]`)),
-		chromedp.Click(css(`tr[data-key="v1|ConfigMap|default|parent"]`)),
-		chromedp.WaitVisible(css(`#owns > li.dependent[data-name="child"]`)),
-		chromedp.SetValue(css("#cascade"), "Orphan"),
-		chromedp.Click(css("#delete")),
-		chromedp.WaitNotPresent(css(`tr[data-key="v1|ConfigMap|default|parent"]`)),
-		chromedp.Click(css(`tr[data-key="v1|ConfigMap|default|child"]`)),
-		chromedp.WaitVisible(css(`#owners li.none`)),
-	)
-}
-
-// readText returns the text of the element sel selects.
-func readText(t *testing.T, ctx context.Context, sel string) string {
-	t.Helper()
-	c, cancel := context.WithTimeout(ctx, 5*time.Second)
+	c, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	s, err := chromedp.Run(c, chromedp.Text(chromedp.CSS(sel)))
+	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
+	require.NoError(t, chromedp.Do(c,
+		chromedp.Navigate(base+"/ui/"),
+		chromedp.WaitVisible(css(`#hook-list tr[data-controller="gadgets"][data-phase="Running"]`)),
+		chromedp.WaitVisible(css(`#objects tr[data-name="g1"][data-hooked="gadgets"][data-phase="Ready"]`)),
+		chromedp.Click(css(`#objects tr[data-name="g1"]`)),
+		chromedp.WaitVisible(css(`#history tbody tr[data-controller="gadgets"]`)),
+	))
+	s, err := chromedp.Run(c, chromedp.Text(chromedp.CSS(`#hook-list tr[data-controller="gadgets"]`)))
 	require.NoError(t, err)
-	return strings.TrimSpace(s)
+	assert.Contains(t, s, hook.URL)
+	assert.Contains(t, s, "Reconciling gadgets (Gadget)")
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/faults"
 	"github.com/opemu/opemu/gc"
+	"github.com/opemu/opemu/hooks"
 	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/leader"
 	"github.com/opemu/opemu/metrics"
@@ -81,14 +82,18 @@ type App struct {
 	elector   *leader.Elector // nil when election is off
 	faults    *faults.Engine
 	metrics   *metrics.Registry
+	hooks     *hooks.Manager   // the Controllers' controllers; nil when the controller is off
+	webhooks  *hooks.Admission // the admission webhooks configured in the API
 	// server is the HTTP server's configuration; Run completes it (tokens depend on the
 	// listener) and serves it.
 	server server.Config
 }
 
-// New wires a server: the store, the served kinds (the built-ins, the Application and Fault
-// CRDs), admission, the write path, the event recorder, the fault engine, the controller and
-// the elector when asked for. Nothing runs until Run, which adds the HTTP server.
+// New wires a server: the store, the served kinds (the built-ins, the Application, Fault and
+// Controller CRDs), admission (built-in, then the webhooks configured in the API), the write
+// path, the event recorder, the fault engine, the controllers (the Application's and the
+// Controllers' hooks) and the elector when asked for. Nothing runs until Run, which adds the
+// HTTP server.
 func New(cfg Config) (*App, error) {
 	log := logger(cfg)
 	clk := cfg.Clock
@@ -125,6 +130,9 @@ func New(cfg Config) (*App, error) {
 	if err := crds.AddBuiltIn(faults.CRD()); err != nil {
 		return nil, err
 	}
+	if err := crds.AddBuiltIn(hooks.CRD()); err != nil {
+		return nil, err
+	}
 	a.metrics.SetResourceCounts(resourceCounts(a.store, served))
 	admission, err := application.NewChain(application.ChainConfig{
 		AllowedRegistries: cfg.AllowedRegistries,
@@ -135,6 +143,9 @@ func New(cfg Config) (*App, error) {
 		return nil, err
 	}
 
+	// The write path runs the built-in handlers, then the admission webhooks configured in the
+	// API; /mutate and /validate serve the built-in ones only.
+	writeAdmission := *admission
 	// The write path records Events through the recorder, which writes them through the write
 	// path: the recorder is made second and reached through a.recorder.
 	var readOnly func(cache.Key) bool
@@ -150,7 +161,7 @@ func New(cfg Config) (*App, error) {
 	}
 	late := &events.Late{}
 	reg, err := registry.New(registry.Config{
-		Storage: a.store, Kinds: served, Admission: admission, Clock: clk,
+		Storage: a.store, Kinds: served, Admission: &writeAdmission, Clock: clk,
 		Events:     late,
 		EventLimit: late,
 		ReadOnly:   func(k cache.Key) bool { return readOnly != nil && readOnly(k) },
@@ -171,6 +182,10 @@ func New(cfg Config) (*App, error) {
 	}
 	a.recorder = events.New(evcfg)
 	late.Set(a.recorder)
+	if a.webhooks, err = hooks.NewAdmission(hooks.AdmissionConfig{Client: reg.Client("opemu-webhooks"), Kinds: served, Metrics: a.metrics, Logger: log}); err != nil {
+		return nil, err
+	}
+	writeAdmission.Configured = a.webhooks
 
 	if a.faults, err = faults.New(faults.Config{Client: reg.Client("opemu-faults"), Clock: clk, Metrics: a.metrics, Logger: log}); err != nil {
 		return nil, err
@@ -197,19 +212,31 @@ func New(cfg Config) (*App, error) {
 		if err != nil {
 			return nil, err
 		}
+		a.hooks, err = hooks.NewManager(hooks.Config{
+			Clients: func(manager string) hooks.Client { return reg.Client(manager) },
+			Kinds:   served, Events: a.recorder, Reserved: []string{a.ctrl.Name()},
+			Workers: cfg.WorkerCount, ResyncInterval: cfg.ReconcileInterval, MaxRetries: cfg.MaxRetries,
+			BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, QPS: cfg.QueueQPS, Burst: cfg.QueueBurst,
+			Metrics: a.metrics, Logger: log, Clock: clk,
+		})
+		if err != nil {
+			return nil, err
+		}
 		a.metrics.SetPhaseCounts(func() []metrics.Count {
 			var out []metrics.Count
 			for phase, n := range a.ctrl.PhaseCounts() {
 				out = append(out, metrics.Count{Labels: [2]string{"Application", phase}, Value: float64(n)})
 			}
-			return out
+			return append(out, a.hooks.PhaseCounts()...)
 		})
-		routes = controllerRoutes{ctrl: a.ctrl, app: app}
+		routes = controllerRoutes{ctrl: a.ctrl, app: app, hooks: a.hooks}
 		a.ctrls = append(a.ctrls, a.ctrl)
 		if err := a.addWorkloads(cfg, reg.Client("opemu-workloads"), clk); err != nil {
 			return nil, err
 		}
-		loopRoutes = loop{ctrls: sortControllers(slices.Clone(a.ctrls)), clk: clk}
+		loopRoutes = loop{ctrls: func() []*reconciler.Controller {
+			return sortControllers(append(slices.Clone(a.ctrls), a.hooks.Controllers()...))
+		}, kinds: served, clk: clk}
 		if a.collector, err = gc.New(gc.Config{Client: reg.Client(gc.Source), Kinds: served, Events: a.recorder, Logger: log, Clock: clk}); err != nil {
 			return nil, err
 		}
@@ -327,6 +354,10 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 		wg.Go(func() { _ = a.recorder.Work(ctx) })
 	}
 	wg.Go(func() { _ = a.faults.Run(ctx) })
+	wg.Go(func() { _ = a.webhooks.Run(ctx) })
+	if a.hooks != nil {
+		wg.Go(func() { _ = a.hooks.Run(ctx) })
+	}
 	switch {
 	case a.elector != nil:
 		a.log.Info("leader election", "identity", a.cfg.PodName, "backend", a.elector.Backend(), "lease", a.elector.LeaseNamespace()+"/"+a.elector.LeaseName())
@@ -356,6 +387,9 @@ func (a *App) lead(ctx context.Context) {
 	}
 	if a.collector != nil {
 		wg.Go(func() { _ = a.collector.Run(ctx) })
+	}
+	if a.hooks != nil {
+		wg.Go(func() { _ = a.hooks.Lead(ctx) })
 	}
 	if a.etcd != nil {
 		wg.Go(func() { _ = a.recorder.Run(ctx) })
@@ -434,21 +468,27 @@ func (a *App) addWorkloads(cfg Config, client workloads.Client, clk clock.WithTi
 	return nil
 }
 
-// controllerRoutes serves the controller's routes for Applications.
+// controllerRoutes serves the controllers' routes (history, reconcile) by resource: the
+// Application controller's for Applications, the Controllers' for the resources they name.
 type controllerRoutes struct {
-	ctrl *reconciler.Controller
-	app  *application.Reconciler
+	ctrl  *reconciler.Controller
+	app   *application.Reconciler
+	hooks *hooks.Manager
 }
 
 func (c controllerRoutes) Enqueue(key cache.Key) bool {
-	return key.GroupResource() == application.Resource && c.ctrl.Enqueue(key)
+	if key.GroupResource() == application.Resource {
+		return c.ctrl.Enqueue(key)
+	}
+	return c.hooks.Enqueue(key)
 }
 
 func (c controllerRoutes) History(key cache.Key) (any, bool) {
-	if key.GroupResource() != application.Resource {
-		return nil, false
+	if key.GroupResource() == application.Resource {
+		return c.app.History(key), true
 	}
-	return c.app.History(key), true
+	h, ok := c.hooks.History(key)
+	return h, ok
 }
 
 // resourceCounts feeds resource_count{kind,namespace} from the store's own counts.

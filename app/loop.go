@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/reconciler"
 	"github.com/opemu/opemu/server"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,9 +18,10 @@ import (
 )
 
 // loop is the server's Loop (pause, step, resume, queues; SPEC §16) over every controller this
-// app runs, by name: the Application controller today, hook controllers when they come.
+// app runs, by name: the Application controller and one per Controller object (hooks).
 type loop struct {
-	ctrls []*reconciler.Controller // sorted by name
+	ctrls func() []*reconciler.Controller // sorted by name
+	kinds *kinds.Registry
 	clk   clock.PassiveClock
 }
 
@@ -30,6 +32,11 @@ type controllerState struct {
 	Name string `json:"name"`
 	// Resource is what it reconciles (plural.group).
 	Resource string `json:"resource"`
+	// Kind, APIVersion and Namespaced describe the resource's objects while it is served
+	// (the dashboard finds their history with them).
+	Kind       string `json:"kind,omitempty"`
+	APIVersion string `json:"apiVersion,omitempty"`
+	Namespaced bool   `json:"namespaced"`
 	// Running says its workers run here (this replica leads).
 	Running bool                   `json:"running"`
 	Paused  bool                   `json:"paused"`
@@ -38,11 +45,12 @@ type controllerState struct {
 
 // pick returns the controller name, or every controller for "".
 func (l loop) pick(name string) ([]*reconciler.Controller, error) {
+	all := l.ctrls()
 	if name == "" {
-		return l.ctrls, nil
+		return all, nil
 	}
 	var names []string
-	for _, c := range l.ctrls {
+	for _, c := range all {
 		if c.Name() == name {
 			return []*reconciler.Controller{c}, nil
 		}
@@ -65,7 +73,11 @@ func (l loop) Controllers(name string) (any, error) {
 		if q == nil {
 			q = []reconciler.QueueItem{}
 		}
-		out = append(out, controllerState{Name: c.Name(), Resource: c.Resource().String(), Running: c.Running(), Paused: c.Paused(), Queue: q})
+		st := controllerState{Name: c.Name(), Resource: c.Resource().String(), Running: c.Running(), Paused: c.Paused(), Queue: q}
+		if k, ok := l.kinds.Resource(c.Resource()); ok {
+			st.Kind, st.APIVersion, st.Namespaced = k.Kind, k.GroupVersion(), k.Namespaced
+		}
+		out = append(out, st)
 	}
 	return out, nil
 }

@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/webhooks"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,17 +38,7 @@ func (s *Store) admit(ctx context.Context, r admitRequest) ([]string, error) {
 	}
 	var req *webhooks.Request
 	if s.cfg.Admission != nil {
-		req = &webhooks.Request{
-			Kind:        metav1.GroupVersionKind{Group: r.t.Kind.Group, Version: r.t.Kind.Version, Kind: r.t.Kind.Kind},
-			Resource:    metav1.GroupVersionResource{Group: r.t.Kind.Group, Version: r.t.Kind.Version, Resource: r.t.Kind.Plural},
-			SubResource: r.t.Sub,
-			Name:        stringOf(metadataOf(r.obj)["name"]),
-			Namespace:   r.t.Key.Namespace,
-			Operation:   r.op,
-			Object:      r.obj,
-			OldObject:   r.old,
-			DryRun:      r.o.DryRun,
-		}
+		req = s.admissionRequest(r.t, r.op, r.obj, r.old, r.o)
 		mres, err := s.cfg.Admission.Mutate(ctx, req)
 		if err != nil {
 			return nil, err
@@ -54,6 +46,13 @@ func (s *Store) admit(ctx context.Context, r admitRequest) ([]string, error) {
 		warnings = append(warnings, mres.Warnings...)
 		if !mres.Allowed {
 			return nil, admissionDenied(r.t, req.Name, mres)
+		}
+		if mres.External {
+			// What an admission webhook made is pruned and defaulted again, silently, as
+			// kube-apiserver does with the output of mutating webhooks.
+			if _, err := pruneAndDefault(r.t, r.obj, Options{FieldValidation: "Ignore"}); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if r.stamp != nil {
@@ -75,13 +74,146 @@ func (s *Store) admit(ctx context.Context, r admitRequest) ([]string, error) {
 	return warnings, nil
 }
 
-// admitStatus is the path of a /status write: pruning, defaulting and schema validation only.
-func admitStatus(t Target, obj map[string]any, o Options) ([]string, error) {
+// admitStatus is the path of a /status write: pruning, defaulting and schema validation, and
+// the admission webhooks configured in the API whose rules name the status subresource (no
+// built-in handler judges status writes). cur is the stored object.
+func (s *Store) admitStatus(ctx context.Context, t Target, obj, cur map[string]any, o Options) ([]string, error) {
 	warnings, err := pruneAndDefault(t, obj, o)
 	if err != nil {
 		return nil, err
 	}
-	return warnings, validate(t, obj)
+	if !s.cfg.Admission.HasConfigured() {
+		return warnings, validate(t, obj)
+	}
+	req := s.admissionRequest(t, webhooks.Update, obj, cur, o)
+	mres, err := s.cfg.Admission.Mutate(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	warnings = append(warnings, mres.Warnings...)
+	if !mres.Allowed {
+		return nil, admissionDenied(t, req.Name, mres)
+	}
+	if mres.External {
+		if _, err := pruneAndDefault(t, obj, Options{FieldValidation: "Ignore"}); err != nil {
+			return nil, err
+		}
+	}
+	if err := validate(t, obj); err != nil {
+		return nil, err
+	}
+	vres := s.cfg.Admission.Validate(ctx, req)
+	warnings = append(warnings, vres.Warnings...)
+	if !vres.Allowed {
+		return nil, admissionDenied(t, req.Name, vres)
+	}
+	return warnings, nil
+}
+
+// admitDelete runs admission on the DELETE of t's object, as it is stored now (no object: the
+// delete goes on to its 404). It runs only when admission webhooks are configured in the API:
+// no built-in handler judges deletes.
+func (s *Store) admitDelete(ctx context.Context, t Target, pre cache.Preconditions, o Options) error {
+	if !s.cfg.Admission.HasConfigured() {
+		return nil
+	}
+	curObj, err := s.cfg.Storage.Get(ctx, t.Key)
+	if err != nil {
+		return nil
+	}
+	cur, err := curObj.Decode()
+	if err != nil {
+		return err
+	}
+	req := s.admissionRequest(t, webhooks.Delete, nil, cur, o)
+	req.Name = t.Key.Name
+	if opts := req.Options; opts != nil && (pre.UID != "" || pre.ResourceVersion != "") {
+		p := map[string]any{}
+		if pre.UID != "" {
+			p["uid"] = pre.UID
+		}
+		if pre.ResourceVersion != "" {
+			p["resourceVersion"] = pre.ResourceVersion
+		}
+		opts["preconditions"] = p
+	}
+	res, err := s.cfg.Admission.Mutate(ctx, req)
+	if err == nil && res.Allowed {
+		res = s.cfg.Admission.Validate(ctx, req)
+	}
+	if err != nil {
+		return err
+	}
+	if !res.Allowed {
+		err := admissionDenied(t, t.Key.Name, res)
+		s.recordRejection(ctx, t, o, t.Key.Name, curObj.UID(), err)
+		return err
+	}
+	return nil
+}
+
+// admissionRequest describes a write for the admission chain: what AdmissionReview v1 carries.
+// The user and the options are filled in only while admission webhooks are configured: no
+// built-in handler reads them, and the hot path of writes does not pay for them.
+func (s *Store) admissionRequest(t Target, op webhooks.Operation, obj, old map[string]any, o Options) *webhooks.Request {
+	name := t.Key.Name
+	if obj != nil {
+		name = stringOf(metadataOf(obj)["name"])
+	}
+	req := &webhooks.Request{
+		Kind:        metav1.GroupVersionKind{Group: t.Kind.Group, Version: t.Kind.Version, Kind: t.Kind.Kind},
+		Resource:    metav1.GroupVersionResource{Group: t.Kind.Group, Version: t.Kind.Version, Resource: t.Kind.Plural},
+		SubResource: t.Sub,
+		Name:        name,
+		Namespace:   t.Key.Namespace,
+		Operation:   op,
+		Object:      obj,
+		OldObject:   old,
+		DryRun:      o.DryRun,
+		Internal:    o.Internal,
+	}
+	if s.cfg.Admission.HasConfigured() {
+		req.UserInfo, req.Options = userInfo(o), writeOptions(op, o)
+	}
+	return req
+}
+
+// The groups of userInfo, shared (read only).
+var (
+	authenticatedGroups   = []string{"system:authenticated"}
+	internalGroups        = []string{"system:masters", "system:authenticated"}
+	unauthenticatedGroups = []string{"system:unauthenticated"}
+)
+
+// userInfo names who makes a write, as kube-apiserver's authenticators would: the
+// authenticated user, opemu's own components as system:opemu:<component>, anyone else as
+// system:anonymous.
+func userInfo(o Options) authenticationv1.UserInfo {
+	switch {
+	case o.User != "":
+		return authenticationv1.UserInfo{Username: o.User, Groups: authenticatedGroups}
+	case o.Internal:
+		return authenticationv1.UserInfo{Username: "system:opemu:" + o.FieldManager, Groups: internalGroups}
+	}
+	return authenticationv1.UserInfo{Username: "system:anonymous", Groups: unauthenticatedGroups}
+}
+
+// writeOptions is the CreateOptions, UpdateOptions or DeleteOptions of a write.
+func writeOptions(op webhooks.Operation, o Options) map[string]any {
+	kind := map[webhooks.Operation]string{webhooks.Create: "CreateOptions", webhooks.Update: "UpdateOptions", webhooks.Delete: "DeleteOptions"}[op]
+	out := map[string]any{"apiVersion": "meta.k8s.io/v1", "kind": kind}
+	if o.DryRun {
+		out["dryRun"] = []any{"All"}
+	}
+	if op != webhooks.Delete {
+		if o.FieldManager != "" {
+			out["fieldManager"] = o.FieldManager
+		}
+		if o.FieldValidation != "" {
+			out["fieldValidation"] = o.FieldValidation
+		}
+	}
+	return out
 }
 
 // pruneAndDefault drops unknown fields as fieldValidation says and applies schema defaults.
@@ -153,16 +285,24 @@ func validate(t Target, obj map[string]any) error {
 	return nil
 }
 
-// admissionDenied is the 403 a denial answers, with the policy's own message.
+// admissionDenied is the error a denial answers: 403 Forbidden with the handler's message, or
+// the code and reason the handler gave (an admission webhook may answer any failure code; one
+// that cannot be reached answers 500).
 func admissionDenied(t Target, name string, res webhooks.Response) error {
 	msg := "admission denied the request"
-	if res.Result != nil && res.Result.Message != "" {
-		msg = res.Result.Message
+	code, reason := int32(http.StatusForbidden), metav1.StatusReasonForbidden
+	if r := res.Result; r != nil {
+		if r.Message != "" {
+			msg = r.Message
+		}
+		if r.Code >= http.StatusBadRequest {
+			code, reason = r.Code, r.Reason
+		}
 	}
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status:  metav1.StatusFailure,
-		Code:    http.StatusForbidden,
-		Reason:  metav1.StatusReasonForbidden,
+		Code:    code,
+		Reason:  reason,
 		Message: msg,
 		Details: &metav1.StatusDetails{Name: name, Group: t.Kind.Group, Kind: t.Kind.Plural},
 	}}

@@ -81,6 +81,26 @@ func (c *Client) UpdateStatus(ctx context.Context, key cache.Key, obj map[string
 	return res.Object, err
 }
 
+// Apply is a server-side apply of obj (with apiVersion, kind and metadata.name; the kind of
+// its apiVersion, any served version) at key, as the client's field manager, taking over any
+// field another manager owns: it creates the object when it is missing and otherwise sets
+// what obj sets and removes what this manager applied before and no longer does.
+func (c *Client) Apply(ctx context.Context, key cache.Key, obj map[string]any) (*cache.Object, error) {
+	av, kind := stringOf(obj["apiVersion"]), stringOf(obj["kind"])
+	k, ok := c.s.cfg.Kinds.ForKind(av, kind)
+	if !ok {
+		return nil, badRequest("%s %s is not served", av, kind)
+	}
+	body, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	o := c.options()
+	o.Force = true
+	res, err := c.s.Patch(ctx, Target{Kind: k, Key: key}, applyPatchType, body, o)
+	return res.Object, err
+}
+
 // Delete deletes the object at key (see Store.Delete); removed says it is gone.
 func (c *Client) Delete(ctx context.Context, key cache.Key, pre cache.Preconditions) (*cache.Object, bool, error) {
 	t, err := c.s.TargetOf(key)

@@ -29,6 +29,9 @@ func (s *Store) Delete(ctx context.Context, t Target, pre cache.Preconditions, o
 			return nil, false, err
 		}
 	}
+	if err := s.admitDelete(ctx, t, pre, o); err != nil {
+		return nil, false, err
+	}
 	var obj *cache.Object
 	var removed bool
 	if t.Key.GroupResource() == kinds.Namespaces {

@@ -87,7 +87,7 @@ func (s *Store) update(ctx context.Context, t Target, o Options, mutate MutateFu
 		}
 		if t.Sub == "status" {
 			if err = stamp(); err == nil {
-				warnings, err = admitStatus(t, next, o)
+				warnings, err = s.admitStatus(ctx, t, next, cur, o)
 			}
 		} else {
 			warnings, err = s.admit(ctx, admitRequest{t: t, op: webhooks.Update, obj: next, old: cur, o: o, stamp: stamp})

@@ -51,7 +51,7 @@ func TestProductRoutes(t *testing.T) {
 	for _, c := range cs["items"].([]any) {
 		crds = append(crds, field(c.(map[string]any), "metadata", "name"))
 	}
-	assert.Equal(t, []any{"applications.cloudnative.elide.dev", "faults.faults.opemu.dev"}, crds, "the built-in CRDs")
+	assert.Equal(t, []any{"applications.cloudnative.elide.dev", "controllers.controllers.opemu.dev", "faults.faults.opemu.dev"}, crds, "the built-in CRDs")
 
 	// Shutdown turns readiness off at once.
 	e.srv.BeginShutdown()

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Routes of the operator inside: Event queries, reconcile history and manual triggers.
@@ -63,7 +65,7 @@ func (s *Server) history(c *echo.Context, t registry.Target) error {
 	if s.cfg.Controller != nil {
 		h, ok := s.cfg.Controller.History(t.Key)
 		if !ok {
-			return echo.ErrNotFound
+			return notReconciled(t)
 		}
 		items = h
 	}
@@ -86,12 +88,25 @@ func (s *Server) triggerReconcile(c *echo.Context) error {
 	if s.cfg.Controller == nil {
 		return apierrors.NewServiceUnavailable("the controller is disabled (ENABLE_CONTROLLER=false)")
 	}
+	if _, ok := s.cfg.Controller.History(t.Key); !ok {
+		return notReconciled(t)
+	}
 	if !s.isLeader() || !s.cfg.Controller.Enqueue(t.Key) {
 		return apierrors.NewServiceUnavailable("this replica does not lead; the leader is " + quoteOrNone(s.leaderName()))
 	}
 	return c.JSON(http.StatusAccepted, map[string]any{
 		"status": "accepted", "message": "reconcile queued", "name": t.Key.Name, "namespace": t.Key.Namespace,
 	})
+}
+
+// notReconciled is the 404 of history and reconcile for a resource no controller reconciles.
+func notReconciled(t registry.Target) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
+		Message: fmt.Sprintf("no controller reconciles %s: create a Controller (controllers.opemu.dev/v1) naming it to reconcile it with a hook",
+			t.GroupResource().String()),
+		Details: &metav1.StatusDetails{Name: t.Key.Name, Group: t.Kind.Group, Kind: t.Kind.Plural},
+	}}
 }
 
 func quoteOrNone(s string) string {

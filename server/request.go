@@ -46,7 +46,9 @@ func (s *Server) parseTarget(c *echo.Context) (registry.Target, error) {
 			return registry.Target{}, echo.ErrNotFound
 		}
 	case "history", "reconcile":
-		if k.BuiltIn() {
+		// Any kind: a Controller (controllers.opemu.dev) may reconcile built-in kinds too; the
+		// handler says when none does.
+		if k.Conversion != nil {
 			return registry.Target{}, echo.ErrNotFound
 		}
 	default:

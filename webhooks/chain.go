@@ -23,14 +23,59 @@ type Named struct {
 	// A request it does not match is admitted unchanged without calling it or counting it in
 	// the metrics, as kube-apiserver skips webhooks whose rules do not match.
 	Matches func(req *Request) bool
+	// External marks a handler outside opemu (an admission webhook configured in the API):
+	// what its patches make is pruned and defaulted again by the write path.
+	External bool
+}
+
+// Configured is a changing set of handlers that run after a chain's own (the admission
+// webhooks configured in the API, package hooks): mutating after Chain.Mutating, validating
+// after Chain.Validating.
+type Configured interface {
+	// Handlers returns the handlers as of now. It is called once per request and must be cheap;
+	// the slices are never modified by the caller.
+	Handlers() (mutating, validating []Named)
 }
 
 // Chain runs mutating handlers, then validating handlers, as an API server does.
 type Chain struct {
 	Mutating   []Named
 	Validating []Named
+	// Configured, when set, adds handlers after the chain's own (built-in first, then
+	// configured, as kube-apiserver runs its admission plugins before its webhooks).
+	Configured Configured
 	// Recorder may be nil.
 	Recorder Recorder
+}
+
+// HasConfigured reports whether Configured holds any handler now: the write path runs
+// admission on DELETE and /status writes only then, since no built-in handler judges them.
+func (c *Chain) HasConfigured() bool {
+	if c == nil || c.Configured == nil {
+		return false
+	}
+	m, v := c.Configured.Handlers()
+	return len(m)+len(v) > 0
+}
+
+// handlers returns the chain's own handlers followed by the configured ones.
+func (c *Chain) handlers(mutating bool) []Named {
+	own := c.Validating
+	if mutating {
+		own = c.Mutating
+	}
+	if c.Configured == nil {
+		return own
+	}
+	m, v := c.Configured.Handlers()
+	more := v
+	if mutating {
+		more = m
+	}
+	if len(more) == 0 {
+		return own
+	}
+	return append(append(make([]Named, 0, len(own)+len(more)), own...), more...)
 }
 
 func (c *Chain) run(ctx context.Context, h Named, req *Request) Response {
@@ -47,17 +92,18 @@ func (c *Chain) run(ctx context.Context, h Named, req *Request) Response {
 
 // Mutate runs every mutating handler in order. Each handler's patch is applied to req.Object
 // before the next runs, so req.Object ends mutated. It returns the combined patch, every
-// warning, and the first denial, if any (Allowed false).
+// warning, and the first denial, if any (Allowed false). On DELETE there is no object to
+// mutate: handlers are asked (and may deny) but their patches are not applied.
 func (c *Chain) Mutate(ctx context.Context, req *Request) (Response, error) {
 	out := Response{Allowed: true}
-	for _, h := range c.Mutating {
+	for _, h := range c.handlers(true) {
 		res := c.run(ctx, h, req)
 		out.Warnings = append(out.Warnings, res.Warnings...)
 		if !res.Allowed {
 			out.Allowed, out.Result = false, res.Result
 			return out, nil
 		}
-		if len(res.Patch) == 0 {
+		if len(res.Patch) == 0 || req.Operation == Delete {
 			continue
 		}
 		obj, err := applyPatch(req.Object, res.Patch)
@@ -66,6 +112,7 @@ func (c *Chain) Mutate(ctx context.Context, req *Request) (Response, error) {
 		}
 		req.Object = obj
 		out.Patch = append(out.Patch, res.Patch...)
+		out.External = out.External || h.External
 	}
 	return out, nil
 }
@@ -73,7 +120,7 @@ func (c *Chain) Mutate(ctx context.Context, req *Request) (Response, error) {
 // Validate runs the validating handlers until one denies; warnings accumulate.
 func (c *Chain) Validate(ctx context.Context, req *Request) Response {
 	out := Response{Allowed: true}
-	for _, h := range c.Validating {
+	for _, h := range c.handlers(false) {
 		res := c.run(ctx, h, req)
 		out.Warnings = append(out.Warnings, res.Warnings...)
 		if !res.Allowed {

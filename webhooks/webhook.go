@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -32,15 +33,27 @@ type Request struct {
 	// Object is the decoded object (numbers may be json.Number, float64 or int64). Mutating
 	// handlers must not modify it: they return patches, which Chain.Mutate applies.
 	Object map[string]any
-	// OldObject is the stored object on UPDATE; nil on CREATE.
+	// OldObject is the stored object on UPDATE and DELETE; nil on CREATE.
 	OldObject map[string]any
 	DryRun    bool
+	// UserInfo is who makes the request (AdmissionReview's userInfo). The write path sets it,
+	// and Options, only while Chain.Configured holds handlers (no built-in handler reads them).
+	// Its slices are shared: handlers must not modify them.
+	UserInfo authenticationv1.UserInfo
+	// Options is the request's CreateOptions, UpdateOptions or DeleteOptions
+	// (meta.k8s.io/v1, with apiVersion and kind), as AdmissionReview's options carries them; nil
+	// when unknown.
+	Options map[string]any
+	// Internal says opemu itself makes the write (its controllers, recorder or elector).
+	Internal bool
 }
 
 // PatchOperation is one RFC 6902 JSON Patch operation.
 type PatchOperation struct {
-	Op    string `json:"op"`
-	Path  string `json:"path"`
+	Op   string `json:"op"`
+	Path string `json:"path"`
+	// From is the source of "move" and "copy".
+	From  string `json:"from,omitempty"`
 	Value any    `json:"value,omitempty"`
 }
 
@@ -52,6 +65,10 @@ type Response struct {
 	Warnings []string
 	// Patch mutates the object (mutating handlers only).
 	Patch []PatchOperation
+	// External, in what Chain.Mutate returns, says a handler marked Named.External patched the
+	// object: it may now hold fields its kind's schema does not know, which the caller prunes
+	// (and defaults) again, as kube-apiserver does after admission webhooks.
+	External bool
 }
 
 // Handler judges one request.

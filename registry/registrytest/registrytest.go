@@ -1,5 +1,5 @@
 // Package registrytest wires opemu's core for tests, the way package app does for the binary:
-// an in-memory store, the served kinds with the built-in Application and Fault CRDs, the Application
+// an in-memory store, the served kinds with the built-in Application, Fault and Controller CRDs, the Application
 // admission chain and the write path, bootstrapped (the default namespace and the built-in
 // CRDs exist). It also holds the conformance suite of the rules of objects (RunRules), which
 // any store behind the write path must pass.
@@ -13,6 +13,7 @@ import (
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/crd"
 	"github.com/opemu/opemu/faults"
+	"github.com/opemu/opemu/hooks"
 	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/registry"
 	"github.com/opemu/opemu/webhooks"
@@ -78,6 +79,9 @@ func Wire(opts Options) (*Env, error) {
 		return nil, err
 	}
 	if err := crds.AddBuiltIn(faults.CRD()); err != nil {
+		return nil, err
+	}
+	if err := crds.AddBuiltIn(hooks.CRD()); err != nil {
 		return nil, err
 	}
 	chain := opts.Admission

@@ -3,9 +3,13 @@
 // step.
 "use strict";
 
-const hidden = new Set(["Event", "Lease", "Namespace", "CustomResourceDefinition", "Fault"]);
+const hidden = new Set(["Event", "Lease", "Namespace", "CustomResourceDefinition", "Fault", "Controller"]);
 const objects = new Map(); // key → object, as the store has it
 const faults = new Map(); // name → Fault, as the store has it
+const hooks = new Map(); // name → Controller (controllers.opemu.dev), as the store has it
+// reconciled is what the controllers reconcile, from /controller: "apiVersion|kind" →
+// {plural, names}. The Application controller's and every Controller's (reconcile hooks).
+let reconciled = new Map();
 const previous = new Map(); // key → the state before its last change
 const timeline = [];
 let selected = null;
@@ -13,14 +17,14 @@ let source = null;
 
 const $ = (id) => document.getElementById(id);
 const keyOf = (o) => `${o.apiVersion}|${o.kind}|${o.metadata.namespace || ""}|${o.metadata.name}`;
-// resources maps "apiVersion|Kind" to its resource name and scope, from discovery (discover).
-const resources = new Map();
-const plural = (o) => (resources.get(`${o.apiVersion}|${o.kind}`) || {}).name || (o.kind === "Application" ? "applications" : o.kind.toLowerCase() + "s");
+const plural = (o) => (reconciled.get(`${o.apiVersion}|${o.kind}`) || {}).plural || (o.kind === "Application" ? "applications" : o.kind.toLowerCase() + "s");
+// pathOf is the object's URL: /apis/group/version (/api/v1 for the core group), namespaced or not.
 const pathOf = (o) => {
-  const base = o.apiVersion === "v1" ? "/api/v1" : `/apis/${o.apiVersion}`;
+  const base = o.apiVersion.includes("/") ? `/apis/${o.apiVersion}` : `/api/${o.apiVersion}`;
   const ns = o.metadata.namespace ? `/namespaces/${o.metadata.namespace}` : "";
   return `${base}${ns}/${plural(o)}/${o.metadata.name}`;
 };
+const controllersOf = (o) => (reconciled.get(`${o.apiVersion}|${o.kind}`) || {}).names || [];
 const esc = (s) => String(s ?? "").replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
 
 // toLogin sends the page to the token prompt when the server asks for credentials (it runs with
@@ -43,8 +47,10 @@ function connect() {
   objects.clear();
   previous.clear();
   faults.clear();
+  hooks.clear();
   render();
   renderFaults();
+  renderHooks();
   source = new EventSource("/watch?kind=all&initial=true");
   source.onopen = () => setConn("live");
   source.onerror = () => {
@@ -52,33 +58,6 @@ function connect() {
     fetch("/version").then(toLogin).catch(() => {});
   };
   source.onmessage = (m) => handle(JSON.parse(m.data), m.lastEventId);
-}
-
-// discover reads the served kinds' resource names (the core group and every group's preferred
-// version), so that any object's path is right: a Deployment's, an Ingress's, a CRD's kind.
-async function discover() {
-  const add = (gv, list) => (list.resources || []).filter((r) => !r.name.includes("/"))
-    .forEach((r) => resources.set(`${gv}|${r.kind}`, { name: r.name, namespaced: r.namespaced }));
-  try {
-    add("v1", await (await toLogin(await fetch("/api/v1"))).json());
-    const groups = await (await fetch("/apis")).json();
-    await Promise.all((groups.groups || []).map(async (g) => {
-      const gv = g.preferredVersion.groupVersion;
-      add(gv, await (await fetch(`/apis/${gv}`)).json());
-    }));
-  } catch (err) {
-    // keep what is known; paths fall back to the kind's lower-case plural
-  }
-}
-
-// rediscover reads discovery again, once for a burst, when a CRD serves a kind not known yet.
-let rediscovery = null;
-function rediscover(crd) {
-  const spec = crd.spec || {};
-  const known = (spec.versions || []).every((v) => resources.has(`${spec.group}/${v.name}|${(spec.names || {}).kind}`));
-  if (known) return;
-  clearTimeout(rediscovery);
-  rediscovery = setTimeout(discover, 200);
 }
 
 function handle(ev, id) {
@@ -97,7 +76,11 @@ function handle(ev, id) {
     else faults.set(o.metadata.name, o);
     renderFaults();
   }
-  if (o.kind === "CustomResourceDefinition") rediscover(o);
+  if (o.kind === "Controller" && o.apiVersion.startsWith("controllers.opemu.dev/")) {
+    if (ev.type === "DELETED") hooks.delete(o.metadata.name);
+    else hooks.set(o.metadata.name, o);
+    renderHooks();
+  }
   if (hidden.has(o.kind)) return;
   if (ev.type === "DELETED") {
     objects.delete(k);
@@ -129,8 +112,10 @@ function render() {
       const st = o.status || {};
       const spec = o.spec || {};
       const phase = st.phase || "";
-      return `<tr data-key="${esc(keyOf(o))}" data-name="${esc(o.metadata.name)}" data-phase="${esc(phase)}" class="${selected === keyOf(o) ? "selected" : ""}">
-        <td>${esc(o.kind)}</td><td>${esc(o.metadata.namespace)}</td><td>${esc(o.metadata.name)}</td>
+      const by = controllersOf(o).filter((n) => n !== "application");
+      const hooked = by.length ? ` <small class="hooked" title="reconciled by the hook of Controller ${esc(by.join(", "))}">⟲ ${esc(by.join(", "))}</small>` : "";
+      return `<tr data-key="${esc(keyOf(o))}" data-name="${esc(o.metadata.name)}" data-phase="${esc(phase)}" data-hooked="${esc(by.join(","))}" class="${selected === keyOf(o) ? "selected" : ""}">
+        <td>${esc(o.kind)}${hooked}</td><td>${esc(o.metadata.namespace)}</td><td>${esc(o.metadata.name)}</td>
         <td class="phase phase-${esc(phase)}">${esc(phase)}</td>
         <td class="ready">${esc(st.readyReplicas ?? "-")} / ${esc(spec.replicas ?? "-")}</td>
         <td>${esc(o.metadata.generation)} / ${esc(st.observedGeneration ?? "-")}</td>
@@ -152,41 +137,6 @@ function renderDetail() {
     .map((c) => `<tr><td>${esc(c.type)}</td><td>${esc(c.status)}</td><td>${esc(c.reason)}</td><td>${esc(c.lastTransitionTime)}</td></tr>`)
     .join("");
   $("diff").innerHTML = diff(previous.get(selected), o);
-  renderOwnership(o);
-}
-
-// renderOwnership shows o's owners (its ownerReferences: an owner no longer listed is gone, and
-// the garbage collector deletes a dependent whose every owner is gone) and the tree of what it
-// owns, from the objects the stream gave.
-function renderOwnership(o) {
-  const byUID = new Map();
-  const children = new Map(); // owner uid → dependents
-  for (const x of objects.values()) {
-    byUID.set(x.metadata.uid, x);
-    for (const r of x.metadata.ownerReferences || []) {
-      if (!children.has(r.uid)) children.set(r.uid, []);
-      children.get(r.uid).push(x);
-    }
-  }
-  const label = (x) => `${esc(x.kind)} ${esc(x.metadata.namespace ? x.metadata.namespace + "/" : "")}${esc(x.metadata.name)}`;
-  const marks = (x, ref) => [ref && ref.controller ? "controller" : "", ref && ref.blockOwnerDeletion ? "blocks owner deletion" : "",
-    x && x.metadata.deletionTimestamp ? "deleting" : "", ...(x ? (x.metadata.finalizers || []).filter((f) => f === "foregroundDeletion" || f === "orphan") : [])]
-    .filter(Boolean).map((m) => `<span class="mark">${esc(m)}</span>`).join(" ");
-  $("owners").innerHTML = (o.metadata.ownerReferences || []).map((r) => {
-    const x = byUID.get(r.uid);
-    if (x) return `<li class="owner" data-key="${esc(keyOf(x))}" data-name="${esc(x.metadata.name)}">${label(x)} ${marks(x, r)}</li>`;
-    const why = hidden.has(r.kind) ? "not listed here" : "gone";
-    return `<li class="owner gone" data-name="${esc(r.name)}">${esc(r.kind)} ${esc(r.name)} <span class="mark">${why}</span></li>`;
-  }).join("") || `<li class="none">owned by nothing</li>`;
-  const seen = new Set([o.metadata.uid]);
-  const tree = (uid) => (children.get(uid) || []).sort((a, b) => keyOf(a).localeCompare(keyOf(b))).map((x) => {
-    if (seen.has(x.metadata.uid)) return "";
-    seen.add(x.metadata.uid);
-    const ref = (x.metadata.ownerReferences || []).find((r) => r.uid === uid);
-    const sub = tree(x.metadata.uid);
-    return `<li class="dependent" data-key="${esc(keyOf(x))}" data-name="${esc(x.metadata.name)}"${x.metadata.deletionTimestamp ? ' data-deleting="true"' : ""}>${label(x)} ${marks(x, ref)}${sub ? `<ul>${sub}</ul>` : ""}</li>`;
-  }).join("");
-  $("owns").innerHTML = tree(o.metadata.uid) || `<li class="none">owns nothing</li>`;
 }
 
 // diff is a line diff of the object's last change (lines only in one side are marked).
@@ -206,13 +156,15 @@ function diff(a, b) {
 async function refreshDetail() {
   const o = selected && objects.get(selected);
   if (!o) return;
-  if (o.kind === "Application") {
+  if (controllersOf(o).length) {
     const h = await (await fetch(pathOf(o) + "/history")).json().catch(() => ({ items: [] }));
     // Newest first. A pass that found nothing to do (a resync, or "Reconcile now" on a converged
-    // object) is recorded too, and shown muted.
+    // object) is recorded too, and shown muted. A hook's attempts name their Controller.
     $("history").querySelector("tbody").innerHTML = (h.items || []).slice().reverse()
-      .map((a) => `<tr class="${a.success && String(a.message).startsWith("nothing to do") ? "idle" : ""}"><td>${esc(a.startTime)}</td><td>${esc(a.generation)}</td><td>${a.success ? "✔" : "✘"}</td><td>${esc(a.phase)}</td><td>${esc(a.message)}</td><td>${esc(a.duration)}</td></tr>`)
+      .map((a) => `<tr class="${a.success && String(a.message).startsWith("nothing to do") ? "idle" : ""}" data-controller="${esc(a.controller || "application")}"><td>${esc(a.startTime)}</td><td>${esc(a.controller || "application")}${a.attempt > 1 ? ` (attempt ${esc(a.attempt)})` : ""}</td><td>${esc(a.generation)}</td><td>${a.success ? "✔" : "✘"}</td><td>${esc(a.phase)}</td><td>${esc(a.message)}</td><td>${esc(a.duration)}</td></tr>`)
       .join("");
+  } else {
+    $("history").querySelector("tbody").innerHTML = "";
   }
   const e = await (await fetch(`/events?namespace=${encodeURIComponent(o.metadata.namespace)}&name=${encodeURIComponent(o.metadata.name)}&limit=30`)).json();
   $("events").querySelector("tbody").innerHTML = (e.events || []).slice().reverse()
@@ -291,18 +243,7 @@ $("reconcile").onclick = async () => {
     setTimeout(refreshDetail, 800);
   }
 };
-// Delete with the chosen propagationPolicy (kubectl delete --cascade=...): the ownership tree
-// shows the garbage collector take the dependents.
-$("delete").onclick = () => call("DELETE", pathOf(objects.get(selected)), { kind: "DeleteOptions", apiVersion: "v1", propagationPolicy: $("cascade").value });
-// Clicking an owner or a dependent selects it.
-$("ownership").addEventListener("click", (e) => {
-  const li = e.target.closest("li[data-key]");
-  if (!li || !objects.has(li.dataset.key)) return;
-  e.stopPropagation();
-  selected = li.dataset.key;
-  render();
-  refreshDetail();
-});
+$("delete").onclick = () => call("DELETE", pathOf(objects.get(selected)));
 $("filter").addEventListener("input", renderTimeline);
 
 // The controller loop (SPEC §16): pause, step, resume, the queue and the clock.
@@ -318,6 +259,17 @@ async function refreshLoop() {
   try {
     const c = await toLogin(await fetch("/controller")).json();
     const ctrls = c.controllers || [];
+    const next = new Map();
+    for (const x of ctrls) {
+      if (!x.kind) continue;
+      const k = `${x.apiVersion}|${x.kind}`;
+      const r = next.get(k) || { plural: x.resource.split(".")[0], names: [] };
+      r.names.push(x.name);
+      next.set(k, r);
+    }
+    const changed = JSON.stringify([...next]) !== JSON.stringify([...reconciled]);
+    reconciled = next;
+    if (changed) render();
     const state = ctrls.length === 0 ? "disabled" : ctrls.some((x) => x.paused) ? "paused" : ctrls.some((x) => x.running) ? "running" : "not leading";
     $("loop-state").textContent = state;
     $("loop-state").dataset.state = state;
@@ -382,6 +334,26 @@ function renderFaults() {
     .join("");
 }
 
+// Reconcile hooks (SPEC §15): the Controller objects, from the stream; what each reconciles,
+// with which hook, and whether it runs (its status, written by the leader).
+
+function renderHooks() {
+  const rows = [...hooks.values()].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+  $("hook-list").querySelector("tbody").innerHTML = rows
+    .map((c) => {
+      const sp = c.spec || {};
+      const r = sp.resource || {};
+      const st = c.status || {};
+      const ready = (st.conditions || []).find((x) => x.type === "Ready") || {};
+      const children = (sp.children || []).map((x) => x.kind || x.resource).join(", ");
+      return `<tr data-controller="${esc(c.metadata.name)}" data-phase="${esc(st.phase || "")}">
+        <td>${esc(c.metadata.name)}</td><td>${esc([r.group, r.version].filter(Boolean).join("/"))} ${esc(r.plural)}</td>
+        <td>${esc((sp.hook || {}).url)}</td><td>${esc(children)}${sp.finalize ? " (finalizes)" : ""}</td>
+        <td class="fault-${esc(st.phase || "")}">${esc(st.phase || "")}</td><td>${esc(ready.message || "")}</td></tr>`;
+    })
+    .join("");
+}
+
 $("fault-form").addEventListener("submit", (e) => {
   e.preventDefault();
   const match = {};
@@ -400,7 +372,7 @@ $("fault-list").addEventListener("click", (e) => {
   if (b) call("DELETE", `${faultsPath}/${encodeURIComponent(b.dataset.name)}`);
 });
 
-discover().then(connect);
+connect();
 refreshController();
 refreshLoop();
 setInterval(refreshController, 2000);

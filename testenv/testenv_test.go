@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"net"
 	"net/http"
 	neturl "net/url"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/opemu/opemu/testenv"
@@ -292,3 +294,53 @@ func assertClosed(t *testing.T, host string) {
 }
 
 var thingsGVR = schema.GroupVersionResource{Group: "example.org", Version: "v1", Resource: "things"}
+
+// TestController: opemu's own Application controller runs only when asked for; a suite that
+// tests its own controllers does not get a second one acting on the same objects.
+func TestController(t *testing.T) {
+	t.Parallel()
+	apps := schema.GroupVersionResource{Group: "cloudnative.elide.dev", Version: "v1", Resource: "applications"}
+	for _, on := range []bool{false, true} {
+		t.Run(strconv.FormatBool(on), func(t *testing.T) {
+			t.Parallel()
+			env := testenv.New(t, testenv.Options{Controller: on})
+			cfg := rest.CopyConfig(env.Config)
+			cfg.WarningHandler = rest.NoWarnings{} // the built-in admission warns of no limits
+			dyn, err := dynamic.NewForConfig(cfg)
+			require.NoError(t, err)
+			ctx := t.Context()
+			app := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "cloudnative.elide.dev/v1", "kind": "Application", "metadata": map[string]any{"name": "demo"},
+				"spec": map[string]any{"replicas": int64(2), "image": "nginx:1.27"},
+			}}
+			_, err = dyn.Resource(apps).Namespace("default").Create(ctx, app, metav1.CreateOptions{})
+			require.NoError(t, err)
+			phase := func() string {
+				got, err := dyn.Resource(apps).Namespace("default").Get(ctx, "demo", metav1.GetOptions{})
+				require.NoError(t, err)
+				p, _, _ := unstructured.NestedString(got.Object, "status", "phase")
+				return p
+			}
+			if on {
+				require.Eventually(t, func() bool { return phase() == "Running" }, 10*time.Second, 10*time.Millisecond)
+			} else {
+				assert.Empty(t, phase(), "nothing reconciled it")
+			}
+			// What runs, as the server says (GET /controller lists the controllers by name).
+			resp, err := http.Get(env.Config.Host + "/controller")
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			var body struct{ Controllers []struct{ Name string } }
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+			var names []string
+			for _, c := range body.Controllers {
+				names = append(names, c.Name)
+			}
+			if on {
+				assert.Contains(t, names, "application")
+			} else {
+				assert.NotContains(t, names, "application")
+			}
+		})
+	}
+}

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
@@ -89,12 +91,10 @@ func (o *WebhookInstallOptions) prepare() ([]any, error) {
 	if o.LocalServingHostExternalName != "" {
 		hosts = append(hosts, o.LocalServingHostExternalName)
 	}
-	b, err := certs.Ensure(certs.Config{Dir: o.LocalServingCertDir, Hosts: hosts})
-	if err != nil {
+	if err := o.writeCertificate(hosts); err != nil {
 		_ = o.cleanup()
 		return nil, fmt.Errorf("testenv: webhook serving certificate: %w", err)
 	}
-	o.LocalServingCAData = b.CAPEM
 
 	host := o.LocalServingHost
 	if o.LocalServingHostExternalName != "" {
@@ -117,6 +117,27 @@ func (o *WebhookInstallOptions) prepare() ([]any, error) {
 		objs = append(objs, v)
 	}
 	return objs, nil
+}
+
+// writeCertificate makes a CA and a serving certificate for hosts, writes the certificate and
+// its key to LocalServingCertDir as tls.crt and tls.key, and keeps the CA in
+// LocalServingCAData. (No fsync: the files live as long as the test.)
+func (o *WebhookInstallOptions) writeCertificate(hosts []string) error {
+	caPEM, certPEM, keyPEM, err := certs.Generate(hosts, time.Now())
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.LocalServingCertDir, 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(o.LocalServingCertDir, certs.KeyFile), keyPEM, 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(o.LocalServingCertDir, certs.CertFile), certPEM, 0o644); err != nil {
+		return err
+	}
+	o.LocalServingCAData = caPEM
+	return nil
 }
 
 // pointAt makes cc call the local webhook server: the CA as caBundle, and a service reference

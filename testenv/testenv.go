@@ -47,7 +47,9 @@ type Options struct {
 	// Logger receives the server's log. Nil discards it (unless AttachControlPlaneOutput).
 	Logger *slog.Logger
 	// Server holds any further setting of the server (a manual Clock, RolloutStep, limits).
-	// Addr, EnableController, Logger and Objects are set by testenv from the fields above.
+	// Addr, EnableController and Logger are set by testenv from the fields above; its Objects
+	// are created after the CRDs and webhook configurations (objects every test of a suite
+	// expects, of those kinds among others).
 	Server app.Config
 }
 
@@ -126,11 +128,11 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 	cfg.Addr = ""
 	cfg.EnableController = opts.Controller
 	cfg.Logger = logger(opts)
-	cfg.Objects = make([]any, 0, len(crds)+len(hooks))
+	cfg.Objects = make([]any, 0, len(crds)+len(hooks)+len(opts.Server.Objects))
 	for _, c := range crds {
 		cfg.Objects = append(cfg.Objects, c)
 	}
-	cfg.Objects = append(cfg.Objects, hooks...)
+	cfg.Objects = append(append(cfg.Objects, hooks...), opts.Server.Objects...)
 	ready := make(chan struct{})
 	userReady := cfg.Ready
 	cfg.Ready = func() {

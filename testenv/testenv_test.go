@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/opemu/opemu/app"
 	"github.com/opemu/opemu/testenv"
 )
 
@@ -45,14 +46,17 @@ var widgets = schema.GroupVersionResource{Group: "example.com", Version: "v1", R
 
 // TestStartInstallsCRDs: CRDs from a directory (YAML and JSON files, other kinds and files
 // skipped), from CRDInstallOptions and from Go values are served and Established when Start
-// returns; custom resources can be written at once, with the CRD's defaults; discovery lists
-// them; the kubeconfig reaches the same server.
+// returns; custom resources can be written at once, with the CRD's defaults, and objects of
+// Server.Objects are created after them; discovery lists them; the kubeconfig reaches the same
+// server.
 func TestStartInstallsCRDs(t *testing.T) {
 	t.Parallel()
+	seed := map[string]any{"apiVersion": "example.org/v1", "kind": "Thing", "metadata": map[string]any{"name": "seeded", "namespace": "team-a"}}
 	env := testenv.New(t, testenv.Options{
 		CRDDirectoryPaths:     []string{"testdata/crds"},
 		ErrorIfCRDPathMissing: true,
 		CRDs:                  []*apiextensionsv1.CustomResourceDefinition{thingsCRD()},
+		Server:                app.Config{Objects: []any{seed}},
 	})
 	ctx := t.Context()
 	names := []string{}
@@ -79,6 +83,9 @@ func TestStartInstallsCRDs(t *testing.T) {
 	require.NoError(t, err)
 	size, _, _ := unstructured.NestedInt64(created.Object, "spec", "size")
 	assert.Equal(t, int64(1), size, "the CRD's default")
+
+	_, err = dyn.Resource(thingsGVR).Namespace("team-a").Get(ctx, "seeded", metav1.GetOptions{})
+	assert.NoError(t, err, "Server.Objects are created after the CRDs")
 
 	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
 	require.NoError(t, err)

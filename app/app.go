@@ -3,11 +3,14 @@ package app
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -287,6 +290,11 @@ func New(cfg Config) (*App, error) {
 	if err := reg.Bootstrap(context.Background(), seeds...); err != nil {
 		return nil, err
 	}
+	for _, obj := range cfg.Objects {
+		if err := reg.Bootstrap(context.Background(), obj); err != nil {
+			return nil, fmt.Errorf("app: creating %s: %w", describe(obj), err)
+		}
+	}
 	storeName, storeHealth := StoreMemory, (func(context.Context) error)(nil)
 	if a.etcd != nil {
 		storeName, storeHealth = StoreEtcd, a.etcd.Health
@@ -436,6 +444,24 @@ func (a *App) openStore(served *kinds.Registry, identity string) error {
 		return nil
 	}
 	return fmt.Errorf("app: unknown store %q", cfg.Store)
+}
+
+// describe names an object of Config.Objects for an error: its kind and name.
+func describe(obj any) string {
+	var meta struct {
+		Kind     string `json:"kind"`
+		Metadata struct {
+			Namespace string `json:"namespace"`
+			Name      string `json:"name"`
+		} `json:"metadata"`
+	}
+	raw, _ := json.Marshal(obj)
+	_ = json.Unmarshal(raw, &meta)
+	name := meta.Metadata.Name
+	if meta.Metadata.Namespace != "" {
+		name = meta.Metadata.Namespace + "/" + name
+	}
+	return strings.TrimSpace(meta.Kind + " " + strconv.Quote(name))
 }
 
 // closeStore closes the store (and etcd's client).

@@ -111,6 +111,13 @@ type Config struct {
 	// A clock with a Step(time.Duration) method (server.ManualClock, e.g. NewManualClock) is
 	// moved by POST /clock/advance (CLOCK=manual); leader election then keeps the real clock.
 	Clock clock.WithTicker
+	// Objects are created through the write path when the server is wired, in order, after the
+	// built-in CRDs and as opemu's own writes (strict field validation, no Events): typed objects
+	// or decoded JSON, each with apiVersion, kind and a name. A CRD among them is served
+	// (Established) before the next is created, so its custom resources may follow it. testenv
+	// installs a suite's CRDs and webhook configurations with it. An object that exists is kept;
+	// one that cannot be created fails New, naming it.
+	Objects []any
 	// Ready, when set, is called once the server is wired, just before it serves. The binary
 	// returns start-up's garbage to the OS there (idle RSS), rather than when the runtime's
 	// scavenger gets to it.

@@ -121,6 +121,29 @@ func Ensure(cfg Config) (*Bundle, error) {
 	return b, nil
 }
 
+// Generate makes a new CA and a serving certificate it signs for hosts (DNS names and IP
+// addresses; empty means localhost, 127.0.0.1 and ::1), in memory, as PEM. It is for
+// certificates that live as long as a test (testenv's webhook serving certificate), where
+// Ensure's durable, shared files would only cost time.
+func Generate(hosts []string, now time.Time) (caPEM, certPEM, keyPEM []byte, err error) {
+	if len(hosts) == 0 {
+		hosts = []string{"localhost", "127.0.0.1", "::1"}
+	}
+	dnsNames, ips, err := splitHosts(hosts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	_, ca, caKey, err := newCA(now)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	certPEM, keyPEM, err = newServingCert(ca, caKey, dnsNames, ips, now)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return pemBlock("CERTIFICATE", ca.Raw), certPEM, keyPEM, nil
+}
+
 // ensureCA loads the CA from dir, or creates it when missing or expiring.
 func ensureCA(dir string, now time.Time) (*x509.Certificate, *ecdsa.PrivateKey, bool, error) {
 	path := filepath.Join(dir, CAKeyFile)

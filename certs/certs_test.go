@@ -204,3 +204,27 @@ func mustParse(t *testing.T, pemBytes []byte) *x509.Certificate {
 	require.NoError(t, err)
 	return c
 }
+
+// TestGenerate: a CA and a serving certificate in memory, for the hosts asked for only, and
+// a new CA each time.
+func TestGenerate(t *testing.T) {
+	t.Parallel()
+	caPEM, certPEM, keyPEM, err := certs.Generate([]string{"127.0.0.1", "webhook.local"}, start)
+	require.NoError(t, err)
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	require.NoError(t, err, "the key is the certificate's")
+	c := mustParse(t, certPEM)
+	for _, host := range []string{"127.0.0.1", "webhook.local"} {
+		_, err := c.Verify(x509.VerifyOptions{Roots: pool(t, caPEM), DNSName: host, CurrentTime: start})
+		assert.NoError(t, err, host)
+	}
+	_, err = c.Verify(x509.VerifyOptions{Roots: pool(t, caPEM), DNSName: "localhost", CurrentTime: start})
+	assert.Error(t, err, "only the hosts asked for")
+	assert.NotNil(t, pair.Certificate)
+
+	other, _, _, err := certs.Generate(nil, start)
+	require.NoError(t, err)
+	assert.NotEqual(t, caPEM, other)
+	_, _, _, err = certs.Generate([]string{"not a host"}, start)
+	assert.Error(t, err)
+}

@@ -21,17 +21,23 @@ import (
 //go:embed swaggerdoc.json.gz
 var swaggerDocData []byte
 
-// docTable is one Registry's decoded copy of swaggerdoc.json.gz, read on first use.
-type docTable struct {
-	once sync.Once
-	docs map[string]map[string]string
-}
+// docTable reads the descriptions of swaggerdoc.json.gz.
+type docTable struct{}
 
 // of returns the descriptions of the type named name (its OpenAPI name), nil when unknown.
-func (d *docTable) of(name string) map[string]string {
-	d.once.Do(func() { d.docs, _ = decodeSwaggerDocs(swaggerDocData) })
-	return d.docs[name]
+// The map is shared: read it, never change it.
+func (docTable) of(name string) map[string]string {
+	return decodedSwaggerDocs()[name]
 }
+
+// decodedSwaggerDocs is swaggerdoc.json.gz decoded, on first use. Every Registry of the
+// process reads the same copy: it is constant (the embedded file), so sharing it leaves each
+// server's state its own, while a process running many servers (testenv's parallel tests)
+// decodes it once instead of once per server (about 3 ms of CPU and the table's memory each).
+var decodedSwaggerDocs = sync.OnceValue(func() map[string]map[string]string {
+	docs, _ := decodeSwaggerDocs(swaggerDocData)
+	return docs
+})
 
 func decodeSwaggerDocs(data []byte) (map[string]map[string]string, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(data))

@@ -240,6 +240,8 @@ func New(cfg Config) (*App, error) {
 		loopRoutes = loop{ctrls: func() []*reconciler.Controller {
 			return sortControllers(append(slices.Clone(a.ctrls), a.hooks.Controllers()...))
 		}, kinds: served, clk: clk}
+	}
+	if cfg.EnableController || cfg.EnableCollector {
 		if a.collector, err = gc.New(gc.Config{Client: reg.Client(gc.Source), Kinds: served, Events: a.recorder, Logger: log, Clock: clk}); err != nil {
 			return nil, err
 		}
@@ -253,7 +255,7 @@ func New(cfg Config) (*App, error) {
 	if backend == "" && a.etcd != nil {
 		backend = leader.BackendStore
 	}
-	if cfg.EnableLeaderElection && (a.ctrl != nil || a.etcd != nil) {
+	if cfg.EnableLeaderElection && (a.ctrl != nil || a.collector != nil || a.etcd != nil) {
 		a.elector, err = leader.New(leader.Config{
 			Backend: backend, Identity: identity,
 			LeaseName: cfg.LeaseName, LeaseNamespace: cfg.LeaseNamespace, LeaseFile: cfg.LeaseFile,
@@ -370,7 +372,7 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	case a.elector != nil:
 		a.log.Info("leader election", "identity", a.cfg.PodName, "backend", a.elector.Backend(), "lease", a.elector.LeaseNamespace()+"/"+a.elector.LeaseName())
 		wg.Go(func() { _ = a.elector.Run(ctx) })
-	case a.ctrl != nil || a.etcd != nil:
+	case a.ctrl != nil || a.collector != nil || a.etcd != nil:
 		if a.ctrl != nil {
 			a.metrics.SetLeader(true)
 		}

@@ -35,6 +35,11 @@ type Config struct {
 	// simulated workload controllers (Deployments, StatefulSets, Jobs) and the garbage
 	// collector, on the leader.
 	EnableController bool
+	// EnableCollector runs the garbage collector (on the leader) even while EnableController
+	// is false: testenv's shape, where the suite's own operator is the controller under test
+	// but an owner's dependents are still collected as in a cluster. False: the collector
+	// runs with the controllers only.
+	EnableCollector bool
 	// WorkerCount is how many reconcile workers run. Zero means 2.
 	WorkerCount int
 	// ReconcileInterval is the periodic resync; zero disables it.

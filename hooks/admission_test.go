@@ -194,12 +194,15 @@ func TestWebhooksMutateAndValidate(t *testing.T) {
 		case data["forbidden"] != nil:
 			return &admissionv1.AdmissionResponse{Result: &metav1.Status{Code: 403, Reason: metav1.StatusReasonForbidden, Message: "no forbidden keys"}}
 		case data["weird"] != nil:
-			return &admissionv1.AdmissionResponse{Result: &metav1.Status{Code: 422, Reason: metav1.StatusReasonInvalid}}
+			return &admissionv1.AdmissionResponse{Result: &metav1.Status{Code: 422, Reason: metav1.StatusReasonInvalid,
+				Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Field: "data.weird", Message: "not allowed"}}}}}
 		}
 		return &admissionv1.AdmissionResponse{Allowed: true}
 	})
 	r.configure(t, true, "defaults", webhook("default.test.opemu.dev", srv.URL+"/mutate", srv.caBundle, "", []string{"configmaps"}, []string{"CREATE"}, nil))
-	r.configure(t, false, "checks", webhook("check.test.opemu.dev", srv.URL+"/validate", srv.caBundle, "", []string{"configmaps"}, []string{"CREATE", "UPDATE"}, nil))
+	// "//validate": envtest's WebhookInstallOptions join host and path with a slash of their
+	// own; the path requested is the clean one, as kube-apiserver's client requests it.
+	r.configure(t, false, "checks", webhook("check.test.opemu.dev", srv.URL+"//validate", srv.caBundle, "", []string{"configmaps"}, []string{"CREATE", "UPDATE"}, nil))
 
 	tg := r.target(t, "", "v1", "configmaps", "default")
 	res, err := r.env.Registry.Create(context.Background(), tg, configMap("cm", nil, map[string]any{"a": "b"}), registry.Options{User: "alice", FieldManager: "kubectl"})
@@ -237,6 +240,8 @@ func TestWebhooksMutateAndValidate(t *testing.T) {
 	st = statusOf(t, err)
 	assert.Equal(t, int32(422), st.Code, "the webhook's own code")
 	assert.Equal(t, `admission webhook "check.test.opemu.dev" denied the request: Invalid`, st.Message)
+	require.NotNil(t, st.Details)
+	assert.Equal(t, []metav1.StatusCause{{Type: metav1.CauseTypeFieldValueInvalid, Field: "data.weird", Message: "not allowed"}}, st.Details.Causes, "the webhook's causes reach the client")
 	_, err = r.client.Get(context.Background(), cache.Key{Resource: "configmaps", Namespace: "default", Name: "bad"})
 	assert.ErrorIs(t, err, cache.ErrNotFound, "a denied write stores nothing")
 

@@ -11,7 +11,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -102,6 +104,20 @@ func (a *Admission) newWebhook(config string, mutating bool, s spec) *webhook {
 	return w
 }
 
+// cleanPath is the path kube-apiserver's REST client requests for a webhook URL's path: joined
+// clean (envtest's WebhookInstallOptions write "https://host:port/" + "/mutate-...", whose "//"
+// a Go ServeMux would answer with a redirect), its trailing slash kept.
+func cleanPath(p string) string {
+	if p == "" {
+		return p
+	}
+	out := path.Clean("/" + p)
+	if strings.HasSuffix(p, "/") && out != "/" {
+		out += "/"
+	}
+	return out
+}
+
 // clientFor returns the URL and HTTP client of a webhook's clientConfig. Services cannot be
 // resolved (opemu runs no Services); an http URL is allowed, unlike in kube-apiserver, so a
 // webhook can be tried without certificates.
@@ -117,6 +133,8 @@ func clientFor(cc admissionregistrationv1.WebhookClientConfig) (string, *http.Cl
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return "", nil, fmt.Errorf("clientConfig.url %q is not an http or https URL", *cc.URL)
 	}
+	u.Path = cleanPath(u.Path)
+	u.RawPath = ""
 	tr := &http.Transport{ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 8, IdleConnTimeout: 90 * time.Second}
 	if len(cc.CABundle) > 0 {
 		pool := x509.NewCertPool()

@@ -299,11 +299,18 @@ func admissionDenied(t Target, name string, res webhooks.Response) error {
 			code, reason = r.Code, r.Reason
 		}
 	}
+	details := &metav1.StatusDetails{Name: name, Group: t.Kind.Group, Kind: t.Kind.Plural}
+	if r := res.Result; r != nil && r.Details != nil {
+		// A webhook's own details (its causes above all) reach the client as kube-apiserver
+		// passes them on: a controller-runtime validator's field errors stay field errors.
+		d := *r.Details
+		details = &d
+	}
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status:  metav1.StatusFailure,
 		Code:    code,
 		Reason:  reason,
 		Message: msg,
-		Details: &metav1.StatusDetails{Name: name, Group: t.Kind.Group, Kind: t.Kind.Plural},
+		Details: details,
 	}}
 }

@@ -47,7 +47,7 @@ type Options struct {
 	// Logger receives the server's log. Nil discards it (unless AttachControlPlaneOutput).
 	Logger *slog.Logger
 	// Server holds any further setting of the server (a manual Clock, RolloutStep, limits).
-	// Addr, EnableController and Logger are set by testenv from the fields above; its Objects
+	// Addr, EnableController, EnableCollector and Logger are set by testenv from the fields above; its Objects
 	// are created after the CRDs and webhook configurations (objects every test of a suite
 	// expects, of those kinds among others).
 	Server app.Config
@@ -127,6 +127,7 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 	cfg := opts.Server
 	cfg.Addr = ""
 	cfg.EnableController = opts.Controller
+	cfg.EnableCollector = true
 	cfg.Logger = logger(opts)
 	cfg.Objects = make([]any, 0, len(crds)+len(hooks)+len(opts.Server.Objects))
 	for _, c := range crds {

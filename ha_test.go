@@ -148,8 +148,11 @@ type leaderView struct {
 var quick = &http.Client{Timeout: 500 * time.Millisecond}
 
 // view asks one replica who leads; ok is false when it does not answer (killed).
-func (r *replica) view() (leaderView, bool) {
-	resp, err := quick.Get("http://" + r.p.addr + "/leader")
+func (r *replica) view() (leaderView, bool) { return r.viewWith(quick) }
+
+// viewWith asks for /leader with client c (and its timeout).
+func (r *replica) viewWith(c *http.Client) (leaderView, bool) {
+	resp, err := c.Get("http://" + r.p.addr + "/leader")
 	if err != nil {
 		return leaderView{}, false
 	}
@@ -180,9 +183,11 @@ type sampler struct {
 	failed   int            // views that got no answer
 }
 
-func newSampler(rs ...*replica) *sampler { return newSamplerEvery(20*time.Millisecond, rs...) }
+func newSampler(rs ...*replica) *sampler { return newSamplerEvery(20*time.Millisecond, quick, rs...) }
 
-func newSamplerEvery(interval time.Duration, rs ...*replica) *sampler {
+// newSamplerEvery samples every interval, asking each replica with client c: a view c's
+// timeout did not get counts as failed.
+func newSamplerEvery(interval time.Duration, c *http.Client, rs ...*replica) *sampler {
 	s := &sampler{replicas: rs, stop: make(chan struct{}), done: make(chan struct{}), leaders: map[string]int{}}
 	go func() {
 		defer close(s.done)
@@ -200,7 +205,7 @@ func newSamplerEvery(interval time.Duration, rs ...*replica) *sampler {
 			var leaders []string
 			failed := 0
 			for _, r := range rs {
-				v, ok := r.view()
+				v, ok := r.viewWith(c)
 				if ok && v.IsLeader {
 					leaders = append(leaders, r.name)
 				}
@@ -454,7 +459,9 @@ func TestHALeaseCorruption(t *testing.T) {
 	lease := filepath.Join(t.TempDir(), "ha.lease")
 	rs := []*replica{startReplica(t, "corrupt-1", lease), startReplica(t, "corrupt-2", lease), startReplica(t, "corrupt-3", lease)}
 	first, _ := waitLeader(t, 2*haRetry, rs...)
-	s := newSamplerEvery(10*time.Millisecond, rs...)
+	// A view is failed past 2 s: the hang this guards against (reading a 200 MB record) took
+	// 7-14 s, while a loaded 2-core CI has delayed an answer past quick's 500 ms.
+	s := newSamplerEvery(10*time.Millisecond, &http.Client{Timeout: 2 * time.Second}, rs...)
 	repaired := func() bool { // a whole record with a holder again
 		if fi, err := os.Stat(lease); err != nil || fi.Size() > 1024 {
 			return false

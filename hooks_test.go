@@ -307,6 +307,8 @@ func TestHookControllerLeaderAndLoop(t *testing.T) {
 		return "http://" + r.p.addr + "/apis/example.com/v1/namespaces/default/gadgets"
 	}
 	require.Eventually(t, func() bool { return calls[leader].Load() > 0 }, 10*time.Second, 20*time.Millisecond, "the leader's queue calls its hook")
+	// The follower learns who leads at its next look at the lease (RETRY_PERIOD).
+	require.Eventually(t, func() bool { v, ok := follower.view(); return ok && v.Leader == leader.name }, 5*time.Second, 20*time.Millisecond, "the follower sees the leader")
 	code, body := httpJSON(t, "POST", api(follower)+"/g1/reconcile", "")
 	assert.Equal(t, http.StatusServiceUnavailable, code)
 	assert.Contains(t, body["message"], leader.name)

@@ -84,7 +84,7 @@ func (a *Reconciler) NotBefore(key cache.Key) time.Time {
 }
 
 // History returns the last reconciles of key, oldest first.
-func (a *Reconciler) History(key cache.Key) []Attempt { return a.history.get(key) }
+func (a *Reconciler) History(key cache.Key) []Attempt { return a.history.Get(key) }
 
 // pass is what one reconcile did, for the history. Every pass is recorded, one that found
 // nothing to do too (it says so), so a reconcile asked for by hand always leaves a trace.
@@ -100,7 +100,7 @@ func (a *Reconciler) Reconcile(ctx context.Context, key cache.Key) (reconciler.R
 	obj, err := a.cfg.Client.Get(ctx, key)
 	if errors.Is(err, cache.ErrNotFound) {
 		a.forget(key, "")
-		a.history.forget(key)
+		a.history.Forget(key)
 		return reconciler.Result{}, nil
 	}
 	if err != nil {
@@ -111,9 +111,9 @@ func (a *Reconciler) Reconcile(ctx context.Context, key cache.Key) (reconciler.R
 	if err != nil {
 		msg = err.Error()
 	}
-	a.history.add(key, Attempt{
+	a.history.Add(key, Attempt{
 		Generation: obj.Generation(), Success: err == nil, Phase: p.phase, Message: msg,
-		StartTime: formatStart(start), Duration: a.cfg.Clock.Now().Sub(start).String(),
+		StartTime: reconciler.FormatStart(start), Duration: a.cfg.Clock.Now().Sub(start).String(),
 	})
 	return p.res, err
 }

@@ -136,9 +136,9 @@ func (r *hookReconciler) Reconcile(ctx context.Context, key cache.Key) (reconcil
 	r.mu.Lock()
 	r.phases[key] = p.phase
 	r.mu.Unlock()
-	r.history.add(key, Attempt{
+	r.history.Add(key, Attempt{
 		Controller: r.name, Generation: obj.Generation(), Success: err == nil, Attempt: attempt, Phase: p.phase, Message: msg,
-		StartTime: formatStart(start), Duration: r.m.cfg.Clock.Now().Sub(start).String(),
+		StartTime: reconciler.FormatStart(start), Duration: r.m.cfg.Clock.Now().Sub(start).String(),
 	})
 	return p.res, err
 }
@@ -155,7 +155,7 @@ func (r *hookReconciler) forget(key cache.Key) {
 	delete(r.failures, key)
 	delete(r.phases, key)
 	r.mu.Unlock()
-	r.history.forget(key)
+	r.history.Forget(key)
 }
 
 // phaseCounts returns how many objects are in each phase ("" not counted).
@@ -172,7 +172,7 @@ func (r *hookReconciler) phaseCounts() map[string]int {
 }
 
 // History returns the last reconciles of key, oldest first.
-func (r *hookReconciler) History(key cache.Key) []Attempt { return r.history.get(key) }
+func (r *hookReconciler) History(key cache.Key) []Attempt { return r.history.Get(key) }
 
 func (r *hookReconciler) reconcile(ctx context.Context, sp *controllerSpec, key cache.Key, obj *cache.Object, attempt int) (pass, error) {
 	if sp.invalid != nil {

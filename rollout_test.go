@@ -55,10 +55,29 @@ func TestKubectlRollout(t *testing.T) {
 	assert.Contains(t, k.run("scale", "deployment", "web", "--replicas=5"), "deployment.apps/web scaled")
 	assert.Contains(t, k.run("rollout", "status", "deployment/web", "--timeout=30s"), `deployment "web" successfully rolled out`)
 	assert.Regexp(t, `web\s+5/5\s+5\s+5\s`, k.run("get", "deployment", "web"))
+	// Paused, the new template is observed and held at 0 updated replicas, so rollout status
+	// sees the rollout in progress however slowly kubectl starts; resumed, it finishes.
+	assert.Contains(t, k.run("rollout", "pause", "deployment/web"), "paused")
 	assert.Contains(t, k.run("set", "image", "deployment/web", "nginx=nginx:1.28"), "image updated")
-	out := k.run("rollout", "status", "deployment/web", "--timeout=30s")
-	assert.Contains(t, out, "new replicas have been updated...", "a new template is rolled out replica by replica")
-	assert.Contains(t, out, `deployment "web" successfully rolled out`)
+	status := k.cmd(ctx, "rollout", "status", "deployment/web", "--timeout=30s")
+	statusOut, err := status.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, status.Start())
+	progress := bufio.NewScanner(statusOut)
+	var out strings.Builder
+	for progress.Scan() {
+		out.WriteString(progress.Text() + "\n")
+		if strings.Contains(progress.Text(), "new replicas have been updated...") {
+			break
+		}
+	}
+	assert.Contains(t, out.String(), "0 out of 5 new replicas have been updated...", "a new template is rolled out replica by replica")
+	assert.Contains(t, k.run("rollout", "resume", "deployment/web"), "resumed")
+	for progress.Scan() {
+		out.WriteString(progress.Text() + "\n")
+	}
+	require.NoError(t, status.Wait(), "rollout status:\n%s", out.String())
+	assert.Contains(t, out.String(), `deployment "web" successfully rolled out`)
 	describe := k.run("describe", "deployment", "web")
 	assert.Regexp(t, `Available\s+True\s+MinimumReplicasAvailable`, describe)
 	assert.Regexp(t, `Progressing\s+True\s+NewReplicaSetAvailable`, describe)

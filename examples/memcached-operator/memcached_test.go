@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -121,8 +122,15 @@ func TestValidatingWebhook(t *testing.T) {
 	require.NoError(t, wc.Create(ctx, m))
 	assert.Contains(t, warned.all(), "spec.size is 3, the most this operator runs: the cache cannot grow further")
 
-	m.Spec.ContainerPort = 12000
-	err = k8sClient.Update(ctx, m)
+	// The operator writes the object too (its finalizer, its status): change the port on the
+	// latest version, so the answer is the webhook's and not a 409.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+			return err
+		}
+		m.Spec.ContainerPort = 12000
+		return k8sClient.Update(ctx, m)
+	})
 	require.True(t, apierrors.IsInvalid(err), "want 422 Invalid, got %v", err)
 	assert.Equal(t, []string{"spec.containerPort"}, causeFields(err))
 	assert.ErrorContains(t, err, "is immutable once set (it is 11211)")

@@ -157,7 +157,7 @@ func (b *batcher) commit(ctx context.Context, batch []*batched) {
 		wg.Go(func() { b.single(context.Background(), c) })
 	}
 	wg.Wait()
-	if err != nil && !errors.Is(err, rpctypes.ErrRequestTooLarge) && status.Code(err) != codes.ResourceExhausted {
+	if err != nil && refusal(err) {
 		all := true
 		for _, c := range batch {
 			all = all && c.err == nil
@@ -181,4 +181,18 @@ func (b *batcher) single(ctx context.Context, c *batched) (int64, bool, error) {
 		c.rev, c.ok = resp.Header.Revision, resp.Succeeded
 	}
 	return c.rev, c.ok, c.err
+}
+
+// refusal says whether err, from a combined transaction, may be the endpoint refusing its
+// shape rather than etcd being slow, away or the values too large, after which the same
+// creates went through one by one.
+func refusal(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, rpctypes.ErrRequestTooLarge) {
+		return false
+	}
+	switch status.Code(err) {
+	case codes.DeadlineExceeded, codes.Canceled, codes.Unavailable, codes.ResourceExhausted:
+		return false
+	}
+	return true
 }

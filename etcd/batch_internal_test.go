@@ -12,6 +12,9 @@ import (
 	"github.com/opemu/opemu/etcd/etcdtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 var batchPrefixes atomic.Int64
@@ -226,5 +229,28 @@ func TestGroupCommitConcurrent(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatalf("the watcher saw %d of %d creates", len(seen), names)
 		}
+	}
+}
+
+// TestRefusal: only an error that is not etcd being slow, away or refusing the size makes a
+// combined transaction count as refused (and batching stop, if the single ones then pass).
+func TestRefusal(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"deadline", context.DeadlineExceeded, false},
+		{"canceled", context.Canceled, false},
+		{"too large", rpctypes.ErrRequestTooLarge, false},
+		{"unavailable", status.Error(codes.Unavailable, "etcd down"), false},
+		{"grpc deadline", status.Error(codes.DeadlineExceeded, "slow"), false},
+		{"too many operations", rpctypes.ErrTooManyOps, true},
+		{"unknown shape", status.Error(codes.Unknown, "unsupported transaction"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			assert.Equal(t, tc.want, refusal(tc.err))
+		})
 	}
 }

@@ -8,7 +8,9 @@
 // event's is the revision of the removal. Every replica therefore gives an object the same
 // version, and a client may list on one replica and watch or resume on another. The value
 // stored in etcd is the object's JSON without resourceVersion; every replica inserts it at the
-// same place (cache.WatchCache.Stored), so all hold the same bytes.
+// same place (cache.WatchCache.Stored), so all hold the same bytes. Each write is its own
+// transaction, so each has a version of its own; Config.GroupCommit (off by default, batch.go)
+// writes concurrent TTL creates in one transaction, and they then share one version.
 //
 // How a write is made: one transaction guarded by the key's mod_revision (create: the key must
 // not exist), in the shapes kube-apiserver's etcd3 store issues (see write.go), so kine works

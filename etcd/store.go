@@ -40,6 +40,11 @@ type Config struct {
 	Identity string
 	// Logger receives the feed's troubles (a lost watch, a re-list). Nil means slog.Default().
 	Logger *slog.Logger
+	// GroupCommit writes concurrent creates that carry a TTL (Events) in one transaction
+	// (batch.go): fewer round trips for etcd, at the price of one revision, hence one
+	// resourceVersion, shared by the creates of a batch. False (the default): one
+	// transaction, one revision per write.
+	GroupCommit bool
 }
 
 // Store is cache.Interface over etcd, with a watch cache per replica. See the package doc.
@@ -50,6 +55,7 @@ type Store struct {
 	c      *cache.WatchCache
 	log    *slog.Logger
 	leases leases
+	batch  batcher
 
 	// pending holds, per etcd key, the encoded object (version 0) of this replica's write in
 	// flight, so the feed takes it instead of decoding etcd's copy of the same bytes.
@@ -104,6 +110,7 @@ func New(cfg Config) (*Store, error) {
 		done:   make(chan struct{}),
 	}
 	s.leases.client = cfg.Client
+	s.batch.s = s
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.StartTimeout)
 	defer cancel()
 	var rev int64

@@ -21,8 +21,9 @@ import (
 // one it did not see: a failed comparison hands back the current state (Else), and
 // GuaranteedUpdate decides again from it.
 
-// Create stores obj at key (see cache.Interface): one create transaction. It returns once this
-// replica's cache holds the write.
+// Create stores obj at key (see cache.Interface): one create transaction, shared with
+// concurrent creates that carry a TTL too when Config.GroupCommit is set (batch.go). It
+// returns once this replica's cache holds the write.
 func (s *Store) Create(ctx context.Context, key cache.Key, obj map[string]any, opts cache.WriteOptions) (*cache.Object, error) {
 	if s.closed.Load() {
 		return nil, &cache.Error{Err: cache.ErrClosed, Key: key}
@@ -48,17 +49,29 @@ func (s *Store) Create(ctx context.Context, key cache.Key, obj map[string]any, o
 		return nil, err
 	}
 	s.pending.Store(ekey, next)
-	cctx, cancel := s.callCtx(ctx)
-	resp, err := s.client.Txn(cctx).If(clientv3.Compare(clientv3.ModRevision(ekey), "=", 0)).Then(put).Commit()
-	cancel()
-	if err != nil || !resp.Succeeded {
+	var (
+		rev int64
+		ok  bool
+	)
+	if s.cfg.GroupCommit && opts.TTL > 0 {
+		rev, ok, err = s.batch.create(ctx, ekey, put, len(next.Raw()))
+	} else {
+		cctx, cancel := s.callCtx(ctx)
+		var resp *clientv3.TxnResponse
+		resp, err = s.client.Txn(cctx).If(clientv3.Compare(clientv3.ModRevision(ekey), "=", 0)).Then(put).Commit()
+		cancel()
+		if err == nil {
+			rev, ok = resp.Header.Revision, resp.Succeeded
+		}
+	}
+	if err != nil || !ok {
 		s.pending.CompareAndDelete(ekey, next)
 		if err != nil {
 			return nil, s.fail("create", key, err)
 		}
 		return nil, &cache.Error{Err: cache.ErrAlreadyExists, Key: key}
 	}
-	return s.committed(ctx, key, ekey, next, resp.Header.Revision), nil
+	return s.committed(ctx, key, ekey, next, rev), nil
 }
 
 // GuaranteedUpdate updates or removes the object at key as try says (see cache.Interface). The

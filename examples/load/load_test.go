@@ -418,10 +418,22 @@ func TestEtcdMode(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	err = run(context.Background(), []string{"-mode=etcd", "-target", url, "-etcd", e.Endpoint, "-rounds", "2", "-duration", "300ms", "-conns", "4", "-json"}, &stdout, &stderr)
 	require.NoError(t, err, "stderr: %s", stderr.String())
-	res := decode[abResult](t, stdout.Bytes())
+	res := decode[etcdResult](t, stdout.Bytes())
 	require.Len(t, res.Phases, 1)
 	p := res.Phases[0]
 	assert.Equal(t, "create", p.Phase)
+	// The servers' CPU per operation, read from their /metrics: opemu's and etcd's in A,
+	// etcd's in B (opemu's process_cpu_seconds_total moves in steps of 10 ms, so only etcd's
+	// per-round figures and the medians are asserted).
+	require.Len(t, res.ACPURuns, 2)
+	require.Len(t, res.BCPURuns, 2)
+	for _, r := range append(res.ACPURuns, res.BCPURuns...) {
+		assert.Positive(t, r.Ops)
+		assert.Positive(t, r.EtcdSeconds)
+	}
+	assert.Positive(t, res.CPU.AOpemuUsPerOp)
+	assert.Positive(t, res.CPU.AEtcdUsPerOp)
+	assert.Positive(t, res.CPU.BEtcdUsPerOp)
 	assert.Positive(t, p.AOpsPerSec)
 	assert.Positive(t, p.BOpsPerSec)
 	assert.InDelta(t, p.AOpsPerSec/p.BOpsPerSec, p.Ratio, 0.01)

@@ -22,8 +22,14 @@ type abPhase struct {
 	// ALoadCPU and BLoadCPU are the load tool's own CPU use (cores) while it drove each side.
 	ALoadCPU float64 `json:"aLoadCPU"`
 	BLoadCPU float64 `json:"bLoadCPU"`
-	AErrors  int     `json:"aErrors"`
-	BErrors  int     `json:"bErrors"`
+	// AServerCPUPerOpUs and BServerCPUPerOpUs are each server's CPU per request (µs), and
+	// AServerCPU and BServerCPU the cores it used; -1 when a server does not report its CPU.
+	AServerCPUPerOpUs float64 `json:"aServerCPUPerOpUs"`
+	BServerCPUPerOpUs float64 `json:"bServerCPUPerOpUs"`
+	AServerCPU        float64 `json:"aServerCPU"`
+	BServerCPU        float64 `json:"bServerCPU"`
+	AErrors           int     `json:"aErrors"`
+	BErrors           int     `json:"bErrors"`
 	// AItems and BItems are the list lengths of the last round (list phase only): without
 	// -list-items they follow each side's create rate, so the list rates are not comparable.
 	AItems int `json:"aItems,omitempty"`
@@ -67,7 +73,7 @@ func runAB(ctx context.Context, o options) (*abResult, error) {
 // summarize fills Phases with the medians over the rounds of each of phases.
 func (res *abResult) summarize(phases []string) {
 	for i, name := range phases {
-		var aOps, bOps, aP50, aP99, bP50, bP99, aCPU, bCPU []float64
+		var aOps, bOps, aP50, aP99, bP50, bP99, aCPU, bCPU, aSrv, bSrv, aSrvOp, bSrvOp []float64
 		p := abPhase{Phase: name}
 		for r := range res.Rounds {
 			a, b := res.ARuns[r].Phases[i], res.BRuns[r].Phases[i]
@@ -75,6 +81,8 @@ func (res *abResult) summarize(phases []string) {
 			aP50, aP99 = append(aP50, a.P50Ms), append(aP99, a.P99Ms)
 			bP50, bP99 = append(bP50, b.P50Ms), append(bP99, b.P99Ms)
 			aCPU, bCPU = append(aCPU, a.LoadCPU), append(bCPU, b.LoadCPU)
+			aSrv, bSrv = append(aSrv, a.ServerCPU), append(bSrv, b.ServerCPU)
+			aSrvOp, bSrvOp = append(aSrvOp, a.ServerCPUPerOpUs), append(bSrvOp, b.ServerCPUPerOpUs)
 			p.AErrors += a.Errors
 			p.BErrors += b.Errors
 			p.AItems, p.BItems = a.Items, b.Items
@@ -83,6 +91,8 @@ func (res *abResult) summarize(phases []string) {
 		p.AP50Ms, p.AP99Ms = round3(median(aP50)), round3(median(aP99))
 		p.BP50Ms, p.BP99Ms = round3(median(bP50)), round3(median(bP99))
 		p.ALoadCPU, p.BLoadCPU = round3(median(aCPU)), round3(median(bCPU))
+		p.AServerCPU, p.BServerCPU = round3(median(aSrv)), round3(median(bSrv))
+		p.AServerCPUPerOpUs, p.BServerCPUPerOpUs = round3(median(aSrvOp)), round3(median(bSrvOp))
 		if p.BOpsPerSec > 0 {
 			p.Ratio = round3(p.AOpsPerSec / p.BOpsPerSec)
 		}
@@ -93,11 +103,13 @@ func (res *abResult) summarize(phases []string) {
 // writeTable prints the comparison, then the medians as one JSON line for scripts.
 func (res *abResult) writeTable(w io.Writer) {
 	fmt.Fprintf(w, "A %s  B %s  rounds %d  conns %d  (medians over rounds)\n", res.A, res.B, res.Rounds, res.Conns)
-	rows := [][]string{{"phase", "A ops/s", "B ops/s", "A/B", "A p50 ms", "A p99 ms", "B p99 ms", "A err", "B err", "A items", "B items", "A loadCPU", "B loadCPU"}}
+	rows := [][]string{{"phase", "A ops/s", "B ops/s", "A/B", "A p50 ms", "A p99 ms", "B p50 ms", "B p99 ms", "A err", "B err",
+		"A items", "B items", "A loadCPU", "B loadCPU", "A srvCPU", "B srvCPU", "A µs/op", "B µs/op"}}
 	for _, p := range res.Phases {
 		rows = append(rows, []string{p.Phase, f0(p.AOpsPerSec), f0(p.BOpsPerSec), f2(p.Ratio), f2(p.AP50Ms),
-			f2(p.AP99Ms), f2(p.BP99Ms), strconv.Itoa(p.AErrors), strconv.Itoa(p.BErrors),
-			strconv.Itoa(p.AItems), strconv.Itoa(p.BItems), f2(p.ALoadCPU), f2(p.BLoadCPU)})
+			f2(p.AP99Ms), f2(p.BP50Ms), f2(p.BP99Ms), strconv.Itoa(p.AErrors), strconv.Itoa(p.BErrors),
+			strconv.Itoa(p.AItems), strconv.Itoa(p.BItems), f2(p.ALoadCPU), f2(p.BLoadCPU),
+			f2(p.AServerCPU), f2(p.BServerCPU), f0(p.AServerCPUPerOpUs), f0(p.BServerCPUPerOpUs)})
 	}
 	table(w, rows)
 	for _, runs := range [][]*apiResult{res.ARuns, res.BRuns} {

@@ -24,9 +24,14 @@ type phaseResult struct {
 	OpsPerSec float64 `json:"opsPerSec"`
 	latencySummary
 	// Items is the length of the list the list phase reads, counted once after it.
-	Items      int     `json:"items,omitempty"`
-	LoadCPU    float64 `json:"loadCPU"`
-	FirstError string  `json:"firstError,omitempty"`
+	Items   int     `json:"items,omitempty"`
+	LoadCPU float64 `json:"loadCPU"`
+	// ServerCPU is the CPU the server used during the phase (cores) and ServerCPUPerOpUs that
+	// CPU per request (µs), read from process_cpu_seconds_total on its /metrics before and
+	// after; -1 when the server does not report it.
+	ServerCPU        float64 `json:"serverCPU"`
+	ServerCPUPerOpUs float64 `json:"serverCPUPerOpUs"`
+	FirstError       string  `json:"firstError,omitempty"`
 	// DrainSeconds (etcd mode) is how long the server kept writing after the phase's last
 	// answer (the Events of its creates); OpsPerSec counts it.
 	DrainSeconds float64 `json:"drainSeconds,omitempty"`
@@ -70,6 +75,8 @@ func runAPI(ctx context.Context, o options, target, ns string) (*apiResult, erro
 			pr = r.get(ctx)
 		case "update":
 			pr = r.update(ctx)
+		case "patch":
+			pr = r.patch(ctx)
 		case "list":
 			var err error
 			if pr, err = r.list(ctx); err != nil {
@@ -127,6 +134,22 @@ func (r *apiRun) update(ctx context.Context) phaseResult {
 		name := r.names[k%len(r.names)]
 		replicas := 4 + k/len(r.names)%2
 		_, err := do(ctx, r.c, http.MethodPut, url+name, "application/json", appBody(name, r.ns, replicas), false)
+		return err
+	})
+}
+
+// patch changes spec.replicas of Applications with a JSON merge patch, taking the objects in
+// the order update does.
+func (r *apiRun) patch(ctx context.Context) phaseResult {
+	url := appsURL(r.target, r.ns) + "/"
+	return r.phase(ctx, "patch", r.o.n, func(ctx context.Context, w, i int) error {
+		if len(r.names) == 0 {
+			return errNothingCreated
+		}
+		k := w + i*r.o.conns
+		name := r.names[k%len(r.names)]
+		body := []byte(`{"spec":{"replicas":` + strconv.Itoa(6+k/len(r.names)%2) + `}}`)
+		_, err := do(ctx, r.c, http.MethodPatch, url+name, "application/merge-patch+json", body, false)
 		return err
 	})
 }
@@ -195,6 +218,7 @@ func (r *apiRun) phase(ctx context.Context, name string, n int, op func(ctx cont
 	stats := make([]workerStats, r.o.conns)
 	var sent atomic.Int64
 	var wg sync.WaitGroup
+	serverBefore, serverOK := readServerCPU(ctx, r.target)
 	cpu := startCPU()
 	start := time.Now()
 	deadline := start.Add(r.o.duration)
@@ -219,7 +243,8 @@ func (r *apiRun) phase(ctx context.Context, name string, n int, op func(ctx cont
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	pr := phaseResult{Phase: name, Seconds: round3(elapsed.Seconds()), LoadCPU: cpu.cores()}
+	pr := phaseResult{Phase: name, Seconds: round3(elapsed.Seconds()), LoadCPU: cpu.cores(), ServerCPU: -1, ServerCPUPerOpUs: -1}
+	serverAfter, afterOK := readServerCPU(ctx, r.target)
 	var all []time.Duration
 	for _, st := range stats {
 		all = append(all, st.lat...)
@@ -231,15 +256,20 @@ func (r *apiRun) phase(ctx context.Context, name string, n int, op func(ctx cont
 	pr.Ops = len(all)
 	pr.OpsPerSec = rate(pr.Ops, elapsed)
 	pr.latencySummary = summarize(all)
+	if serverOK && afterOK && pr.Ops > 0 {
+		used := (serverAfter - serverBefore).Seconds()
+		pr.ServerCPU = round3(used / elapsed.Seconds())
+		pr.ServerCPUPerOpUs = round3(used / float64(pr.Ops) * 1e6)
+	}
 	return pr
 }
 
 func (res *apiResult) writeTable(w io.Writer) {
 	fmt.Fprintf(w, "target %s  namespace %s  conns %d\n", res.Target, res.Namespace, res.Conns)
-	rows := [][]string{{"phase", "ops", "ops/s", "p50 ms", "p99 ms", "max ms", "errors", "items", "loadCPU"}}
+	rows := [][]string{{"phase", "ops", "ops/s", "p50 ms", "p99 ms", "max ms", "errors", "items", "loadCPU", "serverCPU", "server µs/op"}}
 	for _, p := range res.Phases {
 		rows = append(rows, []string{p.Phase, strconv.Itoa(p.Ops), f0(p.OpsPerSec), f2(p.P50Ms), f2(p.P99Ms),
-			f2(p.MaxMs), strconv.Itoa(p.Errors), strconv.Itoa(p.Items), f2(p.LoadCPU)})
+			f2(p.MaxMs), strconv.Itoa(p.Errors), strconv.Itoa(p.Items), f2(p.LoadCPU), f2(p.ServerCPU), f0(p.ServerCPUPerOpUs)})
 	}
 	table(w, rows)
 	for _, p := range res.Phases {

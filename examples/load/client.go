@@ -89,3 +89,19 @@ func appBody(name, ns string, replicas int) []byte {
 	b = strconv.AppendInt(b, int64(replicas), 10)
 	return append(b, `,"image":"nginx:1.27"}}`...)
 }
+
+// readServerCPU reads the CPU the server at target has used so far from
+// process_cpu_seconds_total on its /metrics (opemu's process collector, the baseline's own
+// line); ok is false when it cannot be read, or there is no HTTP server to ask (target empty:
+// the raw etcd puts of the etcd mode). The counter's resolution is the kernel's clock tick
+// (10 ms).
+func readServerCPU(ctx context.Context, target string) (cpu time.Duration, ok bool) {
+	if target == "" {
+		return 0, false
+	}
+	s, err := processCPUSeconds(ctx, target+"/metrics")
+	if err != nil {
+		return 0, false
+	}
+	return time.Duration(s * float64(time.Second)), true
+}

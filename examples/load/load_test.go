@@ -50,12 +50,12 @@ func TestModes(t *testing.T) {
 		{name: "api by count with a list limit", args: []string{"-target", apiURL, "-n", "200", "-list-n", "10", "-list-limit", "50"},
 			check: func(t *testing.T, out []byte) {
 				res := decode[apiResult](t, out)
-				require.Len(t, res.Phases, 4)
-				for _, p := range res.Phases[:3] {
+				require.Len(t, res.Phases, 5)
+				for _, p := range res.Phases[:4] {
 					assert.Equal(t, 200, p.Ops, p.Phase)
 				}
-				assert.Equal(t, 10, res.Phases[3].Ops)
-				assert.Equal(t, 50, res.Phases[3].Items)
+				assert.Equal(t, 10, res.Phases[4].Ops)
+				assert.Equal(t, 50, res.Phases[4].Items)
 			}},
 		{name: "api lists a seeded namespace", args: []string{"-target", baseURL, "-n", "20", "-phases", "list", "-list-items", "30"},
 			check: func(t *testing.T, out []byte) {
@@ -67,7 +67,7 @@ func TestModes(t *testing.T) {
 		{name: "ab", args: []string{"-mode=ab", "-a", apiURL, "-b", baseURL, "-rounds", "2", "-duration", "200ms"},
 			check: func(t *testing.T, out []byte) {
 				res := decode[abResult](t, out)
-				require.Len(t, res.Phases, 4)
+				require.Len(t, res.Phases, 5)
 				require.Len(t, res.ARuns, 2)
 				require.Len(t, res.BRuns, 2)
 				for _, p := range res.Phases {
@@ -75,7 +75,12 @@ func TestModes(t *testing.T) {
 					assert.Positive(t, p.BOpsPerSec, p.Phase)
 					assert.InDelta(t, p.AOpsPerSec/p.BOpsPerSec, p.Ratio, 0.01, p.Phase)
 					assert.Positive(t, p.AP99Ms, p.Phase)
+					assert.Positive(t, p.BP99Ms, p.Phase)
 					assert.Zero(t, p.AErrors+p.BErrors, p.Phase)
+					// Both servers report their CPU; at 10 ms resolution, a busy phase of
+					// 200 ms cannot read zero on both rounds.
+					assert.Positive(t, p.AServerCPUPerOpUs, p.Phase)
+					assert.Positive(t, p.BServerCPUPerOpUs, p.Phase)
 				}
 				assert.NotEqual(t, res.ARuns[0].Namespace, res.ARuns[1].Namespace)
 			}},
@@ -264,6 +269,8 @@ func checkBaseline(t *testing.T, base string) {
 		{"get missing", http.MethodGet, apps + "/zz", "", http.StatusNotFound},
 		{"replace", http.MethodPut, apps + "/a", string(appBody("a", ns, 5)), http.StatusOK},
 		{"replace missing", http.MethodPut, apps + "/zz", string(appBody("zz", ns, 5)), http.StatusNotFound},
+		{"patch", http.MethodPatch, apps + "/b", `{"spec":{"replicas":7,"image":null}}`, http.StatusOK},
+		{"patch missing", http.MethodPatch, apps + "/zz", `{"spec":{"replicas":7}}`, http.StatusNotFound},
 		{"health", http.MethodGet, base + "/healthz", "", http.StatusOK},
 	}
 	got := map[string]map[string]any{}
@@ -290,6 +297,11 @@ func checkBaseline(t *testing.T, base string) {
 	assert.NotEqual(t, created["resourceVersion"], replaced["resourceVersion"])
 	assert.Equal(t, got["create a"], got["get"])
 	assert.EqualValues(t, 5, got["replace"]["spec"].(map[string]any)["replicas"])
+	assert.Equal(t, map[string]any{"replicas": 7.0}, got["patch"]["spec"], "a merge patch merges, null removes")
+	assert.Equal(t, got["create b"]["metadata"].(map[string]any)["uid"], got["patch"]["metadata"].(map[string]any)["uid"])
+	cpu, ok := readServerCPU(context.Background(), base)
+	assert.True(t, ok, "the baseline reports its CPU")
+	assert.Positive(t, cpu)
 
 	body, err := do(context.Background(), http.DefaultClient, http.MethodGet, apps, "", nil, true)
 	require.NoError(t, err)
@@ -311,8 +323,8 @@ func checkAPI(conns int) func(t *testing.T, out []byte) {
 	return func(t *testing.T, out []byte) {
 		res := decode[apiResult](t, out)
 		assert.Equal(t, conns, res.Conns)
-		require.Len(t, res.Phases, 4)
-		for i, want := range []string{"create", "get", "update", "list"} {
+		require.Len(t, res.Phases, 5)
+		for i, want := range []string{"create", "get", "update", "patch", "list"} {
 			p := res.Phases[i]
 			assert.Equal(t, want, p.Phase)
 			assert.Positive(t, p.Ops, want)
@@ -320,8 +332,9 @@ func checkAPI(conns int) func(t *testing.T, out []byte) {
 			assert.Positive(t, p.P99Ms, want)
 			assert.GreaterOrEqual(t, p.P99Ms, p.P50Ms, want)
 			assert.Zero(t, p.Errors, "%s: %s", want, p.FirstError)
+			assert.GreaterOrEqual(t, p.ServerCPUPerOpUs, 0.0, "%s: the server reports its CPU", want)
 		}
-		assert.Equal(t, res.Phases[0].Ops, res.Phases[3].Items, "the list holds every created object")
+		assert.Equal(t, res.Phases[0].Ops, res.Phases[4].Items, "the list holds every created object")
 	}
 }
 

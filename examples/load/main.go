@@ -123,7 +123,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.listN, "list-n", 0, "api/ab with -n: requests in the list phase (default -n)")
 	fs.IntVar(&o.listLimit, "list-limit", 0, "api/ab: ?limit= on each list (0: none)")
 	fs.IntVar(&o.listItems, "list-items", 0, "api/ab: list a namespace seeded (untimed) with this many objects instead of the create phase's namespace, so A and B list the same size")
-	phases := fs.String("phases", "create,get,update,list", "api/ab: phases to run, in order (get and update need create)")
+	phases := fs.String("phases", "create,get,update,patch,list", "api/ab: phases to run, in order (get, update and patch need create)")
 	fs.StringVar(&o.namespace, "namespace", "load", "namespace prefix; each run and round gets <prefix>-<run id>-<round>")
 	fs.IntVar(&o.rounds, "rounds", 3, "ab, etcd: rounds, each running A then B")
 	fs.Float64Var(&o.rate, "rate", 0, "e2e: creates per second (0: as fast as -conns allows); fanout: changes per second (default 20)")
@@ -166,12 +166,12 @@ func (o *options) validate() error {
 		for _, p := range o.phases {
 			switch p {
 			case "create", "list":
-			case "get", "update":
+			case "get", "update", "patch":
 				if !seen["create"] {
 					return fmt.Errorf("phase %q needs the create phase before it", p)
 				}
 			default:
-				return fmt.Errorf("unknown phase %q: use create, get, update or list", p)
+				return fmt.Errorf("unknown phase %q: use create, get, update, patch or list", p)
 			}
 			seen[p] = true
 		}

@@ -2,7 +2,9 @@
 // keeps Application objects as JSON bytes in maps behind one RWMutex and serves them at
 // opemu's paths, with the same object shape. It does what any real server must do per request
 // (decode the body, stamp metadata, encode, store, answer) and nothing more: no admission,
-// schema, watch or events.
+// schema, watch or events. PATCH takes a JSON merge patch (RFC 7386) of the stored object.
+// GET /metrics reports the process's own CPU as process_cpu_seconds_total, as opemu's /metrics
+// does, so the load tool can put the server's CPU per operation beside opemu's.
 //
 //	go run ./examples/load/baseline -addr 127.0.0.1:3001
 package main
@@ -58,6 +60,8 @@ func newHandler() http.Handler {
 	mux.HandleFunc("GET "+collection, s.list)
 	mux.HandleFunc("GET "+collection+"/{name}", s.get)
 	mux.HandleFunc("PUT "+collection+"/{name}", s.update)
+	mux.HandleFunc("PATCH "+collection+"/{name}", s.patch)
+	mux.HandleFunc("GET /metrics", metrics)
 	return mux
 }
 
@@ -118,6 +122,70 @@ func (s *store) update(w http.ResponseWriter, r *http.Request) {
 	old.raw = raw
 	s.objects[ns][name] = old
 	writeJSON(w, http.StatusOK, raw)
+}
+
+// patch applies a JSON merge patch to the stored object and stores the result, as an update.
+func (s *store) patch(w http.ResponseWriter, r *http.Request) {
+	ns, name := r.PathValue("ns"), r.PathValue("name")
+	var p map[string]any
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 3<<20)).Decode(&p); err != nil || p == nil {
+		writeStatus(w, http.StatusBadRequest, "body must be a JSON merge patch object")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, exists := s.objects[ns][name]
+	if !exists {
+		writeStatus(w, http.StatusNotFound, fmt.Sprintf("applications %q not found", name))
+		return
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(old.raw, &obj); err != nil {
+		writeStatus(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	obj, _ = mergePatch(obj, p).(map[string]any)
+	meta, _ := obj["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+		obj["metadata"] = meta
+	}
+	meta["name"] = name
+	raw, err := s.stampLocked(obj, meta, ns, old)
+	if err != nil {
+		writeStatus(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	old.raw = raw
+	s.objects[ns][name] = old
+	writeJSON(w, http.StatusOK, raw)
+}
+
+// mergePatch returns target with patch merged in (RFC 7386): a null removes a member, an
+// object merges recursively, anything else replaces.
+func mergePatch(target, patch any) any {
+	p, ok := patch.(map[string]any)
+	if !ok {
+		return patch
+	}
+	t, ok := target.(map[string]any)
+	if !ok {
+		t = map[string]any{}
+	}
+	for k, v := range p {
+		if v == nil {
+			delete(t, k)
+		} else {
+			t[k] = mergePatch(t[k], v)
+		}
+	}
+	return t
+}
+
+// metrics reports the CPU this process has used, in the Prometheus text format.
+func metrics(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	fmt.Fprintf(w, "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %g\n", processCPU().Seconds())
 }
 
 // stampLocked sets the server-owned metadata, bumps the resourceVersion and encodes obj. The

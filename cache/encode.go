@@ -12,7 +12,7 @@ func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 // build encodes obj and indexes it. obj must already carry the final metadata.
 func (s *WatchCache) build(key Key, obj map[string]any) (*Object, error) {
-	raw, err := json.Marshal(obj)
+	raw, err := EncodeJSON(obj)
 	if err != nil {
 		return nil, &Error{Err: ErrInvalid, Key: key, Message: "cannot encode object: " + err.Error()}
 	}

@@ -3,7 +3,6 @@ package registry
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -103,7 +102,7 @@ func (s *Store) Patch(ctx context.Context, t Target, patchType string, body []by
 		if err := checkDepth(t, cur, "the object"); err != nil {
 			return nil, err
 		}
-		doc, err := json.Marshal(cur)
+		doc, err := cache.EncodeJSON(cur)
 		if err != nil {
 			return nil, err
 		}

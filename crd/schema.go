@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/big"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,6 +31,10 @@ type schema struct {
 	once     sync.Once
 	compiled *jsonschema.Schema
 	err      error // from a lazy compile (a built-in schema that does not compile: a bug)
+
+	// propPtrs holds, per object schema node of props, its Properties as pointers (see
+	// properties); filled on first use, so a schema costs nothing until objects are written.
+	propPtrs sync.Map // *apiextv1.JSONSchemaProps → map[string]*apiextv1.JSONSchemaProps
 }
 
 var _ kinds.Schema = (*schema)(nil)
@@ -293,31 +299,59 @@ func plain(v any) any {
 }
 
 // normalize converts numbers to json.Number so the validator sees integers exactly, whatever
-// decoded obj (float64 from encoding/json, int or int64 from Go code).
+// decoded obj (float64 from encoding/json, int or int64 from Go code). It copies only the
+// objects and arrays on the way to a converted number and shares the rest with v (the
+// validator only reads): an object decoded as opemu decodes is mostly json.Number already.
 func normalize(v any) any {
+	out, _ := normalized(v)
+	return out
+}
+
+// normalized returns v normalized and whether that differs from v.
+func normalized(v any) (any, bool) {
 	switch v := v.(type) {
 	case map[string]any:
-		out := make(map[string]any, len(v))
+		var out map[string]any // a copy, made at the first member that changes
 		for k, e := range v {
-			out[k] = normalize(e)
+			n, changed := normalized(e)
+			if !changed {
+				continue
+			}
+			if out == nil {
+				out = maps.Clone(v)
+			}
+			out[k] = n
 		}
-		return out
+		if out == nil {
+			return v, false
+		}
+		return out, true
 	case []any:
-		out := make([]any, len(v))
+		var out []any
 		for i, e := range v {
-			out[i] = normalize(e)
+			n, changed := normalized(e)
+			if !changed {
+				continue
+			}
+			if out == nil {
+				out = slices.Clone(v)
+			}
+			out[i] = n
 		}
-		return out
+		if out == nil {
+			return v, false
+		}
+		return out, true
 	case float64:
-		return json.Number(strconv.FormatFloat(v, 'f', -1, 64))
+		return json.Number(strconv.FormatFloat(v, 'f', -1, 64)), true
 	case float32:
-		return json.Number(strconv.FormatFloat(float64(v), 'f', -1, 32))
+		return json.Number(strconv.FormatFloat(float64(v), 'f', -1, 32)), true
 	case int:
-		return json.Number(strconv.Itoa(v))
+		return json.Number(strconv.Itoa(v)), true
 	case int64:
-		return json.Number(strconv.FormatInt(v, 10))
+		return json.Number(strconv.FormatInt(v, 10)), true
 	case int32:
-		return json.Number(strconv.FormatInt(int64(v), 10))
+		return json.Number(strconv.FormatInt(int64(v), 10)), true
 	}
-	return v
+	return v, false
 }

@@ -18,35 +18,66 @@ var rootKeep = map[string]bool{"apiVersion": true, "kind": true, "metadata": tru
 // x-kubernetes-preserve-unknown-fields keeps unknown fields below it; additionalProperties
 // schemas are maps whose values are pruned by that schema. Integral numbers at integer fields
 // (1.0, 1e2) are rewritten as integers, as Kubernetes' decoding of custom resources does.
-func (s *schema) Prune(obj map[string]any) []string {
+func (sc *schema) Prune(obj map[string]any) []string {
 	var unknown []string
-	pruneObject(obj, s.props, "", true, &unknown)
+	sc.pruneObject(obj, sc.props, "", true, &unknown)
 	sort.Strings(unknown)
 	return unknown
 }
 
-func pruneValue(v any, s *apiextv1.JSONSchemaProps, path string, unknown *[]string) {
+// properties returns s.Properties as pointers, made once per schema node and kept by sc:
+// ranging over or indexing Properties copies a JSONSchemaProps (over 1 KB), and a copy whose
+// address is passed down escapes to the heap, once per property of every object written.
+// The schema is never modified once compiled, so the pointers stay valid.
+func (sc *schema) properties(s *apiextv1.JSONSchemaProps) map[string]*apiextv1.JSONSchemaProps {
+	if len(s.Properties) == 0 {
+		return nil
+	}
+	if m, ok := sc.propPtrs.Load(s); ok {
+		return m.(map[string]*apiextv1.JSONSchemaProps)
+	}
+	m := make(map[string]*apiextv1.JSONSchemaProps, len(s.Properties))
+	for k, p := range s.Properties {
+		m[k] = &p
+	}
+	actual, _ := sc.propPtrs.LoadOrStore(s, m)
+	return actual.(map[string]*apiextv1.JSONSchemaProps)
+}
+
+// isContainer reports whether v is an object or an array, which pruning and defaulting walk.
+func isContainer(v any) bool {
+	switch v.(type) {
+	case map[string]any, []any:
+		return true
+	}
+	return false
+}
+
+func (sc *schema) pruneValue(v any, s *apiextv1.JSONSchemaProps, path string, unknown *[]string) {
 	if s == nil {
 		return
 	}
 	switch v := v.(type) {
 	case map[string]any:
-		pruneObject(v, s, path, false, unknown)
+		sc.pruneObject(v, s, path, false, unknown)
 	case []any:
 		if s.Items == nil || s.Items.Schema == nil {
 			return
 		}
 		for i, e := range v {
 			v[i] = integral(e, s.Items.Schema)
-			pruneValue(e, s.Items.Schema, path+"["+strconv.Itoa(i)+"]", unknown)
+			if isContainer(e) {
+				sc.pruneValue(e, s.Items.Schema, path+"["+strconv.Itoa(i)+"]", unknown)
+			}
 		}
 	}
 }
 
-func pruneObject(m map[string]any, s *apiextv1.JSONSchemaProps, path string, root bool, unknown *[]string) {
+func (sc *schema) pruneObject(m map[string]any, s *apiextv1.JSONSchemaProps, path string, root bool, unknown *[]string) {
 	if s == nil {
 		return
 	}
+	props := sc.properties(s)
 	preserve := s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields
 	var additional *apiextv1.JSONSchemaProps
 	additionalAllowed := false
@@ -60,21 +91,24 @@ func pruneObject(m map[string]any, s *apiextv1.JSONSchemaProps, path string, roo
 		if s.XEmbeddedResource && rootKeep[key] {
 			continue
 		}
-		child := joinPath(path, key)
-		if prop, ok := s.Properties[key]; ok {
-			m[key] = integral(v, &prop)
-			pruneValue(v, &prop, child, unknown)
+		if prop, ok := props[key]; ok {
+			m[key] = integral(v, prop)
+			if isContainer(v) {
+				sc.pruneValue(v, prop, joinPath(path, key), unknown)
+			}
 			continue
 		}
 		if additional != nil {
-			pruneValue(v, additional, child, unknown)
+			if isContainer(v) {
+				sc.pruneValue(v, additional, joinPath(path, key), unknown)
+			}
 			continue
 		}
 		if additionalAllowed || preserve {
 			continue
 		}
 		delete(m, key)
-		*unknown = append(*unknown, child)
+		*unknown = append(*unknown, joinPath(path, key))
 	}
 }
 
@@ -107,31 +141,31 @@ func joinPath(path, key string) string {
 
 // Default applies the schema's `default`s in place: a missing property that has a default gets
 // a copy of it; objects, maps and arrays are walked. Nothing under metadata is defaulted.
-func (s *schema) Default(obj map[string]any) {
-	defaultObject(obj, s.props, true)
+func (sc *schema) Default(obj map[string]any) {
+	sc.defaultObject(obj, sc.props, true)
 }
 
-func defaultValue(v any, s *apiextv1.JSONSchemaProps) {
+func (sc *schema) defaultValue(v any, s *apiextv1.JSONSchemaProps) {
 	if s == nil {
 		return
 	}
 	switch v := v.(type) {
 	case map[string]any:
-		defaultObject(v, s, false)
+		sc.defaultObject(v, s, false)
 	case []any:
 		if s.Items != nil && s.Items.Schema != nil {
 			for _, e := range v {
-				defaultValue(e, s.Items.Schema)
+				sc.defaultValue(e, s.Items.Schema)
 			}
 		}
 	}
 }
 
-func defaultObject(m map[string]any, s *apiextv1.JSONSchemaProps, root bool) {
+func (sc *schema) defaultObject(m map[string]any, s *apiextv1.JSONSchemaProps, root bool) {
 	if s == nil {
 		return
 	}
-	for key, prop := range s.Properties {
+	for key, prop := range sc.properties(s) {
 		if root && key == "metadata" {
 			continue
 		}
@@ -143,13 +177,13 @@ func defaultObject(m map[string]any, s *apiextv1.JSONSchemaProps, root bool) {
 			}
 		}
 		if ok {
-			defaultValue(v, &prop)
+			sc.defaultValue(v, prop)
 		}
 	}
 	if ap := s.AdditionalProperties; ap != nil && ap.Schema != nil {
 		for key, v := range m {
 			if _, known := s.Properties[key]; !known {
-				defaultValue(v, ap.Schema)
+				sc.defaultValue(v, ap.Schema)
 			}
 		}
 	}

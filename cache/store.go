@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -105,15 +106,33 @@ func versionField(rv string) []byte { return []byte(`"resourceVersion":"` + rv +
 // withVersion returns a copy of o, whose encoding holds resourceVersion from, as stored at
 // version rv, by replacing the version in the encoding; nil when o is nil or its encoding holds
 // that field text more than once (say, also as an annotation) and only a full encode is safe.
+//
+// It runs under the store's lock on every create, so it allocates only the new encoding.
 func withVersion(o *Object, from string, rv uint64) *Object {
-	old := versionField(from)
-	if o == nil || bytes.Count(o.raw, old) != 1 {
+	if o == nil {
 		return nil
 	}
+	var oldBuf, newBuf [64]byte
+	old := appendVersionField(oldBuf[:0], from)
+	i := bytes.Index(o.raw, old)
+	if i < 0 || bytes.Contains(o.raw[i+len(old):], old) {
+		return nil
+	}
+	nw := strconv.AppendUint(append(newBuf[:0], `"resourceVersion":"`...), rv, 10)
+	nw = append(nw, '"')
+	raw := make([]byte, 0, len(o.raw)-len(old)+len(nw))
+	raw = append(append(append(raw, o.raw[:i]...), nw...), o.raw[i+len(old):]...)
 	next := *o
 	next.rv = rv
-	next.raw = bytes.Replace(o.raw, old, versionField(formatRV(rv)), 1)
+	next.raw = raw
 	return &next
+}
+
+// appendVersionField appends the resourceVersion member holding rv, as encoded.
+func appendVersionField(b []byte, rv string) []byte {
+	b = append(b, `"resourceVersion":"`...)
+	b = append(b, rv...)
+	return append(b, '"')
 }
 
 // checkPreconditions returns ErrConflict when cur does not satisfy pre.

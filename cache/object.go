@@ -107,8 +107,15 @@ func (o *Object) Decode() (map[string]any, error) {
 	return DecodeJSON(o.raw)
 }
 
-// DecodeJSON decodes a JSON object the way the store does (numbers as json.Number).
+// DecodeJSON decodes a JSON object the way the store does (numbers as json.Number): with
+// ParseJSON when it can, otherwise (and for every error) with encoding/json, whose answer it
+// is either way.
 func DecodeJSON(data []byte) (map[string]any, error) {
+	if v, _, ok := ParseJSON(data); ok {
+		if m, isMap := v.(map[string]any); isMap {
+			return m, nil
+		}
+	}
 	var m map[string]any
 	dec := json.NewDecoder(bytesReader(data))
 	dec.UseNumber()

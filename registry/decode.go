@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/opemu/opemu/cache"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -13,6 +14,25 @@ import (
 // DecodeObject decodes body, which must be exactly one JSON object, the way objects are kept
 // (numbers as json.Number, so integers survive exactly); anything else is a 400.
 func DecodeObject(body []byte) (map[string]any, error) {
+	obj, _, err := DecodeObjectDuplicates(body)
+	return obj, err
+}
+
+// DecodeObjectDuplicates is DecodeObject that also reports whether some object in body may
+// repeat a key (true whenever that was not checked), so a caller that warns about duplicate
+// fields as kube-apiserver does needs a second, strict decode only when there are some.
+func DecodeObjectDuplicates(body []byte) (obj map[string]any, duplicates bool, err error) {
+	if v, dups, ok := cache.ParseJSON(body); ok {
+		if obj, isObject := v.(map[string]any); isObject {
+			return obj, dups, nil
+		}
+	}
+	obj, err = decodeObjectStd(body)
+	return obj, true, err
+}
+
+// decodeObjectStd is DecodeObject by encoding/json, which gives every error its message.
+func decodeObjectStd(body []byte) (map[string]any, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, badRequest("the request body is empty; expected a JSON object")
 	}

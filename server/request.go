@@ -93,11 +93,11 @@ const objectMediaTypes = "application/json, application/yaml"
 // given twice is an error under fieldValidation=Strict and a warning under Warn, as in
 // Kubernetes; the last value given is the one kept.
 func (s *Server) decodeObject(t registry.Target, contentType string, body []byte, fieldValidation string) (map[string]any, []string, error) {
-	obj, js, err := s.decodeObjectBody(t, contentType, body)
+	obj, js, mayRepeat, err := s.decodeObjectBody(t, contentType, body)
 	if err == nil && t.Sub != "scale" {
 		defaultTypeMeta(t.Kind, obj)
 	}
-	if err != nil || js == nil || fieldValidation == "Ignore" {
+	if err != nil || js == nil || !mayRepeat || fieldValidation == "Ignore" {
 		return obj, nil, err
 	}
 	var discard any
@@ -115,27 +115,28 @@ func (s *Server) decodeObject(t registry.Target, contentType string, body []byte
 	return obj, msgs, nil
 }
 
-// decodeObjectBody decodes body and returns the JSON it was read from (nil for protobuf).
-func (s *Server) decodeObjectBody(t registry.Target, contentType string, body []byte) (map[string]any, []byte, error) {
+// decodeObjectBody decodes body and returns the JSON it was read from (nil for protobuf), and
+// whether that JSON may repeat a key (the strict check that names them is needed only then).
+func (s *Server) decodeObjectBody(t registry.Target, contentType string, body []byte) (map[string]any, []byte, bool, error) {
 	switch contentType {
 	case protobufType:
 		if !t.Kind.Protobuf {
-			return nil, nil, registry.UnsupportedMediaType(objectMediaTypes)
+			return nil, nil, false, registry.UnsupportedMediaType(objectMediaTypes)
 		}
 		obj, err := s.decodeProtobuf(body)
-		return obj, nil, err
+		return obj, nil, false, err
 	case "", "application/json", "*/*":
 	case "application/yaml", "application/x-yaml", "text/yaml":
 		j, err := yaml.YAMLToJSON(body)
 		if err != nil {
-			return nil, nil, badRequest("the body of the request is not valid YAML: %v", err)
+			return nil, nil, false, badRequest("the body of the request is not valid YAML: %v", err)
 		}
 		body = j
 	default:
-		return nil, nil, registry.UnsupportedMediaType(objectMediaTypes)
+		return nil, nil, false, registry.UnsupportedMediaType(objectMediaTypes)
 	}
-	obj, err := registry.DecodeObject(body)
-	return obj, body, err
+	obj, dups, err := registry.DecodeObjectDuplicates(body)
+	return obj, body, dups, err
 }
 
 // parseWriteOptions reads the query parameters every write takes, and who is writing.

@@ -1,11 +1,11 @@
 package events
 
 import (
-	"fmt"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"github.com/opemu/opemu/kinds"
 )
 
 // Bounds on what an Event carries, so that an Event about a rejected request (whose name or
@@ -46,8 +46,8 @@ func truncate(s string, n int) string {
 // (tools/record/util.GenerateEventName): "<ref>.<hex>", or a UUID when that would not be a
 // valid DNS subdomain (a name too long, or with characters an Event name may not have).
 func eventName(ref string, unique uint64) string {
-	name := fmt.Sprintf("%s.%x", ref, unique)
-	if len(apivalidation.NameIsDNSSubdomain(name, false)) > 0 {
+	name := ref + "." + strconv.FormatUint(unique, 16)
+	if len(kinds.NameIsDNSSubdomain(name, false)) > 0 {
 		return uuid.NewString()
 	}
 	return name

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/webhooks"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -275,7 +276,7 @@ func validate(t Target, obj map[string]any) error {
 	if err != nil {
 		return badRequest("metadata: %v", err)
 	}
-	errs := apivalidation.ValidateObjectMeta(&meta, t.Kind.Namespaced, apivalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	errs := apivalidation.ValidateObjectMeta(&meta, t.Kind.Namespaced, kinds.NameIsDNSSubdomain, field.NewPath("metadata"))
 	if t.Kind.Schema != nil {
 		errs = append(errs, t.Kind.Schema.Validate(obj)...)
 	}

@@ -52,7 +52,8 @@ var specSeed = maphash.MakeSeed()
 func SpecHash(obj map[string]any) uint64 {
 	var h maphash.Hash
 	h.SetSeed(specSeed)
-	keys := make([]string, 0, len(obj))
+	var small [16]string // on the stack for the usual handful of fields
+	keys := small[:0]
 	for k := range obj {
 		if k != "metadata" && k != "status" && k != "apiVersion" && k != "kind" {
 			keys = append(keys, k)
@@ -94,7 +95,8 @@ func hashValue(h *maphash.Hash, v any) {
 		h.WriteByte(']')
 	case map[string]any:
 		h.WriteByte('{')
-		keys := make([]string, 0, len(v))
+		var small [16]string
+		keys := small[:0]
 		for k := range v {
 			keys = append(keys, k)
 		}

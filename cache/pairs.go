@@ -45,8 +45,18 @@ func pairsOf(m map[string]string) pairs {
 	return p.sorted()
 }
 
+// sorted returns p sorted by key; it may sort p in place (callers build p to sort it).
 func (p pairs) sorted() pairs {
 	if len(p) <= 2 {
+		return p
+	}
+	if len(p) <= 2*smallPairs {
+		// In place, by insertion: the usual few labels or selectable fields, no allocation.
+		for i := 2; i < len(p); i += 2 {
+			for j := i; j > 0 && p[j] < p[j-2]; j -= 2 {
+				p[j], p[j+1], p[j-2], p[j-1] = p[j-2], p[j-1], p[j], p[j+1]
+			}
+		}
 		return p
 	}
 	idx := make([]int, len(p)/2)
@@ -68,6 +78,9 @@ func (p pairs) sorted() pairs {
 	}
 	return out
 }
+
+// smallPairs is how many pairs sorted sorts in place by insertion.
+const smallPairs = 16
 
 // Lookup returns the value of key and whether it is present.
 func (p pairs) Lookup(key string) (string, bool) {

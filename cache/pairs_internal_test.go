@@ -9,7 +9,7 @@ import (
 )
 
 func TestPairs(t *testing.T) {
-	for _, n := range []int{0, 1, 2, 3, 17} {
+	for _, n := range []int{0, 1, 2, 3, 10, 16, 17, 40} {
 		t.Run(fmt.Sprint(n, " entries"), func(t *testing.T) {
 			m := map[string]any{"not-a-string": 1.5}
 			want := map[string]string{}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/opemu/opemu/cache"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -189,8 +190,13 @@ func (sc *schema) defaultObject(m map[string]any, s *apiextv1.JSONSchemaProps, r
 	}
 }
 
-// decodeDefault decodes a schema default freshly each time, so objects never share it.
+// decodeDefault decodes a schema default freshly each time, so objects never share it. It
+// runs for every defaulted field of every object written: cache.ParseJSON decodes it when it
+// can (the same value), encoding/json otherwise.
 func decodeDefault(raw []byte) (any, error) {
+	if v, _, ok := cache.ParseJSON(raw); ok {
+		return v, nil
+	}
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.UseNumber()
 	var v any

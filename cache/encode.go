@@ -12,7 +12,15 @@ func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 // build encodes obj and indexes it. obj must already carry the final metadata.
 func (s *WatchCache) build(key Key, obj map[string]any) (*Object, error) {
-	raw, err := EncodeJSON(obj)
+	bp, _ := s.scratch.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	raw, grown, err := encodeJSONWith(*bp, obj)
+	if cap(grown) <= maxScratch {
+		*bp = grown[:0]
+		s.scratch.Put(bp)
+	}
 	if err != nil {
 		return nil, &Error{Err: ErrInvalid, Key: key, Message: "cannot encode object: " + err.Error()}
 	}

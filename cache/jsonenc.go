@@ -18,11 +18,25 @@ import (
 // The returned slice has no more spare capacity than json.Marshal's would (stored objects keep
 // it for life): the encoding is built in a scratch buffer, then copied once at its size.
 func EncodeJSON(v any) ([]byte, error) {
-	b, ok := appendJSON(make([]byte, 0, 1024), v, 0)
-	if !ok {
-		return json.Marshal(v)
+	raw, _, err := encodeJSONWith(nil, v)
+	return raw, err
+}
+
+// maxScratch is the largest encoding buffer a WatchCache keeps for reuse.
+const maxScratch = 64 << 10
+
+// encodeJSONWith is EncodeJSON building the encoding in scratch (grown as needed, and returned
+// for reuse; nil allocates one), then copying it out at its size.
+func encodeJSONWith(scratch []byte, v any) (raw, grown []byte, err error) {
+	if scratch == nil {
+		scratch = make([]byte, 0, 1024)
 	}
-	return append([]byte(nil), b...), nil
+	b, ok := appendJSON(scratch[:0], v, 0)
+	if !ok {
+		raw, err = json.Marshal(v)
+		return raw, b, err
+	}
+	return append([]byte(nil), b...), b, nil
 }
 
 // maxFastDepth is how deep the fast path nests before handing over to encoding/json, which

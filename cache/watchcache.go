@@ -21,6 +21,9 @@ import (
 type WatchCache struct {
 	cfg     Config
 	startRV uint64
+	// scratch holds encoding buffers (*[]byte) reused by build across writes, so encoding an
+	// object allocates only its stored bytes.
+	scratch sync.Pool
 
 	// mu guards everything below. Writers hold it exclusively while they apply a write, append
 	// it to history and hand it to watchers (non-blocking sends only), so events are ordered.

@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"io"
 	"slices"
+	"strconv"
 )
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
@@ -115,6 +116,11 @@ func hashValue(h *maphash.Hash, v any) {
 			hashValue(h, v[k])
 		}
 		h.WriteByte('}')
+	case int64: // stamped by the write path (generation, an Event's count)
+		h.WriteByte('#')
+		var buf [20]byte
+		h.Write(strconv.AppendInt(buf[:0], v, 10))
+		h.WriteByte(0)
 	default:
 		// Other numbers (int, float64 from Go callers): their JSON text, as json.Number has.
 		b, _ := json.Marshal(v)

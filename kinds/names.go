@@ -1,6 +1,10 @@
 package kinds
 
-import apivalidation "k8s.io/apimachinery/pkg/api/validation"
+import (
+	"strings"
+
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+)
 
 // NameIsDNSSubdomain is apivalidation.NameIsDNSSubdomain, the rule of most kinds' names (and
 // of Event names): the same messages for the same name. The names that pass, nearly all of
@@ -35,4 +39,44 @@ func isDNS1123Subdomain(s string) bool {
 		}
 	}
 	return true
+}
+
+// LabelsValid reports whether labels pass Kubernetes' label rules (metav1 validation's
+// ValidateLabels: each key a qualified name with an optional DNS subdomain prefix, each value
+// empty or a qualified name of at most 63 characters). It answers without regular
+// expressions and may answer false for labels that are valid; a caller then validates them
+// the usual way, which also gives the messages. FuzzLabelsValid checks it never passes labels
+// ValidateLabels refuses.
+func LabelsValid(labels map[string]string) bool {
+	for k, v := range labels {
+		name := k
+		if i := strings.IndexByte(k, '/'); i >= 0 {
+			if !isDNS1123Subdomain(k[:i]) {
+				return false
+			}
+			name = k[i+1:]
+		}
+		if name == "" || !isQualifiedNamePart(name) || v != "" && !isQualifiedNamePart(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// isQualifiedNamePart reports whether s is 1 to 63 letters, digits, '-', '_' or '.',
+// beginning and ending with a letter or digit.
+func isQualifiedNamePart(s string) bool {
+	if len(s) == 0 || len(s) > 63 || !isAlnum(s[0]) || !isAlnum(s[len(s)-1]) {
+		return false
+	}
+	for i := 1; i < len(s)-1; i++ {
+		if c := s[i]; !isAlnum(c) && c != '-' && c != '_' && c != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }

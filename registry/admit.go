@@ -276,7 +276,12 @@ func validate(t Target, obj map[string]any) error {
 	if err != nil {
 		return badRequest("metadata: %v", err)
 	}
-	errs := apivalidation.ValidateObjectMeta(&meta, t.Kind.Namespaced, kinds.NameIsDNSSubdomain, field.NewPath("metadata"))
+	checked := meta
+	if kinds.LabelsValid(meta.Labels) {
+		// Valid labels add no error: ValidateObjectMeta need not run its expressions on them.
+		checked.Labels = nil
+	}
+	errs := apivalidation.ValidateObjectMeta(&checked, t.Kind.Namespaced, kinds.NameIsDNSSubdomain, field.NewPath("metadata"))
 	if t.Kind.Schema != nil {
 		errs = append(errs, t.Kind.Schema.Validate(obj)...)
 	}

@@ -19,29 +19,29 @@ var rootKeep = map[string]bool{"apiVersion": true, "kind": true, "metadata": tru
 // x-kubernetes-preserve-unknown-fields keeps unknown fields below it; additionalProperties
 // schemas are maps whose values are pruned by that schema. Integral numbers at integer fields
 // (1.0, 1e2) are rewritten as integers, as Kubernetes' decoding of custom resources does.
-func (sc *schema) Prune(obj map[string]any) []string {
+func (s *schema) Prune(obj map[string]any) []string {
 	var unknown []string
-	sc.pruneObject(obj, sc.props, "", true, &unknown)
+	pruneObject(s, obj, s.props, "", true, &unknown)
 	sort.Strings(unknown)
 	return unknown
 }
 
-// properties returns s.Properties as pointers, made once per schema node and kept by sc:
+// properties returns node.Properties as pointers, made once per schema node and kept by s:
 // ranging over or indexing Properties copies a JSONSchemaProps (over 1 KB), and a copy whose
 // address is passed down escapes to the heap, once per property of every object written.
 // The schema is never modified once compiled, so the pointers stay valid.
-func (sc *schema) properties(s *apiextv1.JSONSchemaProps) map[string]*apiextv1.JSONSchemaProps {
-	if len(s.Properties) == 0 {
+func (s *schema) properties(node *apiextv1.JSONSchemaProps) map[string]*apiextv1.JSONSchemaProps {
+	if len(node.Properties) == 0 {
 		return nil
 	}
-	if m, ok := sc.propPtrs.Load(s); ok {
+	if m, ok := s.propPtrs.Load(node); ok {
 		return m.(map[string]*apiextv1.JSONSchemaProps)
 	}
-	m := make(map[string]*apiextv1.JSONSchemaProps, len(s.Properties))
-	for k, p := range s.Properties {
+	m := make(map[string]*apiextv1.JSONSchemaProps, len(node.Properties))
+	for k, p := range node.Properties {
 		m[k] = &p
 	}
-	actual, _ := sc.propPtrs.LoadOrStore(s, m)
+	actual, _ := s.propPtrs.LoadOrStore(node, m)
 	return actual.(map[string]*apiextv1.JSONSchemaProps)
 }
 
@@ -54,13 +54,13 @@ func isContainer(v any) bool {
 	return false
 }
 
-func (sc *schema) pruneValue(v any, s *apiextv1.JSONSchemaProps, path string, unknown *[]string) {
+func pruneValue(sc *schema, v any, s *apiextv1.JSONSchemaProps, path string, unknown *[]string) {
 	if s == nil {
 		return
 	}
 	switch v := v.(type) {
 	case map[string]any:
-		sc.pruneObject(v, s, path, false, unknown)
+		pruneObject(sc, v, s, path, false, unknown)
 	case []any:
 		if s.Items == nil || s.Items.Schema == nil {
 			return
@@ -68,13 +68,13 @@ func (sc *schema) pruneValue(v any, s *apiextv1.JSONSchemaProps, path string, un
 		for i, e := range v {
 			v[i] = integral(e, s.Items.Schema)
 			if isContainer(e) {
-				sc.pruneValue(e, s.Items.Schema, path+"["+strconv.Itoa(i)+"]", unknown)
+				pruneValue(sc, e, s.Items.Schema, path+"["+strconv.Itoa(i)+"]", unknown)
 			}
 		}
 	}
 }
 
-func (sc *schema) pruneObject(m map[string]any, s *apiextv1.JSONSchemaProps, path string, root bool, unknown *[]string) {
+func pruneObject(sc *schema, m map[string]any, s *apiextv1.JSONSchemaProps, path string, root bool, unknown *[]string) {
 	if s == nil {
 		return
 	}
@@ -95,13 +95,13 @@ func (sc *schema) pruneObject(m map[string]any, s *apiextv1.JSONSchemaProps, pat
 		if prop, ok := props[key]; ok {
 			m[key] = integral(v, prop)
 			if isContainer(v) {
-				sc.pruneValue(v, prop, joinPath(path, key), unknown)
+				pruneValue(sc, v, prop, joinPath(path, key), unknown)
 			}
 			continue
 		}
 		if additional != nil {
 			if isContainer(v) {
-				sc.pruneValue(v, additional, joinPath(path, key), unknown)
+				pruneValue(sc, v, additional, joinPath(path, key), unknown)
 			}
 			continue
 		}
@@ -142,27 +142,27 @@ func joinPath(path, key string) string {
 
 // Default applies the schema's `default`s in place: a missing property that has a default gets
 // a copy of it; objects, maps and arrays are walked. Nothing under metadata is defaulted.
-func (sc *schema) Default(obj map[string]any) {
-	sc.defaultObject(obj, sc.props, true)
+func (s *schema) Default(obj map[string]any) {
+	defaultObject(s, obj, s.props, true)
 }
 
-func (sc *schema) defaultValue(v any, s *apiextv1.JSONSchemaProps) {
+func defaultValue(sc *schema, v any, s *apiextv1.JSONSchemaProps) {
 	if s == nil {
 		return
 	}
 	switch v := v.(type) {
 	case map[string]any:
-		sc.defaultObject(v, s, false)
+		defaultObject(sc, v, s, false)
 	case []any:
 		if s.Items != nil && s.Items.Schema != nil {
 			for _, e := range v {
-				sc.defaultValue(e, s.Items.Schema)
+				defaultValue(sc, e, s.Items.Schema)
 			}
 		}
 	}
 }
 
-func (sc *schema) defaultObject(m map[string]any, s *apiextv1.JSONSchemaProps, root bool) {
+func defaultObject(sc *schema, m map[string]any, s *apiextv1.JSONSchemaProps, root bool) {
 	if s == nil {
 		return
 	}
@@ -178,13 +178,13 @@ func (sc *schema) defaultObject(m map[string]any, s *apiextv1.JSONSchemaProps, r
 			}
 		}
 		if ok {
-			sc.defaultValue(v, prop)
+			defaultValue(sc, v, prop)
 		}
 	}
 	if ap := s.AdditionalProperties; ap != nil && ap.Schema != nil {
 		for key, v := range m {
 			if _, known := s.Properties[key]; !known {
-				sc.defaultValue(v, ap.Schema)
+				defaultValue(sc, v, ap.Schema)
 			}
 		}
 	}

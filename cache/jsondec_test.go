@@ -112,7 +112,7 @@ func utf8Valid(b []byte) bool { return strings.ToValidUTF8(string(b), "\ufffd") 
 
 // deeper reports whether data nests more than n brackets (roughly: it counts openers).
 func deeper(data []byte, n int) bool {
-	return bytes.Count(data, []byte("[")) + bytes.Count(data, []byte("{")) > n
+	return bytes.Count(data, []byte("["))+bytes.Count(data, []byte("{")) > n
 }
 
 // countKeys counts the members of every object in data, with encoding/json's tokenizer.

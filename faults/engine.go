@@ -270,35 +270,13 @@ func (e *Engine) Run(ctx context.Context) error {
 // inform lists and watches Faults (SendInitialEvents), re-listing when the watch ends early,
 // and publishes their rules on every change.
 func (e *Engine) inform(ctx context.Context) {
-	for ctx.Err() == nil {
-		w, err := e.cfg.Client.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{Resource}, SendInitialEvents: true})
-		if err != nil {
-			if ctx.Err() == nil {
-				e.log.Warn("fault watch", "err", err)
-			}
-			return
-		}
-		known := map[cache.Key]*cache.Object{}
-		initial := true
-		for ev := range w.Events() {
-			switch ev.Type {
-			case cache.Bookmark:
-				initial = false
-			case cache.Deleted:
-				delete(known, ev.Object.Key())
-			default:
-				known[ev.Object.Key()] = ev.Object
-			}
-			if !initial && len(w.Events()) == 0 {
-				e.publish(known)
-			}
-		}
-		if ctx.Err() != nil || errors.Is(w.Err(), cache.ErrClosed) {
-			e.publish(nil)
-			return
-		}
-		e.log.Info("fault watch re-listing", "reason", w.Err())
+	err := cache.Mirror(ctx, e.cfg.Client, cache.WatchOptions{Resources: []cache.GroupResource{Resource}}, e.publish,
+		func(reason error) { e.log.Info("fault watch re-listing", "reason", reason) })
+	if err != nil {
+		e.log.Warn("fault watch", "err", err)
+		return
 	}
+	e.publish(nil)
 }
 
 // publish replaces the rules by those of objs, keeping each Fault's counter (by uid).

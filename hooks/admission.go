@@ -84,33 +84,10 @@ func (a *Admission) Handlers() (mutating, validating []webhooks.Named) {
 // done, re-listing when its watch falls behind. With ctx done the handlers are dropped.
 func (a *Admission) Run(ctx context.Context) error {
 	defer a.publish(nil)
-	for ctx.Err() == nil {
-		w, err := a.cfg.Client.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{ValidatingResource, MutatingResource}, SendInitialEvents: true})
-		if err != nil {
-			if ctx.Err() == nil {
-				a.log.Warn("webhook configuration watch", "err", err)
-			}
-			return nil
-		}
-		known := map[cache.Key]*cache.Object{}
-		initial := true
-		for ev := range w.Events() {
-			switch ev.Type {
-			case cache.Bookmark:
-				initial = false
-			case cache.Deleted:
-				delete(known, ev.Object.Key())
-			default:
-				known[ev.Object.Key()] = ev.Object
-			}
-			if !initial && len(w.Events()) == 0 {
-				a.publish(known)
-			}
-		}
-		if ctx.Err() != nil || errors.Is(w.Err(), cache.ErrClosed) {
-			return nil
-		}
-		a.log.Info("webhook configuration watch re-listing", "reason", w.Err())
+	err := cache.Mirror(ctx, a.cfg.Client, cache.WatchOptions{Resources: []cache.GroupResource{ValidatingResource, MutatingResource}}, a.publish,
+		func(reason error) { a.log.Info("webhook configuration watch re-listing", "reason", reason) })
+	if err != nil {
+		a.log.Warn("webhook configuration watch", "err", err)
 	}
 	return nil
 }

@@ -124,33 +124,10 @@ func NewManager(cfg Config) (*Manager, error) {
 // started has stopped.
 func (m *Manager) Run(ctx context.Context) error {
 	defer m.apply(nil)
-	for ctx.Err() == nil {
-		w, err := m.client.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{Resource}, SendInitialEvents: true})
-		if err != nil {
-			if ctx.Err() == nil {
-				m.log.Warn("controller watch", "err", err)
-			}
-			return nil
-		}
-		known := map[string]*cache.Object{}
-		initial := true
-		for ev := range w.Events() {
-			switch ev.Type {
-			case cache.Bookmark:
-				initial = false
-			case cache.Deleted:
-				delete(known, ev.Object.Key().Name)
-			default:
-				known[ev.Object.Key().Name] = ev.Object
-			}
-			if !initial && len(w.Events()) == 0 {
-				m.apply(known)
-			}
-		}
-		if ctx.Err() != nil || errors.Is(w.Err(), cache.ErrClosed) {
-			return nil
-		}
-		m.log.Info("controller watch re-listing", "reason", w.Err())
+	err := cache.Mirror(ctx, m.client, cache.WatchOptions{Resources: []cache.GroupResource{Resource}}, m.apply,
+		func(reason error) { m.log.Info("controller watch re-listing", "reason", reason) })
+	if err != nil {
+		m.log.Warn("controller watch", "err", err)
 	}
 	return nil
 }
@@ -160,7 +137,14 @@ func (m *Manager) Run(ctx context.Context) error {
 // restarted, which reconciles every object again). The leader releases the finalizer of a
 // deleted Controller from its objects: nothing else would remove it. objs nil (shutdown) stops
 // every controller and releases nothing.
-func (m *Manager) apply(objs map[string]*cache.Object) {
+func (m *Manager) apply(mirror map[cache.Key]*cache.Object) {
+	var objs map[string]*cache.Object // by name: Controllers are cluster-scoped
+	if mirror != nil {
+		objs = make(map[string]*cache.Object, len(mirror))
+		for k, o := range mirror {
+			objs[k.Name] = o
+		}
+	}
 	var stops []func()
 	type gone struct {
 		name string

@@ -49,15 +49,9 @@ func NewDeployments(cfg Config) *Deployments { return &Deployments{cfg: cfg.with
 func (r *Deployments) Reconcile(ctx context.Context, key cache.Key) (reconciler.Result, error) {
 	now := r.cfg.Clock.Now()
 	var d appsv1.Deployment
-	obj, gone, err := read(ctx, r.cfg.Client, key, &d)
-	if gone || (err == nil && obj.Deleting()) {
-		return r.schedule(key, time.Time{}, now), nil
-	}
-	if err != nil {
-		return reconciler.Result{}, err
-	}
-	if wait := r.due(key, now); wait > 0 {
-		return reconciler.Result{RequeueAfter: wait}, nil
+	obj, _, res, err := r.begin(ctx, r.cfg.Client, key, &d, now, nil)
+	if obj == nil {
+		return res, err
 	}
 	desired := int32(1)
 	if d.Spec.Replicas != nil {
@@ -132,7 +126,7 @@ func (r *Deployments) Reconcile(ctx context.Context, key cache.Key) (reconciler.
 			fmt.Sprintf("ReplicaSet %q has successfully progressed.", rs), now, false)
 	}
 	sortDeploymentConditions(st.Conditions)
-	res := r.schedule(key, next, now)
+	res = r.schedule(key, next, now)
 	if equalJSON(st, d.Status) {
 		return res, nil
 	}

@@ -55,16 +55,12 @@ const completionsReached = "Reached expected number of succeeded pods"
 func (r *Jobs) Reconcile(ctx context.Context, key cache.Key) (reconciler.Result, error) {
 	now := r.cfg.Clock.Now()
 	var j batchv1.Job
-	obj, gone, err := read(ctx, r.cfg.Client, key, &j)
-	if gone || (err == nil && (obj.Deleting() || jobFinished(j.Status))) {
+	obj, ended, res, err := r.begin(ctx, r.cfg.Client, key, &j, now, func() bool { return jobFinished(j.Status) })
+	if ended {
 		r.forget(key)
-		return r.schedule(key, time.Time{}, now), nil
 	}
-	if err != nil {
-		return reconciler.Result{}, err
-	}
-	if wait := r.due(key, now); wait > 0 {
-		return reconciler.Result{RequeueAfter: wait}, nil
+	if obj == nil {
+		return res, err
 	}
 	st := *j.Status.DeepCopy()
 	st.UncountedTerminatedPods = &batchv1.UncountedTerminatedPods{}
@@ -97,7 +93,7 @@ func (r *Jobs) Reconcile(ctx context.Context, key cache.Key) (reconciler.Result,
 			reason, message = "Completed", "Job completed"
 		}
 	}
-	res := r.schedule(key, next, now)
+	res = r.schedule(key, next, now)
 	if equalJSON(st, j.Status) {
 		return res, nil
 	}

@@ -37,15 +37,9 @@ func NewStatefulSets(cfg Config) *StatefulSets { return &StatefulSets{cfg: cfg.w
 func (r *StatefulSets) Reconcile(ctx context.Context, key cache.Key) (reconciler.Result, error) {
 	now := r.cfg.Clock.Now()
 	var s appsv1.StatefulSet
-	obj, gone, err := read(ctx, r.cfg.Client, key, &s)
-	if gone || (err == nil && obj.Deleting()) {
-		return r.schedule(key, time.Time{}, now), nil
-	}
-	if err != nil {
-		return reconciler.Result{}, err
-	}
-	if wait := r.due(key, now); wait > 0 {
-		return reconciler.Result{RequeueAfter: wait}, nil
+	obj, _, res, err := r.begin(ctx, r.cfg.Client, key, &s, now, nil)
+	if obj == nil {
+		return res, err
 	}
 	desired := int32(1)
 	if s.Spec.Replicas != nil {
@@ -110,7 +104,7 @@ func (r *StatefulSets) Reconcile(ctx context.Context, key cache.Key) (reconciler
 		st.CurrentRevision, st.CurrentReplicas = st.UpdateRevision, st.UpdatedReplicas
 	}
 	st.AvailableReplicas = st.ReadyReplicas
-	res := r.schedule(key, next, now)
+	res = r.schedule(key, next, now)
 	if equalJSON(st, s.Status) {
 		return res, nil
 	}

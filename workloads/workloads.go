@@ -97,6 +97,24 @@ func (p *pacer) due(key cache.Key, now time.Time) time.Duration {
 	return 0
 }
 
+// begin starts a pass of a simulator at now: it reads key's object into v and returns it when
+// a step is due. Otherwise obj is nil and the pass ends with res, or with err (a failed read):
+// ended says the object needs no more steps (it is gone or being deleted, or finished, which
+// may be nil, reports it done), and its schedule is dropped; else its next step is not yet due.
+func (p *pacer) begin(ctx context.Context, c Client, key cache.Key, v any, now time.Time, finished func() bool) (obj *cache.Object, ended bool, res reconciler.Result, err error) {
+	obj, gone, err := read(ctx, c, key, v)
+	if gone || (err == nil && (obj.Deleting() || (finished != nil && finished()))) {
+		return nil, true, p.schedule(key, time.Time{}, now), nil
+	}
+	if err != nil {
+		return nil, false, reconciler.Result{}, err
+	}
+	if wait := p.due(key, now); wait > 0 {
+		return nil, false, reconciler.Result{RequeueAfter: wait}, nil
+	}
+	return obj, false, reconciler.Result{}, nil
+}
+
 // read gets key's object and decodes it into v; gone says it no longer exists.
 func read(ctx context.Context, c Client, key cache.Key, v any) (obj *cache.Object, gone bool, err error) {
 	obj, err = c.Get(ctx, key)

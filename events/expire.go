@@ -58,7 +58,7 @@ func (r *Recorder) Sweep(ctx context.Context) {
 		}
 	}
 	for _, k := range drop {
-		_, _, _ = r.cfg.Client.Delete(ctx, k, cache.Preconditions{})
+		_ = r.cfg.Client.RemoveEvent(ctx, k)
 		r.mu.Lock()
 		if e, ok := r.byKey[k]; ok {
 			r.forgetLocked(e)

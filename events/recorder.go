@@ -52,13 +52,18 @@ type Event struct {
 }
 
 // Client is how the recorder reads and writes Events: the in-process client of the API
-// (registry.Client), so Events pass the same validation as a client's.
+// (registry.Client). Aggregation's updates pass the same validation as a client's; new Events,
+// valid by construction, take the cheaper CreateEvent.
 type Client interface {
 	Get(ctx context.Context, key cache.Key) (*cache.Object, error)
 	List(ctx context.Context, gr cache.GroupResource, opts ...cache.ListOption) (cache.ListResult, error)
-	Create(ctx context.Context, key cache.Key, obj map[string]any) (*cache.Object, error)
 	Update(ctx context.Context, key cache.Key, obj map[string]any) (*cache.Object, error)
-	Delete(ctx context.Context, key cache.Key, pre cache.Preconditions) (*cache.Object, bool, error)
+	// CreateEvent stores a new Event the recorder built; it may skip the checks a client's
+	// Event needs, since the recorder builds only valid ones.
+	CreateEvent(ctx context.Context, key cache.Key, obj map[string]any) (*cache.Object, error)
+	// RemoveEvent removes an Event the limit or the TTL drops, as an expiry: at once, whatever
+	// its finalizers. A missing Event is not an error.
+	RemoveEvent(ctx context.Context, key cache.Key) error
 }
 
 // Config configures a Recorder. Client is required; zero values are documented defaults.
@@ -219,7 +224,7 @@ func (r *Recorder) record(ctx context.Context, ev Event, now time.Time) {
 	for range 2 {
 		e, evicted := r.reserve(k, ev, now)
 		for _, key := range evicted {
-			_, _, _ = r.cfg.Client.Delete(ctx, key, cache.Preconditions{})
+			_ = r.cfg.Client.RemoveEvent(ctx, key)
 		}
 		if err := r.write(ctx, e, ev, now); !errors.Is(err, errGone) {
 			return
@@ -317,7 +322,7 @@ func (r *Recorder) write(ctx context.Context, e *entry, ev Event, now time.Time)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.created {
-		if _, err := r.cfg.Client.Create(ctx, e.key, r.eventObject(e.key, ev, now)); err != nil {
+		if _, err := r.cfg.Client.CreateEvent(ctx, e.key, r.eventObject(e.key, ev, now)); err != nil {
 			r.cfg.Logger.Warn("recording an event", "reason", ev.Reason, "err", err)
 			r.forget(e)
 			return err
@@ -325,7 +330,7 @@ func (r *Recorder) write(ctx context.Context, e *entry, ev Event, now time.Time)
 		e.created = true
 		if !r.Stored(e.key) {
 			// The limit evicted it while it was being written (its delete found nothing).
-			_, _, _ = r.cfg.Client.Delete(ctx, e.key, cache.Preconditions{})
+			_ = r.cfg.Client.RemoveEvent(ctx, e.key)
 		}
 		return nil
 	}

@@ -428,7 +428,7 @@ func (a *App) finishNamespaces(ctx context.Context) {
 // openStore makes the store cfg.Store names.
 func (a *App) openStore(served *kinds.Registry, identity string) error {
 	cfg := a.cfg
-	cc := cache.Config{WatchHistory: cfg.WatchHistory, WatchHistoryBytes: cfg.WatchHistoryBytes, SelectableFields: served.FieldSet}
+	cc := cache.Config{WatchHistory: cfg.WatchHistory, WatchHistoryBytes: cfg.WatchHistoryBytes, SelectableFields: served.AppendFields}
 	switch cfg.Store {
 	case "", StoreMemory:
 		a.store = cache.New(cc)

@@ -13,19 +13,44 @@ func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 // build encodes obj and indexes it. obj must already carry the final metadata.
 func (s *WatchCache) build(key Key, obj map[string]any) (*Object, error) {
+	o, bp, err := s.buildInScratch(key, obj)
+	if err != nil {
+		return nil, err
+	}
+	if bp != nil {
+		o.raw = append([]byte(nil), o.raw...)
+		s.putScratch(bp)
+	}
+	return o, nil
+}
+
+// buildInScratch is build with the encoding left in a scratch buffer, for a write that copies
+// it once more anyway (withVersion, under the lock): the returned Object's raw aliases *bp and
+// must not outlive putScratch(bp), which the caller calls when done with it. bp is nil when the
+// encoding is not in scratch (encoding/json made it) and the Object owns raw.
+func (s *WatchCache) buildInScratch(key Key, obj map[string]any) (*Object, *[]byte, error) {
 	bp, _ := s.scratch.Get().(*[]byte)
 	if bp == nil {
 		bp = new([]byte)
 	}
-	raw, grown, err := encodeJSONWith(*bp, obj)
-	if cap(grown) <= maxScratch {
-		*bp = grown[:0]
-		s.scratch.Put(bp)
+	raw, grown, inScratch, err := appendEncoding(*bp, obj)
+	*bp = grown
+	if err != nil || !inScratch {
+		s.putScratch(bp)
+		bp = nil
 	}
 	if err != nil {
-		return nil, &Error{Err: ErrInvalid, Key: key, Message: "cannot encode object: " + err.Error()}
+		return nil, nil, &Error{Err: ErrInvalid, Key: key, Message: "cannot encode object: " + err.Error()}
 	}
-	return s.indexed(key, obj, raw), nil
+	return s.indexed(key, obj, raw), bp, nil
+}
+
+// putScratch takes back a buffer of buildInScratch for reuse (nil: nothing to take).
+func (s *WatchCache) putScratch(bp *[]byte) {
+	if bp != nil && cap(*bp) <= maxScratch {
+		*bp = (*bp)[:0]
+		s.scratch.Put(bp)
+	}
 }
 
 // indexed returns the Object of obj encoded as raw.
@@ -45,7 +70,9 @@ func (s *WatchCache) indexed(key Key, obj map[string]any, raw []byte) *Object {
 		specHash:    SpecHash(obj),
 	}
 	if s.cfg.SelectableFields != nil {
-		o.fields = pairsOf(s.cfg.SelectableFields(key.GroupResource(), obj))
+		if p := pairs(s.cfg.SelectableFields(key.GroupResource(), obj, nil)); len(p) > 0 {
+			o.fields = p.sorted()
+		}
 	}
 	return o
 }

@@ -18,25 +18,29 @@ import (
 // The returned slice has no more spare capacity than json.Marshal's would (stored objects keep
 // it for life): the encoding is built in a scratch buffer, then copied once at its size.
 func EncodeJSON(v any) ([]byte, error) {
-	raw, _, err := encodeJSONWith(nil, v)
+	raw, _, inScratch, err := appendEncoding(nil, v)
+	if inScratch {
+		raw = append([]byte(nil), raw...)
+	}
 	return raw, err
 }
 
 // maxScratch is the largest encoding buffer a WatchCache keeps for reuse.
 const maxScratch = 64 << 10
 
-// encodeJSONWith is EncodeJSON building the encoding in scratch (grown as needed, and returned
-// for reuse; nil allocates one), then copying it out at its size.
-func encodeJSONWith(scratch []byte, v any) (raw, grown []byte, err error) {
+// appendEncoding builds v's encoding in scratch (grown as needed and returned for reuse; nil
+// allocates one). inScratch says raw is the start of grown; otherwise encoding/json had to
+// decide and raw is its own.
+func appendEncoding(scratch []byte, v any) (raw, grown []byte, inScratch bool, err error) {
 	if scratch == nil {
 		scratch = make([]byte, 0, 1024)
 	}
 	b, ok := appendJSON(scratch[:0], v, 0)
 	if !ok {
 		raw, err = json.Marshal(v)
-		return raw, b, err
+		return raw, b[:0], false, err
 	}
-	return append([]byte(nil), b...), b, nil
+	return b, b, true, nil
 }
 
 // maxFastDepth is how deep the fast path nests before handing over to encoding/json, which

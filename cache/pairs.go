@@ -33,18 +33,6 @@ func pairsOfJSON(v any) pairs {
 	return p.sorted()
 }
 
-// pairsOf indexes m; its keys are interned, its values (mostly unique, like timestamps) not.
-func pairsOf(m map[string]string) pairs {
-	if len(m) == 0 {
-		return nil
-	}
-	p := make(pairs, 0, 2*len(m))
-	for k, v := range m {
-		p = append(p, intern(k), v)
-	}
-	return p.sorted()
-}
-
 // sorted returns p sorted by key; it may sort p in place (callers build p to sort it).
 func (p pairs) sorted() pairs {
 	if len(p) <= 2 {

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"k8s.io/apimachinery/pkg/fields"
 )
 
 // Config configures a Store. The zero value is ready to use.
@@ -28,10 +26,12 @@ type Config struct {
 	// microseconds since the epoch, so versions from an earlier run are older than this run's.
 	// For a WatchCache fed from elsewhere it is the version its source stood at (NewWatchCache).
 	StartResourceVersion uint64
-	// SelectableFields returns the extra field-selector fields of an object (beyond
-	// metadata.name and metadata.namespace), e.g. involvedObject.name for Events. It is called
-	// on every write with the decoded object; it must not keep or modify it. Nil means none.
-	SelectableFields func(gr GroupResource, obj map[string]any) fields.Set
+	// SelectableFields appends the extra field-selector fields of an object (beyond
+	// metadata.name and metadata.namespace), e.g. involvedObject.name for Events, to dst as
+	// name, value, name, value, ... (dst may be nil) and returns it. It is called on every
+	// write with the decoded object; it must not keep or modify it. The names must be strings
+	// that live as long as the store (they are kept as they are). Nil means none.
+	SelectableFields func(gr GroupResource, obj map[string]any, dst []string) []string
 }
 
 // DefaultWatchHistoryBytes is Config.WatchHistoryBytes when unset: 128 MiB.
@@ -69,10 +69,12 @@ func (s *Store) Create(_ context.Context, key Key, obj map[string]any, opts Writ
 	} else {
 		md["resourceVersion"] = rvPlaceholder
 	}
-	pre, err := s.build(key, obj)
+	// pre's encoding stays in scratch until withVersion copies it out (or a dry run does).
+	pre, bp, err := s.buildInScratch(key, obj)
 	if err != nil {
 		return nil, err
 	}
+	defer s.putScratch(bp)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -82,6 +84,7 @@ func (s *Store) Create(_ context.Context, key Key, obj map[string]any, opts Writ
 		return nil, newErr(ErrAlreadyExists, key, "")
 	}
 	if opts.DryRun {
+		pre.raw = bytes.Clone(pre.raw)
 		return pre, nil
 	}
 	o := withVersion(pre, rvPlaceholder, s.rv+1)
@@ -171,6 +174,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key Key, pre Preconditions
 			return nil, err
 		}
 		var next *Object // the encoded next state, with rvPlaceholder (nil: cur's own bytes)
+		var bp *[]byte   // the scratch buffer next's encoding is in, if any
 		if u.Object != nil {
 			md := metadataOf(u.Object)
 			if opts.DryRun {
@@ -185,10 +189,12 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key Key, pre Preconditions
 				return o, nil
 			}
 			md["resourceVersion"] = rvPlaceholder
-			if next, err = s.build(cur.key, u.Object); err != nil {
+			// next's encoding stays in scratch until withVersion copies it out.
+			if next, bp, err = s.buildInScratch(cur.key, u.Object); err != nil {
 				return nil, err
 			}
 			if !u.Remove && sameButVersion(next.raw, cur.raw, formatRV(cur.rv)) {
+				s.putScratch(bp)
 				return cur, nil
 			}
 		} else if !u.Remove || opts.DryRun {
@@ -197,6 +203,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key Key, pre Preconditions
 		s.mu.Lock()
 		if s.closed || s.getLocked(key) != cur {
 			s.mu.Unlock()
+			s.putScratch(bp)
 			continue
 		}
 		var stamped *Object
@@ -209,6 +216,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key Key, pre Preconditions
 		} else {
 			stamped, err = s.restampLocked(cur, s.rv+1)
 		}
+		s.putScratch(bp) // next is not used beyond this point
 		if err != nil {
 			s.mu.Unlock()
 			return nil, err

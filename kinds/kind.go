@@ -158,15 +158,32 @@ func (k *Kind) FieldSet(obj map[string]any) fields.Set {
 	if len(k.Fields) == 0 {
 		return nil
 	}
+	pairs := k.AppendFields(nil, obj)
 	set := make(fields.Set, len(k.Fields))
+	for i := 0; i < len(pairs); i += 2 {
+		set[pairs[i]] = pairs[i+1]
+	}
+	return set
+}
+
+// AppendFields appends FieldSet's names and values to dst as name, value, name, value, ...,
+// in the order of k.Fields, without building a map (the store indexes every write this way).
+// The names are k.Fields' own strings.
+func (k *Kind) AppendFields(dst []string, obj map[string]any) []string {
+	if len(k.Fields) == 0 {
+		return dst
+	}
+	if dst == nil {
+		dst = make([]string, 0, 2*len(k.Fields))
+	}
 	for _, f := range k.Fields {
 		p := f.Path
 		if p == "" {
 			p = f.Name
 		}
-		set[f.Name] = fieldValue(obj, p)
+		dst = append(dst, f.Name, fieldValue(obj, p))
 	}
-	return set
+	return dst
 }
 
 // Selectable reports whether a field selector on this kind may name label.

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 
 	"github.com/opemu/opemu/cache"
-	"k8s.io/apimachinery/pkg/fields"
 )
 
 type gvr struct{ group, version, plural string }
@@ -198,14 +197,14 @@ func (r *Registry) Resolve(name string) []cache.GroupResource {
 	return out
 }
 
-// FieldSet returns the selectable field values of obj, stored in resource gr: the store's
-// Config.SelectableFields.
-func (r *Registry) FieldSet(gr cache.GroupResource, obj map[string]any) fields.Set {
+// AppendFields appends the selectable field names and values of obj, stored in resource gr,
+// to dst (Kind.AppendFields): the store's Config.SelectableFields.
+func (r *Registry) AppendFields(gr cache.GroupResource, obj map[string]any, dst []string) []string {
 	k, ok := r.Resource(gr)
 	if !ok {
-		return nil
+		return dst
 	}
-	return k.FieldSet(obj)
+	return k.AppendFields(dst, obj)
 }
 
 func containsFold(l []string, s string) bool {

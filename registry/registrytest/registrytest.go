@@ -64,7 +64,7 @@ func Wire(opts Options) (*Env, error) {
 	if storage == nil {
 		cfg := opts.Store
 		if cfg.SelectableFields == nil {
-			cfg.SelectableFields = served.FieldSet
+			cfg.SelectableFields = served.AppendFields
 		}
 		storage = cache.New(cfg)
 	}

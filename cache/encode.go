@@ -58,24 +58,43 @@ func (s *WatchCache) indexed(key Key, obj map[string]any, raw []byte) *Object {
 	md := metadataOf(obj)
 	rv, _ := ParseResourceVersion(stringField(md, "resourceVersion"))
 	o := &Object{
-		key:         key,
-		raw:         raw,
-		uid:         stringField(md, "uid"),
-		rv:          rv,
-		generation:  int64Field(md, "generation"),
-		labels:      pairsOfJSON(md["labels"]),
-		annotations: pairsOfJSON(md["annotations"]),
-		finalizers:  stringSlice(md["finalizers"]),
-		deleting:    stringField(md, "deletionTimestamp") != "",
-		specHash:    SpecHash(obj),
+		key:        key,
+		raw:        raw,
+		uid:        stringField(md, "uid"),
+		rv:         rv,
+		generation: int64Field(md, "generation"),
+		deleting:   stringField(md, "deletionTimestamp") != "",
+		specHash:   SpecHash(obj),
 	}
+	// The parts are gathered in a reused buffer, then copied out at their size: one
+	// allocation per object.
+	bp, _ := s.metaScratch.Get().(*[]string)
+	if bp == nil {
+		bp = new([]string)
+	}
+	m := appendPairsOfJSON((*bp)[:0], md["labels"])
+	o.ends[0] = uint32(len(m))
+	m = appendPairsOfJSON(m, md["annotations"])
+	o.ends[1] = uint32(len(m))
 	if s.cfg.SelectableFields != nil {
-		if p := pairs(s.cfg.SelectableFields(key.GroupResource(), obj, nil)); len(p) > 0 {
-			o.fields = p.sorted()
-		}
+		m = s.cfg.SelectableFields(key.GroupResource(), obj, m)
+		pairs(m[o.ends[1]:]).sortInPlace()
+	}
+	o.ends[2] = uint32(len(m))
+	m = appendStrings(m, md["finalizers"])
+	if len(m) > 0 {
+		o.meta = slices.Clone(m)
+	}
+	clear(m) // the buffer must not keep the strings alive
+	if cap(m) <= maxMetaScratch {
+		*bp = m[:0]
+		s.metaScratch.Put(bp)
 	}
 	return o
 }
+
+// maxMetaScratch is the largest metadata buffer a WatchCache keeps for reuse.
+const maxMetaScratch = 1 << 10
 
 // specSeed seeds SpecHash: a process-wide constant once chosen, so the hashes of one process
 // compare equal (they are never stored or sent).

@@ -22,3 +22,71 @@ func TestSpecHashNumbers(t *testing.T) {
 	assert.NotEqual(t, decoded, cache.SpecHash(map[string]any{"count": "42", "spec": map[string]any{"n": json.Number("-7")}}))
 	assert.Equal(t, decoded, cache.SpecHash(map[string]any{"count": json.Number("42"), "spec": map[string]any{"n": json.Number("-7")}, "metadata": map[string]any{"generation": int64(3)}}), "metadata is not spec")
 }
+
+// TestIndexedParts: a stored object's labels, annotations, selectable fields and finalizers
+// are kept together (Object's meta); each comes back whole and alone, whichever are absent.
+func TestIndexedParts(t *testing.T) {
+	many := map[string]any{}
+	for i := range 40 { // beyond the in-place sort's small size
+		many[string(rune('a'+i%26))+string(rune('a'+i/26))] = "v"
+	}
+	selectable := func(_ cache.GroupResource, obj map[string]any, dst []string) []string {
+		if c, ok := obj["spec"].(map[string]any)["color"].(string); ok {
+			dst = append(dst, "spec.size", "3", "spec.color", c)
+		}
+		return dst
+	}
+	for _, tc := range []struct {
+		name                   string
+		labels, annotations    map[string]any
+		finalizers             []any
+		color                  string
+		wantLabels, wantAnnots int
+		wantFields, wantFinals int
+	}{
+		{name: "none"},
+		{name: "labels only", labels: map[string]any{"b": "2", "a": "1"}, wantLabels: 2},
+		{name: "annotations only", annotations: map[string]any{"x": "y"}, wantAnnots: 1},
+		{name: "fields only", color: "blue", wantFields: 2},
+		{name: "finalizers only", finalizers: []any{"f/1", "f/2"}, wantFinals: 2},
+		{name: "all", labels: many, annotations: map[string]any{"x": "y", "n": json.Number("1")}, finalizers: []any{"f/1"}, color: "red",
+			wantLabels: 40, wantAnnots: 1, wantFields: 2, wantFinals: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := cache.New(cache.Config{SelectableFields: selectable})
+			defer s.Close()
+			md := map[string]any{"name": "o"}
+			if tc.labels != nil {
+				md["labels"] = tc.labels
+			}
+			if tc.annotations != nil {
+				md["annotations"] = tc.annotations
+			}
+			if tc.finalizers != nil {
+				md["finalizers"] = tc.finalizers
+			}
+			spec := map[string]any{}
+			if tc.color != "" {
+				spec["color"] = tc.color
+			}
+			o, err := s.Create(t.Context(), cache.Key{Resource: "things", Namespace: "ns", Name: "o"}, map[string]any{"metadata": md, "spec": spec}, cache.WriteOptions{})
+			if !assert.NoError(t, err) {
+				return
+			}
+			assert.Len(t, o.Labels(), tc.wantLabels)
+			for k, v := range tc.labels {
+				assert.Equal(t, v, o.Labels()[k])
+			}
+			assert.Len(t, o.Annotations(), tc.wantAnnots)
+			assert.Len(t, o.Finalizers(), tc.wantFinals)
+			if tc.wantFinals == 0 {
+				assert.Nil(t, o.Finalizers())
+			}
+			assert.Equal(t, tc.color, o.Field("spec.color"))
+			if tc.color != "" {
+				assert.Equal(t, "3", o.Field("spec.size"))
+			}
+			assert.Equal(t, "o", o.Field("metadata.name"))
+		})
+	}
+}

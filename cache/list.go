@@ -102,10 +102,10 @@ func (s *WatchCache) List(_ context.Context, gr GroupResource, opts ...ListOptio
 }
 
 func matches(o *Object, label labels.Selector, field fields.Selector) bool {
-	if label != nil && !label.Empty() && !label.Matches(o.labels) {
+	if label != nil && !label.Empty() && !label.Matches(o.labels()) {
 		return false
 	}
-	if field != nil && !field.Empty() && !field.Matches(objectFields{&o.key, o.fields}) {
+	if field != nil && !field.Empty() && !field.Matches(objectFields{&o.key, o.fields()}) {
 		return false
 	}
 	return true

@@ -46,17 +46,32 @@ func (k Key) String() string {
 // watcher, plus the few decoded fields the store indexes. Never modify the bytes Raw returns;
 // decode them (Decode) to get a private, mutable copy.
 type Object struct {
-	key         Key
-	raw         []byte
-	uid         string
-	rv          uint64
-	generation  int64
-	labels      pairs
-	annotations pairs
-	fields      pairs // beyond metadata.name and metadata.namespace, which come from key
-	finalizers  []string
-	deleting    bool
-	specHash    uint64
+	key        Key
+	raw        []byte
+	uid        string
+	rv         uint64
+	generation int64
+	specHash   uint64
+	// meta is the indexed metadata in one slice, so a stored object is a few allocations for
+	// the collector to scan, not one per part: the labels, annotations and selectable fields
+	// (beyond metadata.name and metadata.namespace, which come from key) as pairs, then the
+	// finalizers. ends[i] is where part i stops; nil when the object has none of them.
+	meta     []string
+	ends     [3]uint32
+	deleting bool
+}
+
+func (o *Object) labels() pairs      { return o.part(0, o.ends[0]) }
+func (o *Object) annotations() pairs { return o.part(o.ends[0], o.ends[1]) }
+func (o *Object) fields() pairs      { return o.part(o.ends[1], o.ends[2]) }
+
+// part is meta[from:to], capacity-limited so nothing appends over the next part; nil when
+// empty.
+func (o *Object) part(from, to uint32) []string {
+	if from == to {
+		return nil
+	}
+	return o.meta[from:to:to]
 }
 
 // Key returns the object's key.
@@ -75,25 +90,25 @@ func (o *Object) ResourceVersion() uint64 { return o.rv }
 func (o *Object) Generation() int64 { return o.generation }
 
 // Labels returns metadata.labels as a fresh map the caller owns.
-func (o *Object) Labels() labels.Set { return o.labels.Map() }
+func (o *Object) Labels() labels.Set { return o.labels().Map() }
 
 // Annotations returns metadata.annotations as a fresh map the caller owns.
-func (o *Object) Annotations() map[string]string { return o.annotations.Map() }
+func (o *Object) Annotations() map[string]string { return o.annotations().Map() }
 
 // Annotation returns one annotation's value, "" when absent.
-func (o *Object) Annotation(key string) string { return o.annotations.Get(key) }
+func (o *Object) Annotation(key string) string { return o.annotations().Get(key) }
 
 // SameLabelsAndAnnotations reports whether o and other carry the same labels and annotations.
 func (o *Object) SameLabelsAndAnnotations(other *Object) bool {
-	return slices.Equal(o.labels, other.labels) && slices.Equal(o.annotations, other.annotations)
+	return slices.Equal(o.labels(), other.labels()) && slices.Equal(o.annotations(), other.annotations())
 }
 
 // Field returns a selectable field's value (metadata.name, metadata.namespace, or one the
 // store's Config.SelectableFields adds), "" when absent.
-func (o *Object) Field(name string) string { return objectFields{&o.key, o.fields}.Get(name) }
+func (o *Object) Field(name string) string { return objectFields{&o.key, o.fields()}.Get(name) }
 
 // Finalizers returns metadata.finalizers. The slice is shared: callers must not modify it.
-func (o *Object) Finalizers() []string { return o.finalizers }
+func (o *Object) Finalizers() []string { return o.part(o.ends[2], uint32(len(o.meta))) }
 
 // SpecHash returns SpecHash of the stored object: equal hashes mean equal spec.
 func (o *Object) SpecHash() uint64 { return o.specHash }
@@ -140,18 +155,16 @@ func stringField(m map[string]any, k string) string {
 	return s
 }
 
-func stringSlice(v any) []string {
-	l, ok := v.([]any)
-	if !ok || len(l) == 0 {
-		return nil
-	}
-	out := make([]string, 0, len(l))
+// appendStrings appends the strings of a decoded JSON array to dst, interned; other values
+// are skipped.
+func appendStrings(dst []string, v any) []string {
+	l, _ := v.([]any)
 	for _, v := range l {
 		if s, ok := v.(string); ok {
-			out = append(out, intern(s))
+			dst = append(dst, intern(s))
 		}
 	}
-	return out
+	return dst
 }
 
 // int64Field reads an integer that may be a json.Number, float64 or int64.

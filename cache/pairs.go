@@ -17,20 +17,35 @@ func intern(s string) string { return unique.Make(s).Value() }
 
 // pairsOfJSON indexes the string values of a decoded JSON object; other values are skipped.
 func pairsOfJSON(v any) pairs {
-	m, ok := v.(map[string]any)
-	if !ok || len(m) == 0 {
-		return nil
-	}
-	p := make(pairs, 0, 2*len(m))
-	for k, v := range m {
-		if s, ok := v.(string); ok {
-			p = append(p, intern(k), intern(s))
-		}
-	}
+	p := appendPairsOfJSON(nil, v)
 	if len(p) == 0 {
 		return nil
 	}
-	return p.sorted()
+	return p
+}
+
+// appendPairsOfJSON appends pairsOfJSON(v) to dst: its pairs, interned and sorted, after
+// what dst holds.
+func appendPairsOfJSON(dst []string, v any) []string {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) == 0 {
+		return dst
+	}
+	start := len(dst)
+	for k, v := range m {
+		if s, ok := v.(string); ok {
+			dst = append(dst, intern(k), intern(s))
+		}
+	}
+	pairs(dst[start:]).sortInPlace()
+	return dst
+}
+
+// sortInPlace sorts p by key where it is.
+func (p pairs) sortInPlace() {
+	if s := p.sorted(); len(s) > 0 && &s[0] != &p[0] {
+		copy(p, s)
+	}
 }
 
 // sorted returns p sorted by key; it may sort p in place (callers build p to sort it).

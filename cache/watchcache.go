@@ -24,6 +24,8 @@ type WatchCache struct {
 	// scratch holds encoding buffers (*[]byte) reused by build across writes, so encoding an
 	// object allocates only its stored bytes.
 	scratch sync.Pool
+	// metaScratch holds buffers (*[]string) reused by indexed to gather an object's metadata.
+	metaScratch sync.Pool
 
 	// mu guards everything below. Writers hold it exclusively while they apply a write, append
 	// it to history and hand it to watchers (non-blocking sends only), so events are ordered.

@@ -4,8 +4,13 @@ package cache
 // (Config.WatchHistory). The store bounds the bytes of every history together
 // (Config.WatchHistoryBytes, see trimHistoryLocked). It is guarded by the Store's mutex.
 type history struct {
-	events []Event // oldest first; evicted slots are zeroed so they pin nothing
-	max    int
+	// ring holds the events, oldest at head, n of them; it wraps around, so a full history
+	// takes an event and drops the oldest without moving or reallocating the others. Evicted
+	// slots are zeroed so they pin nothing. It grows (doubling, up to max) while it fills.
+	ring []Event
+	head int
+	n    int
+	max  int
 	bytes  int64 // sum of eventSize over events
 	// since is the version a resume must be at or after: every event newer than it is still
 	// in events. It starts at the store's first version and moves up as events are evicted.
@@ -39,28 +44,47 @@ func (h *history) init(max int, since uint64) {
 // many bytes the history grew by (negative when it shrank).
 func (h *history) add(ev Event) int64 {
 	var freed int64
-	if len(h.events) >= h.max {
+	if h.n >= h.max {
 		freed = h.evictOldest()
 	}
+	if h.n == len(h.ring) {
+		h.grow()
+	}
 	size := eventSize(ev)
-	h.events = append(h.events, ev)
+	h.ring[(h.head+h.n)%len(h.ring)] = ev
+	h.n++
 	h.bytes += size
 	return size - freed
 }
 
+// grow makes room for one more event: twice the ring (at least 16, at most max), oldest
+// first from index 0.
+func (h *history) grow() {
+	size := min(max(2*len(h.ring), 16), max(h.max, 1))
+	ring := make([]Event, size)
+	for i := range h.n {
+		ring[i] = h.at(i)
+	}
+	h.ring, h.head = ring, 0
+}
+
+// at is the i-th oldest event.
+func (h *history) at(i int) Event { return h.ring[(h.head+i)%len(h.ring)] }
+
 // evictOldest drops the oldest event and returns its size; 0 when the history is empty.
 func (h *history) evictOldest() int64 {
-	if len(h.events) == 0 {
+	if h.n == 0 {
 		return 0
 	}
-	old := h.events[0]
+	old := h.ring[h.head]
 	size := eventSize(old)
 	h.since = old.ResourceVersion
-	h.events[0] = Event{}
-	h.events = h.events[1:]
+	h.ring[h.head] = Event{}
+	h.head = (h.head + 1) % len(h.ring)
+	h.n--
 	h.bytes -= size
-	if len(h.events) == 0 {
-		h.events = nil // let the emptied array go
+	if h.n == 0 {
+		h.ring, h.head = nil, 0 // let the emptied array go
 	}
 	return size
 }
@@ -68,17 +92,17 @@ func (h *history) evictOldest() int64 {
 // after calls fn, oldest first, for every event newer than rv.
 func (h *history) after(rv uint64, fn func(Event)) {
 	// Binary search for the first event newer than rv.
-	lo, hi := 0, len(h.events)
+	lo, hi := 0, h.n
 	for lo < hi {
 		mid := (lo + hi) / 2
-		if h.events[mid].ResourceVersion > rv {
+		if h.at(mid).ResourceVersion > rv {
 			hi = mid
 		} else {
 			lo = mid + 1
 		}
 	}
-	for _, ev := range h.events[lo:] {
-		fn(ev)
+	for i := lo; i < h.n; i++ {
+		fn(h.at(i))
 	}
 }
 
@@ -91,7 +115,7 @@ func (s *WatchCache) trimHistoryLocked() {
 	for s.historyBytes > s.cfg.WatchHistoryBytes {
 		var largest *resourceState
 		for _, st := range s.resources {
-			if len(st.history.events) > 0 && (largest == nil || st.history.bytes > largest.history.bytes) {
+			if st.history.n > 0 && (largest == nil || st.history.bytes > largest.history.bytes) {
 				largest = st
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -389,7 +390,7 @@ func (r *Recorder) eventObject(key cache.Key, ev Event, now time.Time) map[strin
 		"reportingInstance":  r.cfg.Host,
 		"firstTimestamp":     ts,
 		"lastTimestamp":      ts,
-		"count":              int64(1),
+		"count":              json.Number("1"),
 		"type":               ev.Type,
 		"severity":           string(ev.Severity),
 		"eventTime":          nil,
@@ -410,7 +411,7 @@ func (r *Recorder) bump(ctx context.Context, key cache.Key, ev Event, now time.T
 	if n, ok := obj["count"].(json.Number); ok {
 		count, _ = n.Int64()
 	}
-	obj["count"] = count + 1
+	obj["count"] = json.Number(strconv.FormatInt(count+1, 10))
 	obj["lastTimestamp"] = now.UTC().Format(time.RFC3339)
 	obj["message"] = ev.Message
 	obj["severity"] = string(ev.Severity)

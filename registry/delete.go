@@ -2,8 +2,10 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/events"
@@ -75,8 +77,8 @@ func (s *Store) deleteObject(ctx context.Context, t Target, pre cache.Preconditi
 			}
 			if !cur.Deleting() {
 				md["deletionTimestamp"] = s.now()
-				md["deletionGracePeriodSeconds"] = int64(0)
-				md["generation"] = cur.Generation() + 1
+				md["deletionGracePeriodSeconds"] = json.Number("0")
+				md["generation"] = json.Number(strconv.FormatInt(cur.Generation()+1, 10))
 			}
 			return cache.Update{Object: obj}, nil
 		}

@@ -36,7 +36,7 @@ func (s *Store) stampCreate(key cache.Key, md map[string]any) {
 	}
 	md["uid"] = s.cfg.NewUID()
 	md["creationTimestamp"] = s.now()
-	md["generation"] = int64(1)
+	md["generation"] = json.Number("1") // a json.Number, as decoded: schema validation then copies nothing to normalize it
 	delete(md, "resourceVersion")
 	delete(md, "deletionTimestamp")
 	delete(md, "deletionGracePeriodSeconds")
@@ -62,7 +62,7 @@ func stampUpdate(t Target, cur *cache.Object, old, next map[string]any) (removin
 	if cache.SpecHash(next) != cur.SpecHash() {
 		gen++
 	}
-	md["generation"] = gen
+	md["generation"] = json.Number(strconv.FormatInt(gen, 10))
 	finalizers := stringSlice(md["finalizers"])
 	if !cur.Deleting() {
 		return false, nil

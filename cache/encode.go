@@ -64,7 +64,6 @@ func (s *WatchCache) indexed(key Key, obj map[string]any, raw []byte) *Object {
 		rv:         rv,
 		generation: int64Field(md, "generation"),
 		deleting:   stringField(md, "deletionTimestamp") != "",
-		specHash:   SpecHash(obj),
 	}
 	// The parts are gathered in a reused buffer, then copied out at their size: one
 	// allocation per object.
@@ -103,7 +102,8 @@ var specSeed = maphash.MakeSeed()
 // SpecHash hashes everything outside metadata and status (and apiVersion and kind): the part
 // whose change bumps metadata.generation. It walks the decoded object (keys in sorted order,
 // numbers as their JSON text), so equal JSON hashes equal without encoding it a second time.
-// Object.SpecHash is this hash of the stored object.
+// The write path compares the hashes of an update's next and current objects, both decoded;
+// the store does not keep it (most objects are never updated).
 func SpecHash(obj map[string]any) uint64 {
 	var h maphash.Hash
 	h.SetSeed(specSeed)

@@ -7,11 +7,11 @@ type history struct {
 	// ring holds the events, oldest at head, n of them; it wraps around, so a full history
 	// takes an event and drops the oldest without moving or reallocating the others. Evicted
 	// slots are zeroed so they pin nothing. It grows (doubling, up to max) while it fills.
-	ring []Event
-	head int
-	n    int
-	max  int
-	bytes  int64 // sum of eventSize over events
+	ring  []Event
+	head  int
+	n     int
+	max   int
+	bytes int64 // sum of eventSize over events
 	// since is the version a resume must be at or after: every event newer than it is still
 	// in events. It starts at the store's first version and moves up as events are evicted.
 	since uint64

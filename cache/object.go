@@ -51,7 +51,6 @@ type Object struct {
 	uid        string
 	rv         uint64
 	generation int64
-	specHash   uint64
 	// meta is the indexed metadata in one slice, so a stored object is a few allocations for
 	// the collector to scan, not one per part: the labels, annotations and selectable fields
 	// (beyond metadata.name and metadata.namespace, which come from key) as pairs, then the
@@ -109,9 +108,6 @@ func (o *Object) Field(name string) string { return objectFields{&o.key, o.field
 
 // Finalizers returns metadata.finalizers. The slice is shared: callers must not modify it.
 func (o *Object) Finalizers() []string { return o.part(o.ends[2], uint32(len(o.meta))) }
-
-// SpecHash returns SpecHash of the stored object: equal hashes mean equal spec.
-func (o *Object) SpecHash() uint64 { return o.specHash }
 
 // Deleting reports whether metadata.deletionTimestamp is set.
 func (o *Object) Deleting() bool { return o.deleting }

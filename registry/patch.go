@@ -97,7 +97,7 @@ func (s *Store) Patch(ctx context.Context, t Target, patchType string, body []by
 	}
 	return s.update(ctx, t, o, func(cur map[string]any) (map[string]any, error) {
 		if t.Sub == "scale" {
-			return patchScale(t, cur, apply)
+			return patchScale(t, deepCopy(cur), apply)
 		}
 		if err := checkDepth(t, cur, "the object"); err != nil {
 			return nil, err
@@ -178,7 +178,7 @@ func (s *Store) applyPatch(ctx context.Context, t Target, body []byte, o Options
 		if err := checkDepth(t, cur, "the live object"); err != nil {
 			return nil, err
 		}
-		return s.applyObject(t.Kind, cur, deepCopy(applied), o.FieldManager, o.Force)
+		return s.applyObject(t.Kind, deepCopy(cur), deepCopy(applied), o.FieldManager, o.Force)
 	})
 	res.Warnings = append(warnings, res.Warnings...)
 	return res, err

@@ -10,8 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// MutateFunc turns the current object (a private copy) into the desired one: a PUT body, a
-// patched document, a new status or scale. A resourceVersion it leaves in the result other
+// MutateFunc turns the current object into the desired one: a PUT body, a patched document, a
+// new status or scale. cur is the decoded current object, which the write path keeps to
+// compare with: a MutateFunc must not modify it, and copies (deepCopy) what it changes. A resourceVersion it leaves in the result other
 // than the current one is the client's precondition, so the update fails with a conflict.
 type MutateFunc func(cur map[string]any) (next map[string]any, err error)
 
@@ -20,7 +21,7 @@ type MutateFunc func(cur map[string]any) (next map[string]any, err error)
 func (s *Store) Update(ctx context.Context, t Target, body map[string]any, o Options) (Result, error) {
 	return s.update(ctx, t, o, func(cur map[string]any) (map[string]any, error) {
 		if t.Sub == "scale" {
-			return fromScale(t, cur, body)
+			return fromScale(t, deepCopy(cur), body)
 		}
 		if _, err := metadata(body); err != nil {
 			return nil, err
@@ -52,7 +53,7 @@ func (s *Store) update(ctx context.Context, t Target, o Options, mutate MutateFu
 		if err != nil {
 			return cache.Update{}, err
 		}
-		next, err := mutate(deepCopy(cur))
+		next, err := mutate(cur)
 		if err != nil {
 			return cache.Update{}, err
 		}

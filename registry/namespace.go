@@ -130,6 +130,12 @@ func (s *Store) resourcesIn(ns string) []cache.GroupResource {
 // finishNamespace removes a Terminating namespace once no object is left in it; it returns the
 // removed namespace, or nil when there is nothing to do.
 func (s *Store) finishNamespace(ctx context.Context, name string) (*cache.Object, error) {
+	// Every removal calls this: while the namespace is not Terminating (a flag that only ever
+	// goes on, and whose setter finishes the namespace itself after its cascade), answer
+	// without the exclusive stripe, which would wait for every write in flight there.
+	if ns, err := s.cfg.Storage.Get(ctx, namespaceKey(name)); err != nil || !ns.Deleting() {
+		return nil, nil
+	}
 	unlock := s.lockNamespace(name, true)
 	defer unlock()
 	ns, err := s.cfg.Storage.Get(ctx, namespaceKey(name))

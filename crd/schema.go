@@ -30,7 +30,8 @@ type schema struct {
 
 	once     sync.Once
 	compiled *jsonschema.Schema
-	err      error // from a lazy compile (a built-in schema that does not compile: a bug)
+	quick    *quick // compiled with it, from the same document
+	err      error  // from a lazy compile (a built-in schema that does not compile: a bug)
 
 	// propPtrs holds, per object schema node of props, its Properties as pointers (see
 	// properties); filled on first use, so a schema costs nothing until objects are written.
@@ -51,33 +52,37 @@ func compile(props *apiextv1.JSONSchemaProps, lazy bool) (*schema, error) {
 	return s, s.err
 }
 
-// compiledSchema returns the compiled schema, compiling it on first use.
-func (s *schema) compiledSchema() (*jsonschema.Schema, error) {
+// compiledSchema returns the compiled schema and its quick check, compiling them on first use.
+func (s *schema) compiledSchema() (*jsonschema.Schema, *quick, error) {
 	s.once.Do(s.compile)
-	return s.compiled, s.err
+	return s.compiled, s.quick, s.err
 }
 
-func (s *schema) compile() { s.compiled, s.err = compileJSONSchema(s.props) }
+func (s *schema) compile() { s.compiled, s.quick, s.err = compileJSONSchema(s.props) }
 
 // compileJSONSchema translates an OpenAPI v3 structural schema into JSON Schema (draft 4, which
-// OpenAPI 3.0 follows) and compiles it.
-func compileJSONSchema(props *apiextv1.JSONSchemaProps) (*jsonschema.Schema, error) {
+// OpenAPI 3.0 follows) and compiles it, and its quick check from the same document.
+func compileJSONSchema(props *apiextv1.JSONSchemaProps) (*jsonschema.Schema, *quick, error) {
 	raw, err := json.Marshal(props)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	doc = translate(doc)
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft4)
 	const url = "mem://schema.json"
 	if err := c.AddResource(url, doc); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return c.Compile(url)
+	compiled, err := c.Compile(url)
+	if err != nil {
+		return nil, nil, err
+	}
+	return compiled, compileQuick(doc), nil
 }
 
 // translate rewrites the OpenAPI extensions JSON Schema does not know: `nullable` allows null,
@@ -130,9 +135,12 @@ func translate(v any) any {
 // Validate checks obj against the kind's schema. Each failure becomes one field error with the
 // Kubernetes path ("spec.replicas"), sorted by path. metadata is not checked here.
 func (s *schema) Validate(obj map[string]any) field.ErrorList {
-	compiled, err := s.compiledSchema()
+	compiled, quick, err := s.compiledSchema()
 	if err != nil {
 		return field.ErrorList{field.InternalError(field.NewPath(""), err)}
+	}
+	if quick.valid(obj) {
+		return nil
 	}
 	err = compiled.Validate(normalize(obj))
 	if err == nil {

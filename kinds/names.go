@@ -49,18 +49,35 @@ func isDNS1123Subdomain(s string) bool {
 // ValidateLabels refuses.
 func LabelsValid(labels map[string]string) bool {
 	for k, v := range labels {
-		name := k
-		if i := strings.IndexByte(k, '/'); i >= 0 {
-			if !isDNS1123Subdomain(k[:i]) {
-				return false
-			}
-			name = k[i+1:]
-		}
-		if name == "" || !isQualifiedNamePart(name) || v != "" && !isQualifiedNamePart(v) {
+		if !QualifiedNameValid(k) || !LabelValueValid(v) {
 			return false
 		}
 	}
 	return true
+}
+
+// QualifiedNameValid reports whether s is a qualified name (a label or annotation key): a name
+// part with an optional DNS subdomain prefix and '/'. Like LabelsValid it answers without
+// regular expressions and may answer false for a valid key; FuzzLabelsValid covers it.
+func QualifiedNameValid(s string) bool {
+	name := s
+	if i := strings.IndexByte(s, '/'); i >= 0 {
+		if !isDNS1123Subdomain(s[:i]) {
+			return false
+		}
+		name = s[i+1:]
+	}
+	return name != "" && isQualifiedNamePart(name)
+}
+
+// LabelValueValid reports whether s is a valid label value: empty, or at most 63 letters,
+// digits, '-', '_' and '.', beginning and ending with a letter or digit.
+func LabelValueValid(s string) bool { return s == "" || isQualifiedNamePart(s) }
+
+// DNSLabelValid reports whether s is an RFC 1123 label (a namespace's name): at most 63
+// lower-case letters, digits and '-', beginning and ending with a letter or digit.
+func DNSLabelValid(s string) bool {
+	return len(s) <= 63 && !strings.Contains(s, ".") && isDNS1123Subdomain(s)
 }
 
 // isQualifiedNamePart reports whether s is 1 to 63 letters, digits, '-', '_' or '.',

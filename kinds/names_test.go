@@ -70,3 +70,15 @@ func FuzzLabelsValid(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDNSLabelValid checks that DNSLabelValid passes no namespace name apivalidation refuses.
+func FuzzDNSLabelValid(f *testing.F) {
+	f.Add("default")
+	f.Add("a.b")
+	f.Add(strings.Repeat("a", 64))
+	f.Fuzz(func(t *testing.T, s string) {
+		if kinds.DNSLabelValid(s) {
+			assert.Empty(t, apivalidation.ValidateNamespaceName(s, false), "%q", s)
+		}
+	})
+}

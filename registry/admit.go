@@ -272,6 +272,15 @@ func validate(t Target, obj map[string]any) error {
 			}
 		}
 	}
+	if metaQuicklyValid(md, t.Kind.Namespaced) {
+		if t.Kind.Schema == nil {
+			return nil
+		}
+		if errs := t.Kind.Schema.Validate(obj); len(errs) > 0 {
+			return apierrors.NewInvalid(t.groupKind(), stringOf(md["name"]), errs)
+		}
+		return nil
+	}
 	meta, err := objectMetaOf(md)
 	if err != nil {
 		return badRequest("metadata: %v", err)

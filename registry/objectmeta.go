@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"time"
 
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+
+	"github.com/opemu/opemu/kinds"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -107,4 +110,67 @@ func simpleObjectMeta(md map[string]any) (meta metav1.ObjectMeta, ok bool) {
 		}
 	}
 	return meta, true
+}
+
+// metaQuicklyValid reports whether md (an object's metadata, of a namespaced kind or not)
+// certainly passes ValidateObjectMeta as validate calls it: the usual fields in the usual
+// shapes, checked without regular expressions or building an ObjectMeta. False means it may
+// not, and validate asks apimachinery, which also words the errors. FuzzMetaQuicklyValid checks
+// it never passes metadata apimachinery refuses.
+func metaQuicklyValid(md map[string]any, namespaced bool) bool {
+	name, _ := md["name"].(string)
+	if name == "" || kinds.NameIsDNSSubdomain(name, false) != nil {
+		return false
+	}
+	ns, _ := md["namespace"].(string)
+	if namespaced != (ns != "") || namespaced && !kinds.DNSLabelValid(ns) {
+		return false
+	}
+	for k, v := range md {
+		switch k {
+		case "name", "namespace":
+		case "uid", "resourceVersion":
+			if _, ok := v.(string); !ok {
+				return false
+			}
+		case "generation":
+			n, ok := v.(json.Number)
+			if !ok {
+				return false
+			}
+			if g, err := n.Int64(); err != nil || g < 0 {
+				return false
+			}
+		case "creationTimestamp":
+			s, ok := v.(string)
+			if !ok {
+				return false
+			}
+			if _, err := time.Parse(time.RFC3339, s); err != nil {
+				return false
+			}
+		case "labels", "annotations":
+			m, ok := v.(map[string]any)
+			if !ok {
+				return false
+			}
+			size := 0
+			for mk, mv := range m {
+				s, ok := mv.(string)
+				if !ok || !kinds.QualifiedNameValid(mk) {
+					return false
+				}
+				if k == "labels" && !kinds.LabelValueValid(s) {
+					return false
+				}
+				size += len(mk) + len(s)
+			}
+			if k == "annotations" && size > apivalidation.TotalAnnotationSizeLimitB {
+				return false
+			}
+		default: // generateName, finalizers, ownerReferences, managedFields, ...: apimachinery's
+			return false
+		}
+	}
+	return true
 }

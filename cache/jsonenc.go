@@ -133,6 +133,10 @@ func appendObject(b []byte, m map[string]any, depth int) (_ []byte, ok bool) {
 // hexDigits are the digits of \u escapes, lower case as encoding/json writes them.
 const hexDigits = "0123456789abcdef"
 
+// AppendString appends s as a JSON string exactly as EncodeJSON (and encoding/json) writes it,
+// for writers that encode an object themselves (Encoded).
+func AppendString(b []byte, s string) []byte { return appendString(b, s) }
+
 // appendString appends s quoted as encoding/json quotes strings with HTML escaping on (its
 // default): <, > and & as \u003c, \u003e and \u0026, U+2028 and U+2029 escaped, invalid UTF-8
 // as \ufffd, control characters as \b, \f, \n, \r, \t or \u00XX.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/events"
+	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/registry"
 	"github.com/opemu/opemu/registry/registrytest"
 	"github.com/opemu/opemu/webhooks"
@@ -83,6 +84,15 @@ func FuzzRecorderEvent(f *testing.F) {
 		got := withoutServerFields(t, full)
 		got["metadata"].(map[string]any)["namespace"] = "default"
 		assert.Equal(t, want, got)
+
+		for _, f := range kinds.EventKind().Fields {
+			if f.Name != "involvedObject.namespace" {
+				assert.Equal(t, full.Field(f.Name), cheap.Field(f.Name), "field %s", f.Name)
+			}
+		}
+		assert.Equal(t, full.Generation(), cheap.Generation())
+		assert.Empty(t, cheap.Labels())
+		assert.Empty(t, cheap.Finalizers())
 	})
 }
 

@@ -60,8 +60,8 @@ type Client interface {
 	List(ctx context.Context, gr cache.GroupResource, opts ...cache.ListOption) (cache.ListResult, error)
 	Update(ctx context.Context, key cache.Key, obj map[string]any) (*cache.Object, error)
 	// CreateEvent stores a new Event the recorder built; it may skip the checks a client's
-	// Event needs, since the recorder builds only valid ones.
-	CreateEvent(ctx context.Context, key cache.Key, obj map[string]any) (*cache.Object, error)
+	// Event needs, since the recorder builds only valid ones, and encode it directly.
+	CreateEvent(ctx context.Context, ev Stored) (*cache.Object, error)
 	// RemoveEvent removes an Event the limit or the TTL drops, as an expiry: at once, whatever
 	// its finalizers. A missing Event is not an error.
 	RemoveEvent(ctx context.Context, key cache.Key) error
@@ -323,7 +323,7 @@ func (r *Recorder) write(ctx context.Context, e *entry, ev Event, now time.Time)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.created {
-		if _, err := r.cfg.Client.CreateEvent(ctx, e.key, r.eventObject(e.key, ev, now)); err != nil {
+		if _, err := r.cfg.Client.CreateEvent(ctx, Stored{Key: e.key, Event: ev, Host: r.cfg.Host, Time: now}); err != nil {
 			r.cfg.Logger.Warn("recording an event", "reason", ev.Reason, "err", err)
 			r.forget(e)
 			return err
@@ -372,22 +372,34 @@ func (r *Recorder) eventKey(ev Event, now time.Time) cache.Key {
 	return cache.Key{Resource: Resource.Resource, Namespace: ns, Name: name}
 }
 
-// eventObject is the v1 Event ev stands for, stored at key.
-func (r *Recorder) eventObject(key cache.Key, ev Event, now time.Time) map[string]any {
-	ts := now.UTC().Format(time.RFC3339)
+// Stored is a new Event as the recorder stores it: the v1 Event (with severity) that Object
+// spells out, at Key.
+type Stored struct {
+	Key   cache.Key
+	Event Event // bounded, with its Type and Severity set
+	// Host is the reporting instance; Time is when it was first (and last) seen.
+	Host string
+	Time time.Time
+}
+
+// Object is the v1 Event s stands for, decoded, with only the metadata the recorder sets (the
+// write path stamps the rest).
+func (s Stored) Object() map[string]any {
+	ts := s.Time.UTC().Format(time.RFC3339)
+	ev := s.Event
 	return map[string]any{
 		"apiVersion": "v1",
 		"kind":       "Event",
-		"metadata":   map[string]any{"name": key.Name, "namespace": key.Namespace},
+		"metadata":   map[string]any{"name": s.Key.Name, "namespace": s.Key.Namespace},
 		"involvedObject": map[string]any{
 			"apiVersion": ev.Object.APIVersion, "kind": ev.Object.Kind, "namespace": ev.Object.Namespace,
 			"name": ev.Object.Name, "uid": ev.Object.UID, "resourceVersion": ev.Object.ResourceVersion,
 		},
 		"reason":             ev.Reason,
 		"message":            ev.Message,
-		"source":             map[string]any{"component": ev.Source, "host": r.cfg.Host},
+		"source":             map[string]any{"component": ev.Source, "host": s.Host},
 		"reportingComponent": ev.Source,
-		"reportingInstance":  r.cfg.Host,
+		"reportingInstance":  s.Host,
 		"firstTimestamp":     ts,
 		"lastTimestamp":      ts,
 		"count":              json.Number("1"),

@@ -57,26 +57,40 @@ func (c *Client) Create(ctx context.Context, key cache.Key, obj map[string]any) 
 	return res.Object, err
 }
 
-// CreateEvent stores an Event the recorder built (events.Recorder) at key. Such an Event is
-// valid by construction (its fields bounded, its name generated; FuzzRecorderEvent checks that
-// the full write path stores the same object), so while no admission webhook is configured it
-// is stamped and stored without the pruning, defaulting, admission and validation a client's
-// Event goes through: it is a quarter of the work of every create (SPEC §7's Created Event).
-// With webhooks configured it takes Create's full path, so they see it as they would see any
-// Event.
-func (c *Client) CreateEvent(ctx context.Context, key cache.Key, obj map[string]any) (*cache.Object, error) {
+// CreateEvent stores an Event the recorder built (events.Recorder). Such an Event is valid by
+// construction (its fields bounded, its name generated; FuzzRecorderEvent checks that the full
+// write path stores the same object), so while no admission webhook is configured it skips
+// the pruning, defaulting, admission and validation a client's Event goes through, and over
+// the in-memory store its bytes and index are written directly (encodeEvent) instead of
+// through a decoded map: SPEC §7's Created Event comes with every create. With webhooks
+// configured it takes Create's full path, so they see it as they would see any Event.
+func (c *Client) CreateEvent(ctx context.Context, ev events.Stored) (*cache.Object, error) {
+	key := ev.Key
 	if key.Name == "" || key.GroupResource() != events.Resource || c.s.cfg.Admission.HasConfigured() {
-		return c.Create(ctx, key, obj)
+		return c.Create(ctx, key, ev.Object())
 	}
 	t, err := c.s.TargetOf(key)
 	if err != nil {
 		return nil, err
 	}
-	c.s.stampCreate(key, metadataOf(obj))
 	if err := beforeCommit(ctx); err != nil {
 		return nil, err
 	}
-	return c.s.store(ctx, t.Kind, key, obj, c.options(), false)
+	o := c.options()
+	enc, direct := c.s.cfg.Storage.(cache.EncodedCreator)
+	fields, known := eventFields(t.Kind, ev)
+	if !direct || !known {
+		obj := ev.Object()
+		c.s.stampCreate(key, metadataOf(obj))
+		return c.s.store(ctx, t.Kind, key, obj, o, false)
+	}
+	return c.s.inNamespace(ctx, key, o, func() (*cache.Object, error) {
+		bp := eventBuffers.Get().(*[]byte)
+		defer eventBuffers.Put(bp)
+		uid := c.s.cfg.NewUID()
+		*bp = encodeEvent((*bp)[:0], ev, uid, c.s.now())
+		return enc.CreateEncoded(ctx, key, cache.Encoded{JSON: *bp, UID: uid, Generation: 1, Fields: fields}, c.s.writeOptions(key, o))
+	})
 }
 
 // RemoveEvent removes the Event at key as its expiry does: at once, whatever finalizers it

@@ -90,6 +90,26 @@ func (s *Store) Create(ctx context.Context, t Target, obj map[string]any, o Opti
 // creates it; a Terminating one refuses new objects). A generated name that is taken is
 // generated again. The kind's Canonicalize runs before each attempt, on the name it will have.
 func (s *Store) store(ctx context.Context, k *kinds.Kind, key cache.Key, obj map[string]any, o Options, generated bool) (*cache.Object, error) {
+	return s.inNamespace(ctx, key, o, func() (*cache.Object, error) {
+		prefix := stringOf(metadataOf(obj)["generateName"])
+		for attempt := 1; ; attempt++ {
+			if k.Canonicalize != nil {
+				k.Canonicalize(obj)
+			}
+			stored, err := s.cfg.Storage.Create(ctx, key, obj, s.writeOptions(key, o))
+			if !generated || !errors.Is(err, cache.ErrAlreadyExists) || attempt == generateNameAttempts {
+				return stored, err
+			}
+			key.Name = generateName(prefix)
+			metadataOf(obj)["name"] = key.Name
+		}
+	})
+}
+
+// inNamespace runs create, the storing of a new object at key, inside key's namespace (SPEC §2):
+// holding the namespace's stripe shared, a missing namespace is created first and a
+// Terminating one refuses it.
+func (s *Store) inNamespace(ctx context.Context, key cache.Key, o Options, create func() (*cache.Object, error)) (*cache.Object, error) {
 	if key.Namespace != "" {
 		unlock := s.lockNamespace(key.Namespace, false)
 		defer unlock()
@@ -97,16 +117,5 @@ func (s *Store) store(ctx context.Context, k *kinds.Kind, key cache.Key, obj map
 			return nil, err
 		}
 	}
-	prefix := stringOf(metadataOf(obj)["generateName"])
-	for attempt := 1; ; attempt++ {
-		if k.Canonicalize != nil {
-			k.Canonicalize(obj)
-		}
-		stored, err := s.cfg.Storage.Create(ctx, key, obj, s.writeOptions(key, o))
-		if !generated || !errors.Is(err, cache.ErrAlreadyExists) || attempt == generateNameAttempts {
-			return stored, err
-		}
-		key.Name = generateName(prefix)
-		metadataOf(obj)["name"] = key.Name
-	}
+	return create()
 }

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/events"
+	"github.com/opemu/opemu/kinds"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
@@ -134,4 +136,83 @@ func (s *Store) countedEvent(ctx context.Context, key cache.Key, stored *cache.O
 	if !s.cfg.EventLimit.Stored(key) {
 		s.removeEvents(ctx, []cache.Key{key})
 	}
+}
+
+// eventBuffers holds encoding buffers (*[]byte) of CreateEvent; the store copies what it keeps.
+var eventBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// encodeEvent appends the recorder's Event ev as Stored.Object spells it, stamped with uid and
+// the creation time now and carrying cache.RVPlaceholder, exactly as the store's encoder would
+// write that map (keys sorted; FuzzRecorderEvent compares the two).
+func encodeEvent(b []byte, ev events.Stored, uid, now string) []byte {
+	var tsBuf [32]byte
+	ts := ev.Time.UTC().AppendFormat(tsBuf[:0], time.RFC3339)
+	e, o := ev.Event, ev.Event.Object
+	str := cache.AppendString
+	b = append(b, `{"apiVersion":"v1","count":1,"eventTime":null,"firstTimestamp":"`...)
+	b = append(append(b, ts...), `","involvedObject":{"apiVersion":`...)
+	b = str(b, o.APIVersion)
+	b = str(append(b, `,"kind":`...), o.Kind)
+	b = str(append(b, `,"name":`...), o.Name)
+	b = str(append(b, `,"namespace":`...), o.Namespace)
+	b = str(append(b, `,"resourceVersion":`...), o.ResourceVersion)
+	b = str(append(b, `,"uid":`...), o.UID)
+	b = append(b, `},"kind":"Event","lastTimestamp":"`...)
+	b = append(append(b, ts...), `","message":`...)
+	b = str(b, e.Message)
+	b = str(append(b, `,"metadata":{"creationTimestamp":`...), now)
+	b = str(append(b, `,"generation":1,"name":`...), ev.Key.Name)
+	b = str(append(b, `,"namespace":`...), ev.Key.Namespace)
+	b = append(b, `,"resourceVersion":"`+cache.RVPlaceholder+`","uid":`...)
+	b = str(b, uid)
+	b = str(append(b, `},"reason":`...), e.Reason)
+	b = str(append(b, `,"reportingComponent":`...), e.Source)
+	b = str(append(b, `,"reportingInstance":`...), ev.Host)
+	b = str(append(b, `,"severity":`...), string(e.Severity))
+	b = str(append(b, `,"source":{"component":`...), e.Source)
+	b = str(append(b, `,"host":`...), ev.Host)
+	b = str(append(b, `},"type":`...), e.Type)
+	return append(b, '}')
+}
+
+// eventFields are the selectable fields of the recorder's Event ev, as k (the Event kind)
+// lists them, read from ev instead of a decoded object; known is false when k names one this
+// does not know (the caller then goes through the decoded object).
+func eventFields(k *kinds.Kind, ev events.Stored) (fields []string, known bool) {
+	e, o := ev.Event, ev.Event.Object
+	fields = make([]string, 0, 2*len(k.Fields))
+	for _, f := range k.Fields {
+		var v string
+		switch f.Name {
+		case "involvedObject.kind":
+			v = o.Kind
+		case "involvedObject.namespace":
+			v = o.Namespace
+		case "involvedObject.name":
+			v = o.Name
+		case "involvedObject.uid":
+			v = o.UID
+		case "involvedObject.apiVersion":
+			v = o.APIVersion
+		case "involvedObject.resourceVersion":
+			v = o.ResourceVersion
+		case "reason":
+			v = e.Reason
+		case "reportingComponent", "source":
+			v = e.Source
+		case "type":
+			v = e.Type
+		case "severity":
+			v = string(e.Severity)
+		case "lastTimestamp":
+			v = ev.Time.UTC().Format(time.RFC3339)
+		case "count":
+			v = "1"
+		case "involvedObject.fieldPath", "series.lastObservedTime", "eventTime":
+		default:
+			return nil, false
+		}
+		fields = append(fields, f.Name, v)
+	}
+	return fields, true
 }

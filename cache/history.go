@@ -7,7 +7,7 @@ type history struct {
 	// ring holds the events, oldest at head, n of them; it wraps around, so a full history
 	// takes an event and drops the oldest without moving or reallocating the others. Evicted
 	// slots are zeroed so they pin nothing. It grows (doubling, up to max) while it fills.
-	ring  []Event
+	ring  []slot
 	head  int
 	n     int
 	max   int
@@ -36,6 +36,13 @@ func eventSize(ev Event) int64 {
 	return n
 }
 
+// slot is one event in the ring with the size it was charged, so evicting it reads nothing of
+// the (long cold) objects it holds.
+type slot struct {
+	ev   Event
+	size int64
+}
+
 func (h *history) init(max int, since uint64) {
 	h.max, h.since = max, since
 }
@@ -51,7 +58,7 @@ func (h *history) add(ev Event) int64 {
 		h.grow()
 	}
 	size := eventSize(ev)
-	h.ring[(h.head+h.n)%len(h.ring)] = ev
+	h.ring[(h.head+h.n)%len(h.ring)] = slot{ev, size}
 	h.n++
 	h.bytes += size
 	return size - freed
@@ -61,15 +68,15 @@ func (h *history) add(ev Event) int64 {
 // first from index 0.
 func (h *history) grow() {
 	size := min(max(2*len(h.ring), 16), max(h.max, 1))
-	ring := make([]Event, size)
+	ring := make([]slot, size)
 	for i := range h.n {
-		ring[i] = h.at(i)
+		ring[i] = h.ring[(h.head+i)%len(h.ring)]
 	}
 	h.ring, h.head = ring, 0
 }
 
 // at is the i-th oldest event.
-func (h *history) at(i int) Event { return h.ring[(h.head+i)%len(h.ring)] }
+func (h *history) at(i int) Event { return h.ring[(h.head+i)%len(h.ring)].ev }
 
 // evictOldest drops the oldest event and returns its size; 0 when the history is empty.
 func (h *history) evictOldest() int64 {
@@ -77,9 +84,9 @@ func (h *history) evictOldest() int64 {
 		return 0
 	}
 	old := h.ring[h.head]
-	size := eventSize(old)
-	h.since = old.ResourceVersion
-	h.ring[h.head] = Event{}
+	size := old.size
+	h.since = old.ev.ResourceVersion
+	h.ring[h.head] = slot{}
 	h.head = (h.head + 1) % len(h.ring)
 	h.n--
 	h.bytes -= size

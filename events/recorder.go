@@ -219,7 +219,10 @@ func (r *Recorder) Record(ctx context.Context, ev Event) {
 
 // record writes ev (recorded at now): a new Event, or a bump of the one it aggregates into.
 func (r *Recorder) record(ctx context.Context, ev Event, now time.Time) {
-	k := aggKey{ev.Object.UID, ev.Object.Kind, ev.Object.Namespace, ev.Object.Name, ev.Type, ev.Reason, ev.Source}
+	k := aggKey{uid: ev.Object.UID, typ: ev.Type, reason: ev.Reason, source: ev.Source}
+	if k.uid == "" { // a uid names one object; without one, its kind, namespace and name do
+		k.kind, k.namespace, k.name = ev.Object.Kind, ev.Object.Namespace, ev.Object.Name
+	}
 	// Twice at most: when the Event to aggregate into was deleted meanwhile (expired, or by a
 	// client), the second pass records a new one.
 	for range 2 {

@@ -18,7 +18,8 @@ type Encoded struct {
 	UID        string
 	Generation int64
 	// Fields are the object's selectable fields as name, value, name, value, ..., in any order
-	// (what Config.SelectableFields gives for it). The names must live as long as the store.
+	// (what Config.SelectableFields gives for it). The store keeps the slice (sorted in
+	// place): the caller must not use it after. The names must live as long as the store.
 	Fields []string
 	// An Encoded object has no labels, annotations, finalizers or deletionTimestamp.
 }
@@ -44,9 +45,8 @@ func (s *Store) CreateEncoded(_ context.Context, key Key, e Encoded, opts WriteO
 	key = Key{Group: intern(key.Group), Resource: intern(key.Resource), Namespace: intern(key.Namespace), Name: strings.Clone(key.Name)}
 	pre := &Object{key: key, raw: e.JSON, uid: e.UID, generation: e.Generation}
 	if len(e.Fields) > 0 {
-		meta := append([]string(nil), e.Fields...)
-		pairs(meta).sortInPlace()
-		pre.meta, pre.ends = meta, [3]uint32{0, 0, uint32(len(meta))}
+		pairs(e.Fields).sortInPlace()
+		pre.meta, pre.ends = e.Fields, [3]uint32{0, 0, uint32(len(e.Fields))}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

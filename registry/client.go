@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/events"
@@ -78,7 +79,8 @@ func (c *Client) CreateEvent(ctx context.Context, ev events.Stored) (*cache.Obje
 	}
 	o := c.options()
 	enc, direct := c.s.cfg.Storage.(cache.EncodedCreator)
-	fields, known := eventFields(t.Kind, ev)
+	lastSeen := ev.Time.UTC().Format(time.RFC3339)
+	fields, known := eventFields(t.Kind, ev, lastSeen)
 	if !direct || !known {
 		obj := ev.Object()
 		c.s.stampCreate(key, metadataOf(obj))
@@ -88,7 +90,7 @@ func (c *Client) CreateEvent(ctx context.Context, ev events.Stored) (*cache.Obje
 		bp := eventBuffers.Get().(*[]byte)
 		defer eventBuffers.Put(bp)
 		uid := c.s.cfg.NewUID()
-		*bp = encodeEvent((*bp)[:0], ev, uid, c.s.now())
+		*bp = encodeEvent((*bp)[:0], ev, lastSeen, uid, c.s.now())
 		return enc.CreateEncoded(ctx, key, cache.Encoded{JSON: *bp, UID: uid, Generation: 1, Fields: fields}, c.s.writeOptions(key, o))
 	})
 }

@@ -141,12 +141,11 @@ func (s *Store) countedEvent(ctx context.Context, key cache.Key, stored *cache.O
 // eventBuffers holds encoding buffers (*[]byte) of CreateEvent; the store copies what it keeps.
 var eventBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
-// encodeEvent appends the recorder's Event ev as Stored.Object spells it, stamped with uid and
-// the creation time now and carrying cache.RVPlaceholder, exactly as the store's encoder would
-// write that map (keys sorted; FuzzRecorderEvent compares the two).
-func encodeEvent(b []byte, ev events.Stored, uid, now string) []byte {
-	var tsBuf [32]byte
-	ts := ev.Time.UTC().AppendFormat(tsBuf[:0], time.RFC3339)
+// encodeEvent appends the recorder's Event ev as Stored.Object spells it (ts: its Time as
+// RFC 3339 in UTC), stamped with uid and the creation time now and carrying
+// cache.RVPlaceholder, exactly as the store's encoder would write that map (keys sorted;
+// FuzzEncodeEvent compares the two).
+func encodeEvent(b []byte, ev events.Stored, ts, uid, now string) []byte {
 	e, o := ev.Event, ev.Event.Object
 	str := cache.AppendString
 	b = append(b, `{"apiVersion":"v1","count":1,"eventTime":null,"firstTimestamp":"`...)
@@ -175,10 +174,10 @@ func encodeEvent(b []byte, ev events.Stored, uid, now string) []byte {
 	return append(b, '}')
 }
 
-// eventFields are the selectable fields of the recorder's Event ev, as k (the Event kind)
-// lists them, read from ev instead of a decoded object; known is false when k names one this
-// does not know (the caller then goes through the decoded object).
-func eventFields(k *kinds.Kind, ev events.Stored) (fields []string, known bool) {
+// eventFields are the selectable fields of the recorder's Event ev (ts: its Time as RFC 3339 in
+// UTC), as k (the Event kind) lists them, read from ev instead of a decoded object; known is
+// false when k names one this does not know (the caller then goes through the decoded object).
+func eventFields(k *kinds.Kind, ev events.Stored, ts string) (fields []string, known bool) {
 	e, o := ev.Event, ev.Event.Object
 	fields = make([]string, 0, 2*len(k.Fields))
 	for _, f := range k.Fields {
@@ -205,7 +204,7 @@ func eventFields(k *kinds.Kind, ev events.Stored) (fields []string, known bool) 
 		case "severity":
 			v = string(e.Severity)
 		case "lastTimestamp":
-			v = ev.Time.UTC().Format(time.RFC3339)
+			v = ts
 		case "count":
 			v = "1"
 		case "involvedObject.fieldPath", "series.lastObservedTime", "eventTime":

@@ -317,3 +317,48 @@ func TestImagePolicyRemembersVerdicts(t *testing.T) {
 		assert.False(t, p.Check("quay.io/x/y:1").Allowed)
 	}
 }
+
+// FuzzDefaulterInPlace: whatever the object, the write path's in-place defaulting
+// (Chain.Apply) leaves it exactly as applying the defaulter's patch does (Chain.Mutate).
+func FuzzDefaulterInPlace(f *testing.F) {
+	for _, seed := range []string{
+		`{"metadata":{"name":"a"},"spec":{"image":"nginx","replicas":1}}`,
+		`{"metadata":{"name":"a","labels":{"app.kubernetes.io/managed-by":"someone"},"annotations":"x"},"spec":{"strategy":""}}`,
+		`{"metadata":{"labels":null},"spec":null}`,
+		`{"metadata":"x","spec":"y"}`,
+		`{}`,
+		`{"metadata":{"labels":{"app.kubernetes.io/managed-by":"elide-operator"},"annotations":{"elide.dev/webhook-mutated":"true"}},"spec":{"strategy":"Recreate"}}`,
+	} {
+		f.Add(seed)
+	}
+	chain, err := application.NewChain(application.ChainConfig{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		decode := func() map[string]any {
+			d := json.NewDecoder(strings.NewReader(src))
+			d.UseNumber()
+			var obj map[string]any
+			if d.Decode(&obj) != nil || obj == nil {
+				return nil
+			}
+			return obj
+		}
+		patched, inPlace := decode(), decode()
+		if patched == nil {
+			return
+		}
+		req := func(obj map[string]any) *webhooks.Request {
+			return &webhooks.Request{Operation: webhooks.Create, Object: obj,
+				Resource: metav1.GroupVersionResource{Group: "cloudnative.elide.dev", Version: "v1", Resource: "applications"}}
+		}
+		r1, r2 := req(patched), req(inPlace)
+		res1, err1 := chain.Mutate(context.Background(), r1)
+		res2, err2 := chain.Apply(context.Background(), r2)
+		require.Equal(t, err1 == nil, err2 == nil, "%v / %v", err1, err2)
+		assert.Equal(t, res1.Allowed, res2.Allowed)
+		assert.Equal(t, r1.Object, r2.Object, "%s", src)
+		assert.Empty(t, res2.Patch, "Apply returns no patch")
+	})
+}

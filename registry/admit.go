@@ -40,7 +40,7 @@ func (s *Store) admit(ctx context.Context, r admitRequest) ([]string, error) {
 	var req *webhooks.Request
 	if s.cfg.Admission != nil {
 		req = s.admissionRequest(r.t, r.op, r.obj, r.old, r.o)
-		mres, err := s.cfg.Admission.Mutate(ctx, req)
+		mres, err := s.cfg.Admission.Apply(ctx, req)
 		if err != nil {
 			return nil, err
 		}
@@ -87,7 +87,7 @@ func (s *Store) admitStatus(ctx context.Context, t Target, obj, cur map[string]a
 		return warnings, validate(t, obj)
 	}
 	req := s.admissionRequest(t, webhooks.Update, obj, cur, o)
-	mres, err := s.cfg.Admission.Mutate(ctx, req)
+	mres, err := s.cfg.Admission.Apply(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ func (s *Store) admitDelete(ctx context.Context, t Target, pre cache.Preconditio
 		}
 		opts["preconditions"] = p
 	}
-	res, err := s.cfg.Admission.Mutate(ctx, req)
+	res, err := s.cfg.Admission.Apply(ctx, req)
 	if err == nil && res.Allowed {
 		res = s.cfg.Admission.Validate(ctx, req)
 	}

@@ -79,11 +79,16 @@ func (c *Chain) handlers(mutating bool) []Named {
 }
 
 func (c *Chain) run(ctx context.Context, h Named, req *Request) Response {
+	return c.runWith(ctx, h, req, h.Handler.Handle)
+}
+
+// runWith asks h about req through handle (its Handle or HandleInPlace), if h matches req.
+func (c *Chain) runWith(ctx context.Context, h Named, req *Request, handle func(context.Context, *Request) Response) Response {
 	if h.Matches != nil && !h.Matches(req) {
 		return Allowed()
 	}
 	start := time.Now()
-	res := h.Handler.Handle(ctx, req)
+	res := handle(ctx, req)
 	if c.Recorder != nil {
 		c.Recorder.ObserveWebhook(h.Name, string(req.Operation), res.Allowed, time.Since(start))
 	}
@@ -95,9 +100,25 @@ func (c *Chain) run(ctx context.Context, h Named, req *Request) Response {
 // warning, and the first denial, if any (Allowed false). On DELETE there is no object to
 // mutate: handlers are asked (and may deny) but their patches are not applied.
 func (c *Chain) Mutate(ctx context.Context, req *Request) (Response, error) {
+	return c.mutate(ctx, req, false)
+}
+
+// Apply is Mutate for the write path, which needs the mutated object and not the patch: a
+// handler that implements InPlace makes its changes to req.Object directly, and the Response
+// holds no patch.
+func (c *Chain) Apply(ctx context.Context, req *Request) (Response, error) {
+	return c.mutate(ctx, req, true)
+}
+
+func (c *Chain) mutate(ctx context.Context, req *Request, apply bool) (Response, error) {
 	out := Response{Allowed: true}
 	for _, h := range c.handlers(true) {
-		res := c.run(ctx, h, req)
+		var res Response
+		if ip, ok := h.Handler.(InPlace); ok && apply && req.Operation != Delete {
+			res = c.runWith(ctx, h, req, ip.HandleInPlace)
+		} else {
+			res = c.runWith(ctx, h, req, h.Handler.Handle)
+		}
 		out.Warnings = append(out.Warnings, res.Warnings...)
 		if !res.Allowed {
 			out.Allowed, out.Result = false, res.Result
@@ -111,7 +132,9 @@ func (c *Chain) Mutate(ctx context.Context, req *Request) (Response, error) {
 			return Response{}, fmt.Errorf("webhooks: applying the patch of %s: %w", h.Name, err)
 		}
 		req.Object = obj
-		out.Patch = append(out.Patch, res.Patch...)
+		if !apply {
+			out.Patch = append(out.Patch, res.Patch...)
+		}
 		out.External = out.External || h.External
 	}
 	return out, nil

@@ -76,6 +76,14 @@ type Handler interface {
 	Handle(ctx context.Context, req *Request) Response
 }
 
+// InPlace is a mutating Handler that can also make its changes to req.Object itself
+// (Chain.Apply, the write path): the very changes its patch makes, without building the patch
+// or copying its values. Its Response then carries no Patch.
+type InPlace interface {
+	Handler
+	HandleInPlace(ctx context.Context, req *Request) Response
+}
+
 // HandlerFunc adapts a function to Handler.
 type HandlerFunc func(ctx context.Context, req *Request) Response
 

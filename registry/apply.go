@@ -72,13 +72,15 @@ func (s *Store) applyObject(k *kinds.Kind, live, applied map[string]any, manager
 	return out.(*unstructured.Unstructured).Object, nil
 }
 
-// trackUpdate records manager's ownership of what it changed from live to next, when live is
+// trackUpdate records the ownership of what the write (its field manager, or its user agent)
+// changed from live to next, when live is
 // already tracked. An object nested too deeply to track is refused (checkDepth).
-func (s *Store) trackUpdate(t Target, live, next map[string]any, manager string) (map[string]any, error) {
+func (s *Store) trackUpdate(t Target, live, next map[string]any, o Options) (map[string]any, error) {
 	md, _ := live["metadata"].(map[string]any)
 	if _, tracked := md["managedFields"]; !tracked {
 		return next, nil
 	}
+	manager := managerOrUserAgent(o.FieldManager, o.UserAgent)
 	if err := checkDepth(t, next, "an object whose fields are managed"); err != nil {
 		return nil, err
 	}

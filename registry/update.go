@@ -58,7 +58,7 @@ func (s *Store) update(ctx context.Context, t Target, o Options, mutate MutateFu
 			return cache.Update{}, err
 		}
 		if t.Sub == "" && !o.applying {
-			if next, err = s.trackUpdate(t, cur, next, managerOrUserAgent(o.FieldManager, o.UserAgent)); err != nil {
+			if next, err = s.trackUpdate(t, cur, next, o); err != nil {
 				return cache.Update{}, err
 			}
 		}

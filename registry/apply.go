@@ -73,8 +73,8 @@ func (s *Store) applyObject(k *kinds.Kind, live, applied map[string]any, manager
 }
 
 // trackUpdate records the ownership of what the write (its field manager, or its user agent)
-// changed from live to next, when live is
-// already tracked. An object nested too deeply to track is refused (checkDepth).
+// changed from live to next, when live is already tracked. An object nested too deeply to
+// track is refused (checkDepth).
 func (s *Store) trackUpdate(t Target, live, next map[string]any, o Options) (map[string]any, error) {
 	md, _ := live["metadata"].(map[string]any)
 	if _, tracked := md["managedFields"]; !tracked {

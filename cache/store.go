@@ -115,27 +115,46 @@ func withVersion(o *Object, from string, rv uint64) *Object {
 	if o == nil {
 		return nil
 	}
-	var oldBuf, newBuf [64]byte
-	old := appendVersionField(oldBuf[:0], from)
-	i := bytes.Index(o.raw, old)
-	if i < 0 || bytes.Contains(o.raw[i+len(old):], old) {
+	var newBuf [64]byte
+	i := versionFieldAt(o.raw, from)
+	if i < 0 {
 		return nil
 	}
-	nw := strconv.AppendUint(append(newBuf[:0], `"resourceVersion":"`...), rv, 10)
+	old := len(versionFieldPrefix) + len(from) + 1
+	nw := strconv.AppendUint(append(newBuf[:0], versionFieldPrefix...), rv, 10)
 	nw = append(nw, '"')
-	raw := make([]byte, 0, len(o.raw)-len(old)+len(nw))
-	raw = append(append(append(raw, o.raw[:i]...), nw...), o.raw[i+len(old):]...)
+	raw := make([]byte, 0, len(o.raw)-old+len(nw))
+	raw = append(append(append(raw, o.raw[:i]...), nw...), o.raw[i+old:]...)
 	next := *o
 	next.rv = rv
 	next.raw = raw
 	return &next
 }
 
-// appendVersionField appends the resourceVersion member holding rv, as encoded.
-func appendVersionField(b []byte, rv string) []byte {
-	b = append(b, `"resourceVersion":"`...)
-	b = append(b, rv...)
-	return append(b, '"')
+// versionFieldPrefix is how an encoded resourceVersion member begins.
+const versionFieldPrefix = `"resourceVersion":"`
+
+// versionFieldAt returns where raw holds the member "resourceVersion":"<rv>", or -1 when it
+// holds it nowhere or more than once. It looks for the digits of rv, far rarer in JSON than
+// the quote the member begins with (every string's), then checks what surrounds them.
+func versionFieldAt(raw []byte, rv string) int {
+	at := -1
+	for off := 0; off < len(raw); {
+		j := bytes.Index(raw[off:], []byte(rv))
+		if j < 0 {
+			break
+		}
+		j += off
+		end := j + len(rv)
+		if j >= len(versionFieldPrefix) && string(raw[j-len(versionFieldPrefix):j]) == versionFieldPrefix && end < len(raw) && raw[end] == '"' {
+			if at >= 0 {
+				return -1
+			}
+			at = j - len(versionFieldPrefix)
+		}
+		off = j + 1
+	}
+	return at
 }
 
 // checkPreconditions returns ErrConflict when cur does not satisfy pre.
@@ -234,9 +253,9 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key Key, pre Preconditions
 // sameButVersion reports whether next (encoded with rvPlaceholder) equals cur (encoded at
 // version curRV) in everything but the version.
 func sameButVersion(next, cur []byte, curRV string) bool {
-	i := bytes.Index(next, rvPlaceholderField)
+	i := versionFieldAt(next, rvPlaceholder)
 	if i < 0 {
-		return false
+		return false // absent, or there twice: not worth comparing
 	}
 	curField := string(versionField(curRV))
 	rest := next[i+len(rvPlaceholderField):]

@@ -48,18 +48,7 @@ func (s *Store) CreateEncoded(_ context.Context, key Key, e Encoded, opts WriteO
 		pairs(e.Fields).sortInPlace()
 		pre.meta, pre.ends = e.Fields, [3]uint32{0, 0, uint32(len(e.Fields))}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, newErr(ErrClosed, key, "")
-	}
-	if s.getLocked(key) != nil {
-		return nil, newErr(ErrAlreadyExists, key, "")
-	}
-	o := withVersion(pre, rvPlaceholder, s.rv+1)
-	if o == nil { // no placeholder, or more than one
-		return nil, invalid
-	}
-	s.commitLocked(Added, o, nil)
-	return o, nil
+	return s.commitNew(key, pre, false, func(uint64) (*Object, error) {
+		return nil, invalid // no placeholder, or more than one
+	})
 }

@@ -75,6 +75,17 @@ func (s *Store) Create(_ context.Context, key Key, obj map[string]any, opts Writ
 		return nil, err
 	}
 	defer s.putScratch(bp)
+	return s.commitNew(key, pre, opts.DryRun, func(rv uint64) (*Object, error) {
+		md["resourceVersion"] = formatRV(rv)
+		return s.build(key, obj)
+	})
+}
+
+// commitNew stores pre (encoded with rvPlaceholder) at key unless something is there: under the
+// lock it takes the next version and puts it in pre's encoding, or, when that cannot be done
+// in place (the placeholder is there twice), asks encode for the object at that version. A dry
+// run returns pre with a copy of its encoding.
+func (s *Store) commitNew(key Key, pre *Object, dryRun bool, encode func(rv uint64) (*Object, error)) (*Object, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -83,14 +94,14 @@ func (s *Store) Create(_ context.Context, key Key, obj map[string]any, opts Writ
 	if s.getLocked(key) != nil {
 		return nil, newErr(ErrAlreadyExists, key, "")
 	}
-	if opts.DryRun {
+	if dryRun {
 		pre.raw = bytes.Clone(pre.raw)
 		return pre, nil
 	}
 	o := withVersion(pre, rvPlaceholder, s.rv+1)
 	if o == nil {
-		md["resourceVersion"] = formatRV(s.rv + 1)
-		if o, err = s.build(key, obj); err != nil {
+		var err error
+		if o, err = encode(s.rv + 1); err != nil {
 			return nil, err
 		}
 	}

@@ -96,7 +96,10 @@ func FuzzRecorderEvent(f *testing.F) {
 	})
 }
 
-func TestRecorderEventsMeetConfiguredWebhooks(t *testing.T) {
+// TestRecorderEventsGoThroughAConfiguredChain: with admission handlers configured, the
+// recorder's Events take the full write path and the chain decides (the handlers of package
+// hooks leave opemu's own Events out); one that matches them is asked and its patch applies.
+func TestRecorderEventsGoThroughAConfiguredChain(t *testing.T) {
 	t.Parallel()
 	e := newOwnPathEnv(t, 0)
 	seen := 0

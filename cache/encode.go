@@ -3,7 +3,6 @@ package cache
 import (
 	"bytes"
 	"encoding/json"
-	"hash/maphash"
 	"io"
 	"slices"
 	"strconv"
@@ -95,83 +94,87 @@ func (s *WatchCache) indexed(key Key, obj map[string]any, raw []byte) *Object {
 // maxMetaScratch is the largest metadata buffer a WatchCache keeps for reuse.
 const maxMetaScratch = 1 << 10
 
-// specSeed seeds SpecHash: a process-wide constant once chosen, so the hashes of one process
-// compare equal (they are never stored or sent).
-var specSeed = maphash.MakeSeed()
-
-// SpecHash hashes everything outside metadata and status (and apiVersion and kind): the part
-// whose change bumps metadata.generation. It walks the decoded object (keys in sorted order,
-// numbers as their JSON text), so equal JSON hashes equal without encoding it a second time.
-// The write path compares the hashes of an update's next and current objects, both decoded;
-// the store does not keep it (most objects are never updated).
-func SpecHash(obj map[string]any) uint64 {
-	var h maphash.Hash
-	h.SetSeed(specSeed)
-	var small [16]string // on the stack for the usual handful of fields
-	keys := small[:0]
-	for k := range obj {
-		if k != "metadata" && k != "status" && k != "apiVersion" && k != "kind" {
-			keys = append(keys, k)
+// SameSpec reports whether a and b agree on everything outside metadata and status (and
+// apiVersion and kind): the part whose change bumps metadata.generation. Numbers compare as
+// their JSON text, whatever Go type holds them, so an object stamped by Go code equals the
+// same object decoded. The write path compares an update's next and current objects.
+func SameSpec(a, b map[string]any) bool {
+	n := 0
+	for k, va := range a {
+		if notSpec(k) {
+			continue
+		}
+		vb, ok := b[k]
+		if !ok || !sameJSON(va, vb) {
+			return false
+		}
+		n++
+	}
+	for k := range b {
+		if !notSpec(k) {
+			n--
 		}
 	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		h.WriteString(k)
-		h.WriteByte(0)
-		hashValue(&h, obj[k])
-	}
-	return h.Sum64()
+	return n == 0
 }
 
-// hashValue writes v to h with a type tag, so "1" and 1, or {} and [], differ.
-func hashValue(h *maphash.Hash, v any) {
-	switch v := v.(type) {
-	case nil:
-		h.WriteByte('n')
-	case bool:
-		if v {
-			h.WriteByte('t')
-		} else {
-			h.WriteByte('f')
-		}
-	case string:
-		h.WriteByte('s')
-		h.WriteString(v)
-		h.WriteByte(0)
-	case json.Number:
-		h.WriteByte('#')
-		h.WriteString(string(v))
-		h.WriteByte(0)
-	case []any:
-		h.WriteByte('[')
-		for _, e := range v {
-			hashValue(h, e)
-		}
-		h.WriteByte(']')
+func notSpec(k string) bool {
+	return k == "metadata" || k == "status" || k == "apiVersion" || k == "kind"
+}
+
+// sameJSON reports whether a and b are the same JSON value (numbers by their JSON text).
+func sameJSON(a, b any) bool {
+	switch a := a.(type) {
 	case map[string]any:
-		h.WriteByte('{')
-		var small [16]string
-		keys := small[:0]
-		for k := range v {
-			keys = append(keys, k)
+		m, ok := b.(map[string]any)
+		if !ok || len(m) != len(a) {
+			return false
 		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			h.WriteString(k)
-			h.WriteByte(0)
-			hashValue(h, v[k])
+		for k, v := range a {
+			if w, ok := m[k]; !ok || !sameJSON(v, w) {
+				return false
+			}
 		}
-		h.WriteByte('}')
-	case int64: // stamped by the write path (generation, an Event's count)
-		h.WriteByte('#')
-		var buf [20]byte
-		h.Write(strconv.AppendInt(buf[:0], v, 10))
-		h.WriteByte(0)
-	default:
-		// Other numbers (int, float64 from Go callers): their JSON text, as json.Number has.
-		b, _ := json.Marshal(v)
-		h.WriteByte('#')
-		h.Write(b)
-		h.WriteByte(0)
+		return true
+	case []any:
+		l, ok := b.([]any)
+		if !ok || len(l) != len(a) {
+			return false
+		}
+		for i := range a {
+			if !sameJSON(a[i], l[i]) {
+				return false
+			}
+		}
+		return true
+	case string:
+		s, ok := b.(string)
+		return ok && s == a
+	case bool:
+		v, ok := b.(bool)
+		return ok && v == a
+	case nil:
+		return b == nil
 	}
+	var bufA, bufB [32]byte
+	ta, okA := appendNumber(bufA[:0], a)
+	tb, okB := appendNumber(bufB[:0], b)
+	return okA && okB && string(ta) == string(tb)
+}
+
+// appendNumber appends v's JSON text when v is a number (json.Number, or a Go number the write
+// path or a Go caller put there).
+func appendNumber(b []byte, v any) ([]byte, bool) {
+	switch v := v.(type) {
+	case json.Number:
+		return append(b, v...), true
+	case int64:
+		return strconv.AppendInt(b, v, 10), true
+	case int:
+		return strconv.AppendInt(b, int64(v), 10), true
+	case map[string]any, []any, string, bool, nil:
+		return b, false
+	}
+	text, err := json.Marshal(v)
+	return append(b, text...), err == nil
 }

@@ -7,21 +7,36 @@ import (
 
 	"github.com/opemu/opemu/cache"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
-// TestSpecHashNumbers: a number hashes as its JSON text, whatever Go type holds it, so an
-// object stamped by Go code and the same object decoded hash alike; a string does not.
-func TestSpecHashNumbers(t *testing.T) {
-	decoded := cache.SpecHash(map[string]any{"count": json.Number("42"), "spec": map[string]any{"n": json.Number("-7")}})
-	for _, v := range []map[string]any{
-		{"count": int64(42), "spec": map[string]any{"n": int64(-7)}},
-		{"count": 42, "spec": map[string]any{"n": -7}},
-		{"count": 42.0, "spec": map[string]any{"n": json.Number("-7")}},
+// TestSameSpec: a number compares as its JSON text, whatever Go type holds it, so an object
+// stamped by Go code and the same object decoded are the same; a string is not a number, and
+// metadata and status are not spec.
+func TestSameSpec(t *testing.T) {
+	decoded := map[string]any{"count": json.Number("42"), "spec": map[string]any{"n": json.Number("-7"), "l": []any{"a", true, nil}}}
+	for _, tc := range []struct {
+		name string
+		obj  map[string]any
+		same bool
+	}{
+		{"int64", map[string]any{"count": int64(42), "spec": map[string]any{"n": int64(-7), "l": []any{"a", true, nil}}}, true},
+		{"int", map[string]any{"count": 42, "spec": map[string]any{"n": -7, "l": []any{"a", true, nil}}}, true},
+		{"float64", map[string]any{"count": 42.0, "spec": map[string]any{"n": json.Number("-7"), "l": []any{"a", true, nil}}}, true},
+		{"metadata and status differ", map[string]any{"count": json.Number("42"), "spec": map[string]any{"n": json.Number("-7"), "l": []any{"a", true, nil}}, "metadata": map[string]any{"generation": int64(3)}, "status": "x"}, true},
+		{"a string for a number", map[string]any{"count": "42", "spec": map[string]any{"n": json.Number("-7"), "l": []any{"a", true, nil}}}, false},
+		{"another number", map[string]any{"count": json.Number("43"), "spec": map[string]any{"n": json.Number("-7"), "l": []any{"a", true, nil}}}, false},
+		{"a member more", map[string]any{"count": json.Number("42"), "extra": nil, "spec": map[string]any{"n": json.Number("-7"), "l": []any{"a", true, nil}}}, false},
+		{"a member less", map[string]any{"spec": map[string]any{"n": json.Number("-7"), "l": []any{"a", true, nil}}}, false},
+		{"a list item differs", map[string]any{"count": json.Number("42"), "spec": map[string]any{"n": json.Number("-7"), "l": []any{"a", false, nil}}}, false},
+		{"a list shorter", map[string]any{"count": json.Number("42"), "spec": map[string]any{"n": json.Number("-7"), "l": []any{"a", true}}}, false},
+		{"null for an object", map[string]any{"count": json.Number("42"), "spec": nil}, false},
 	} {
-		assert.Equal(t, decoded, cache.SpecHash(v), "%v", v)
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.same, cache.SameSpec(decoded, tc.obj))
+			assert.Equal(t, tc.same, cache.SameSpec(tc.obj, decoded))
+		})
 	}
-	assert.NotEqual(t, decoded, cache.SpecHash(map[string]any{"count": "42", "spec": map[string]any{"n": json.Number("-7")}}))
-	assert.Equal(t, decoded, cache.SpecHash(map[string]any{"count": json.Number("42"), "spec": map[string]any{"n": json.Number("-7")}, "metadata": map[string]any{"generation": int64(3)}}), "metadata is not spec")
 }
 
 // TestIndexedParts: a stored object's labels, annotations, selectable fields and finalizers
@@ -127,4 +142,31 @@ func TestCreateEncoded(t *testing.T) {
 	}
 	_, err = s.CreateEncoded(t.Context(), other, enc(good), cache.WriteOptions{DryRun: true})
 	assert.ErrorIs(t, err, cache.ErrInvalid, "no dry run")
+}
+
+// FuzzSameSpec: two decoded objects are the same spec exactly when their encodings without
+// metadata, status, apiVersion and kind are the same bytes.
+func FuzzSameSpec(f *testing.F) {
+	f.Add(`{"spec":{"a":1,"b":[1,"x"]},"metadata":{"n":1}}`, `{"spec":{"b":[1,"x"],"a":1}}`)
+	f.Add(`{"spec":{"a":1.0}}`, `{"spec":{"a":1}}`)
+	f.Add(`{"spec":null,"x":{}}`, `{"x":{},"spec":null}`)
+	f.Fuzz(func(t *testing.T, a, b string) {
+		ma, errA := cache.DecodeJSON([]byte(a))
+		mb, errB := cache.DecodeJSON([]byte(b))
+		if errA != nil || errB != nil {
+			return
+		}
+		spec := func(m map[string]any) []byte {
+			c := map[string]any{}
+			for k, v := range m {
+				if k != "metadata" && k != "status" && k != "apiVersion" && k != "kind" {
+					c[k] = v
+				}
+			}
+			raw, err := cache.EncodeJSON(c)
+			require.NoError(t, err, "what was decoded encodes")
+			return raw
+		}
+		assert.Equal(t, string(spec(ma)) == string(spec(mb)), cache.SameSpec(ma, mb), "%s / %s", a, b)
+	})
 }

@@ -59,7 +59,7 @@ func stampUpdate(t Target, cur *cache.Object, old, next map[string]any) (removin
 		}
 	}
 	gen := cur.Generation()
-	if cache.SpecHash(next) != cache.SpecHash(old) {
+	if !cache.SameSpec(next, old) {
 		gen++
 	}
 	md["generation"] = json.Number(strconv.FormatInt(gen, 10))

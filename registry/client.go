@@ -97,8 +97,8 @@ func (c *Client) CreateEvent(ctx context.Context, ev events.Stored) (*cache.Obje
 
 // RemoveEvent removes the Event at key as its expiry does: at once, whatever finalizers it
 // has and with no admission, the way etcd's lease removes an expired Event under
-// kube-apiserver. The recorder calls it for the Events its limit and TTL drop; a missing
-// Event is not an error.
+// kube-apiserver. The recorder calls it for the Events its limit and TTL drop, once it has
+// forgotten them (so the limit is not told again); a missing Event is not an error.
 func (c *Client) RemoveEvent(ctx context.Context, key cache.Key) error {
 	if key.GroupResource() != events.Resource {
 		return fmt.Errorf("registry: RemoveEvent of %s", key)
@@ -110,7 +110,8 @@ func (c *Client) RemoveEvent(ctx context.Context, key cache.Key) error {
 	if err != nil {
 		return err
 	}
-	c.s.afterRemove(ctx, key)
+	// The recorder forgot it already: only a Terminating namespace may have waited for it.
+	_, _ = c.s.finishNamespace(ctx, key.Namespace)
 	return nil
 }
 

@@ -3,7 +3,6 @@ package registry
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
@@ -33,7 +32,7 @@ func (s *Store) recordWrite(ctx context.Context, t Target, o Options, obj *cache
 	s.cfg.Events.Record(ctx, events.Event{
 		Object: ref(t, obj.Key().Name, obj.UID(), obj.ResourceVersion()),
 		Type:   events.TypeNormal, Severity: events.Info, Reason: reason, Source: eventSource(o),
-		Message: fmt.Sprintf("%s %s %s", verb, t.Kind.Kind, objectName(obj.Key())),
+		Message: verb + " " + t.Kind.Kind + " " + objectName(obj.Key()),
 	})
 }
 

@@ -3,6 +3,7 @@ package cache_test
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/opemu/opemu/cache"
@@ -135,6 +136,16 @@ func TestCreateEncoded(t *testing.T) {
 
 	_, err = s.CreateEncoded(t.Context(), key, enc(good), cache.WriteOptions{})
 	assert.ErrorIs(t, err, cache.ErrAlreadyExists)
+	for name, at := range map[string]int{"told": strings.Index(good, `"resourceVersion"`), "told wrong": 3} {
+		e := enc(good)
+		e.VersionAt = at
+		k := cache.Key{Resource: "events", Namespace: "ns", Name: "at-" + strings.ReplaceAll(name, " ", "-")}
+		o, err := s.CreateEncoded(t.Context(), k, e, cache.WriteOptions{})
+		if assert.NoError(t, err, name) {
+			assert.Contains(t, string(o.Raw()), `"resourceVersion":"`+strconv.FormatUint(o.ResourceVersion(), 10)+`"`, name)
+			assert.True(t, json.Valid(o.Raw()), name)
+		}
+	}
 	other := cache.Key{Resource: "events", Namespace: "ns", Name: "e2"}
 	for _, body := range []string{`{"metadata":{"name":"e2"}}`, `{"a":{"resourceVersion":"` + cache.RVPlaceholder + `"},"metadata":{"resourceVersion":"` + cache.RVPlaceholder + `"}}`} {
 		_, err = s.CreateEncoded(t.Context(), other, enc(body), cache.WriteOptions{})
@@ -169,4 +180,33 @@ func FuzzSameSpec(f *testing.F) {
 		}
 		assert.Equal(t, string(spec(ma)) == string(spec(mb)), cache.SameSpec(ma, mb), "%s / %s", a, b)
 	})
+}
+
+// TestVersionWhereTheStoreWroteIt: an object whose spec holds the very member the store writes
+// (the same resourceVersion, nested) still gets its version in its metadata, through an update
+// and a delete, and its spec is left as it was.
+func TestVersionWhereTheStoreWroteIt(t *testing.T) {
+	s := cache.New(cache.Config{})
+	defer s.Close()
+	key := cache.Key{Resource: "things", Namespace: "ns", Name: "t"}
+	o, err := s.Create(t.Context(), key, map[string]any{"metadata": map[string]any{"name": "t"}}, cache.WriteOptions{})
+	require.NoError(t, err)
+	next := strconv.FormatUint(o.ResourceVersion()+1, 10) // what the update below is given
+	o, err = s.GuaranteedUpdate(t.Context(), key, cache.Preconditions{}, func(cur *cache.Object) (cache.Update, error) {
+		obj, err := cur.Decode()
+		if err != nil {
+			return cache.Update{}, err
+		}
+		obj["spec"] = map[string]any{"copy": map[string]any{"resourceVersion": next}}
+		return cache.Update{Object: obj}, nil
+	}, cache.WriteOptions{})
+	require.NoError(t, err)
+	require.Equal(t, next, strconv.FormatUint(o.ResourceVersion(), 10))
+	gone, err := s.Delete(t.Context(), key, cache.Preconditions{}, cache.WriteOptions{})
+	require.NoError(t, err)
+	obj, err := gone.Decode()
+	require.NoError(t, err)
+	assert.Equal(t, strconv.FormatUint(gone.ResourceVersion(), 10), obj["metadata"].(map[string]any)["resourceVersion"])
+	assert.Equal(t, next, obj["spec"].(map[string]any)["copy"].(map[string]any)["resourceVersion"], "the spec is untouched")
+	assert.NotEqual(t, next, strconv.FormatUint(gone.ResourceVersion(), 10))
 }

@@ -14,6 +14,10 @@ type Encoded struct {
 	// namespace, uid and generation. The store copies it: the caller may reuse the buffer once
 	// CreateEncoded returns.
 	JSON []byte
+	// VersionAt is where JSON's metadata.resourceVersion member begins (its quote), so the
+	// store need not search for it; zero when the writer does not know (no member begins an
+	// object). A wrong one is found wrong, and the store searches.
+	VersionAt int
 	// UID and Generation are metadata.uid and metadata.generation as JSON holds them.
 	UID        string
 	Generation int64
@@ -44,6 +48,9 @@ func (s *Store) CreateEncoded(_ context.Context, key Key, e Encoded, opts WriteO
 	}
 	key = Key{Group: intern(key.Group), Resource: intern(key.Resource), Namespace: intern(key.Namespace), Name: strings.Clone(key.Name)}
 	pre := &Object{key: key, raw: e.JSON, uid: e.UID, generation: e.Generation}
+	if e.VersionAt > 0 && e.VersionAt < len(e.JSON) {
+		pre.rvAt = uint32(e.VersionAt + 1)
+	}
 	if len(e.Fields) > 0 {
 		pairs(e.Fields).sortInPlace()
 		pre.meta, pre.ends = e.Fields, [3]uint32{0, 0, uint32(len(e.Fields))}

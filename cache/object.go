@@ -55,8 +55,11 @@ type Object struct {
 	// the collector to scan, not one per part: the labels, annotations and selectable fields
 	// (beyond metadata.name and metadata.namespace, which come from key) as pairs, then the
 	// finalizers. ends[i] is where part i stops; nil when the object has none of them.
-	meta     []string
-	ends     [3]uint32
+	meta []string
+	ends [3]uint32
+	// rvAt is 1 + where raw's metadata.resourceVersion member begins, when the store wrote it
+	// there (withVersion), so restamping it needs no search; 0 when unknown.
+	rvAt     uint32
 	deleting bool
 }
 

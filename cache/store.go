@@ -127,8 +127,10 @@ func withVersion(o *Object, from string, rv uint64) *Object {
 		return nil
 	}
 	var newBuf [64]byte
-	i := versionFieldAt(o.raw, from)
-	if i < 0 {
+	i := -1
+	if at := int(o.rvAt) - 1; at >= 0 && hasVersionFieldAt(o.raw, at, from) {
+		i = at // where the store wrote it: no search, and no doubt which one it is
+	} else if i = versionFieldAt(o.raw, from); i < 0 {
 		return nil
 	}
 	old := len(versionFieldPrefix) + len(from) + 1
@@ -139,7 +141,15 @@ func withVersion(o *Object, from string, rv uint64) *Object {
 	next := *o
 	next.rv = rv
 	next.raw = raw
+	next.rvAt = uint32(i + 1)
 	return &next
+}
+
+// hasVersionFieldAt reports whether raw holds the member "resourceVersion":"<rv>" at at.
+func hasVersionFieldAt(raw []byte, at int, rv string) bool {
+	end := at + len(versionFieldPrefix) + len(rv)
+	return end < len(raw) && string(raw[at:at+len(versionFieldPrefix)]) == versionFieldPrefix &&
+		string(raw[at+len(versionFieldPrefix):end]) == rv && raw[end] == '"'
 }
 
 // versionFieldPrefix is how an encoded resourceVersion member begins.

@@ -90,8 +90,9 @@ func (c *Client) CreateEvent(ctx context.Context, ev events.Stored) (*cache.Obje
 		bp := eventBuffers.Get().(*[]byte)
 		defer eventBuffers.Put(bp)
 		uid := c.s.cfg.NewUID()
-		*bp = encodeEvent((*bp)[:0], ev, lastSeen, uid, c.s.now())
-		return enc.CreateEncoded(ctx, key, cache.Encoded{JSON: *bp, UID: uid, Generation: 1, Fields: fields}, c.s.writeOptions(key, o))
+		var at int
+		*bp, at = encodeEvent((*bp)[:0], ev, lastSeen, uid, c.s.now())
+		return enc.CreateEncoded(ctx, key, cache.Encoded{JSON: *bp, VersionAt: at, UID: uid, Generation: 1, Fields: fields}, c.s.writeOptions(key, o))
 	})
 }
 

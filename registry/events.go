@@ -143,8 +143,8 @@ var eventBuffers = sync.Pool{New: func() any { return new([]byte) }}
 // encodeEvent appends the recorder's Event ev as Stored.Object spells it (ts: its Time as
 // RFC 3339 in UTC), stamped with uid and the creation time now and carrying
 // cache.RVPlaceholder, exactly as the store's encoder would write that map (keys sorted;
-// FuzzEncodeEvent compares the two).
-func encodeEvent(b []byte, ev events.Stored, ts, uid, now string) []byte {
+// FuzzEncodeEvent compares the two), and where its resourceVersion member begins.
+func encodeEvent(b []byte, ev events.Stored, ts, uid, now string) (_ []byte, versionAt int) {
 	e, o := ev.Event, ev.Event.Object
 	str := cache.AppendString
 	b = append(b, `{"apiVersion":"v1","count":1,"eventTime":null,"firstTimestamp":"`...)
@@ -161,6 +161,7 @@ func encodeEvent(b []byte, ev events.Stored, ts, uid, now string) []byte {
 	b = str(append(b, `,"metadata":{"creationTimestamp":`...), now)
 	b = str(append(b, `,"generation":1,"name":`...), ev.Key.Name)
 	b = str(append(b, `,"namespace":`...), ev.Key.Namespace)
+	versionAt = len(b) + 1 // after the comma
 	b = append(b, `,"resourceVersion":"`+cache.RVPlaceholder+`","uid":`...)
 	b = str(b, uid)
 	b = str(append(b, `},"reason":`...), e.Reason)
@@ -170,7 +171,7 @@ func encodeEvent(b []byte, ev events.Stored, ts, uid, now string) []byte {
 	b = str(append(b, `,"source":{"component":`...), e.Source)
 	b = str(append(b, `,"host":`...), ev.Host)
 	b = str(append(b, `},"type":`...), e.Type)
-	return append(b, '}')
+	return append(b, '}'), versionAt
 }
 
 // eventFields are the selectable fields of the recorder's Event ev (ts: its Time as RFC 3339 in

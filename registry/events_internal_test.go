@@ -2,6 +2,7 @@ package registry
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,6 +29,8 @@ func FuzzEncodeEvent(f *testing.F) {
 		md["uid"], md["creationTimestamp"], md["generation"], md["resourceVersion"] = uid, "2026-11-24T09:00:00Z", json.Number("1"), cache.RVPlaceholder
 		want, err := cache.EncodeJSON(obj)
 		require.NoError(t, err)
-		require.Equal(t, string(want), string(encodeEvent(nil, ev, ev.Time.UTC().Format(time.RFC3339), uid, "2026-11-24T09:00:00Z")))
+		got, at := encodeEvent(nil, ev, ev.Time.UTC().Format(time.RFC3339), uid, "2026-11-24T09:00:00Z")
+		require.Equal(t, string(want), string(got))
+		require.True(t, strings.HasPrefix(string(got[at:]), `"resourceVersion":"`+cache.RVPlaceholder+`"`), "versionAt points at the member")
 	})
 }

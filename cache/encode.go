@@ -76,7 +76,7 @@ func (s *WatchCache) indexed(key Key, obj map[string]any, raw []byte) *Object {
 	o.ends[1] = uint32(len(m))
 	if s.cfg.SelectableFields != nil {
 		m = s.cfg.SelectableFields(key.GroupResource(), obj, m)
-		pairs(m[o.ends[1]:]).sortInPlace()
+		pairs(m[o.ends[1]:]).sort()
 	}
 	o.ends[2] = uint32(len(m))
 	m = appendStrings(m, md["finalizers"])

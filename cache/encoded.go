@@ -52,7 +52,7 @@ func (s *Store) CreateEncoded(_ context.Context, key Key, e Encoded, opts WriteO
 		pre.rvAt = uint32(e.VersionAt + 1)
 	}
 	if len(e.Fields) > 0 {
-		pairs(e.Fields).sortInPlace()
+		pairs(e.Fields).sort()
 		pre.meta, pre.ends = e.Fields, [3]uint32{0, 0, uint32(len(e.Fields))}
 	}
 	return s.commitNew(key, pre, false, func(uint64) (*Object, error) {

@@ -117,23 +117,33 @@ func (p *parser) object(depth int) (any, bool) {
 		}
 		m[k] = v
 		keys++
-		p.skipSpace()
-		if p.i >= len(p.data) {
+		if more, ok := p.afterItem('}'); !ok {
 			return nil, false
-		}
-		switch p.data[p.i] {
-		case ',':
-			p.i++
-			continue
-		case '}':
-			p.i++
+		} else if !more {
 			if len(m) != keys {
 				p.dups = true
 			}
 			return m, true
 		}
-		return nil, false
 	}
+}
+
+// afterItem reads what follows a member or an element: a comma (more, another follows) or
+// end, which closes the container; ok is false for anything else.
+func (p *parser) afterItem(end byte) (more, ok bool) {
+	p.skipSpace()
+	if p.i >= len(p.data) {
+		return false, false
+	}
+	switch p.data[p.i] {
+	case ',':
+		p.i++
+		return true, true
+	case end:
+		p.i++
+		return false, true
+	}
+	return false, false
 }
 
 func (p *parser) array(depth int) (any, bool) {
@@ -154,19 +164,11 @@ func (p *parser) array(depth int) (any, bool) {
 			return nil, false
 		}
 		a = append(a, v)
-		p.skipSpace()
-		if p.i >= len(p.data) {
+		if more, ok := p.afterItem(']'); !ok {
 			return nil, false
-		}
-		switch p.data[p.i] {
-		case ',':
-			p.i++
-			continue
-		case ']':
-			p.i++
+		} else if !more {
 			return a, true
 		}
-		return nil, false
 	}
 }
 

@@ -1,7 +1,7 @@
 package cache
 
 import (
-	"slices"
+	"sort"
 	"unique"
 )
 
@@ -15,17 +15,8 @@ type pairs []string
 // intern returns the canonical copy of s, shared by every object holding the same text.
 func intern(s string) string { return unique.Make(s).Value() }
 
-// pairsOfJSON indexes the string values of a decoded JSON object; other values are skipped.
-func pairsOfJSON(v any) pairs {
-	p := appendPairsOfJSON(nil, v)
-	if len(p) == 0 {
-		return nil
-	}
-	return p
-}
-
-// appendPairsOfJSON appends pairsOfJSON(v) to dst: its pairs, interned and sorted, after
-// what dst holds.
+// appendPairsOfJSON appends the string members of v, a decoded JSON object, to dst as pairs,
+// interned and sorted, after what dst holds; other values are skipped.
 func appendPairsOfJSON(dst []string, v any) []string {
 	m, ok := v.(map[string]any)
 	if !ok || len(m) == 0 {
@@ -37,49 +28,31 @@ func appendPairsOfJSON(dst []string, v any) []string {
 			dst = append(dst, intern(k), intern(s))
 		}
 	}
-	pairs(dst[start:]).sortInPlace()
+	pairs(dst[start:]).sort()
 	return dst
 }
 
-// sortInPlace sorts p by key where it is.
-func (p pairs) sortInPlace() {
-	if s := p.sorted(); len(s) > 0 && &s[0] != &p[0] {
-		copy(p, s)
+// sort sorts p by key where it is, allocating nothing: by insertion for the usual few labels
+// or selectable fields, otherwise with sort.Sort moving whole pairs.
+func (p pairs) sort() {
+	if len(p) > 2*smallPairs {
+		sort.Sort(byKey(p))
+		return
+	}
+	for i := 2; i < len(p); i += 2 {
+		for j := i; j > 0 && p[j] < p[j-2]; j -= 2 {
+			p[j], p[j+1], p[j-2], p[j-1] = p[j-2], p[j-1], p[j], p[j+1]
+		}
 	}
 }
 
-// sorted returns p sorted by key; it may sort p in place (callers build p to sort it).
-func (p pairs) sorted() pairs {
-	if len(p) <= 2 {
-		return p
-	}
-	if len(p) <= 2*smallPairs {
-		// In place, by insertion: the usual few labels or selectable fields, no allocation.
-		for i := 2; i < len(p); i += 2 {
-			for j := i; j > 0 && p[j] < p[j-2]; j -= 2 {
-				p[j], p[j+1], p[j-2], p[j-1] = p[j-2], p[j-1], p[j], p[j+1]
-			}
-		}
-		return p
-	}
-	idx := make([]int, len(p)/2)
-	for i := range idx {
-		idx[i] = 2 * i
-	}
-	slices.SortFunc(idx, func(a, b int) int {
-		switch {
-		case p[a] < p[b]:
-			return -1
-		case p[a] > p[b]:
-			return 1
-		}
-		return 0
-	})
-	out := make(pairs, 0, len(p))
-	for _, i := range idx {
-		out = append(out, p[i], p[i+1])
-	}
-	return out
+// byKey sorts pairs by key, a pair at a time.
+type byKey pairs
+
+func (b byKey) Len() int           { return len(b) / 2 }
+func (b byKey) Less(i, j int) bool { return b[2*i] < b[2*j] }
+func (b byKey) Swap(i, j int) {
+	b[2*i], b[2*i+1], b[2*j], b[2*j+1] = b[2*j], b[2*j+1], b[2*i], b[2*i+1]
 }
 
 // smallPairs is how many pairs sorted sorts in place by insertion.

@@ -159,9 +159,9 @@ const versionFieldPrefix = `"resourceVersion":"`
 // holds it nowhere or more than once. It looks for the digits of rv, far rarer in JSON than
 // the quote the member begins with (every string's), then checks what surrounds them.
 func versionFieldAt(raw []byte, rv string) int {
-	at := -1
+	at, digits := -1, []byte(rv)
 	for off := 0; off < len(raw); {
-		j := bytes.Index(raw[off:], []byte(rv))
+		j := bytes.Index(raw[off:], digits)
 		if j < 0 {
 			break
 		}

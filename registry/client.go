@@ -78,22 +78,22 @@ func (c *Client) CreateEvent(ctx context.Context, ev events.Stored) (*cache.Obje
 		return nil, err
 	}
 	o := c.options()
-	enc, direct := c.s.cfg.Storage.(cache.EncodedCreator)
-	lastSeen := ev.Time.UTC().Format(time.RFC3339)
-	fields, known := eventFields(t.Kind, ev, lastSeen)
-	if !direct || !known {
-		obj := ev.Object()
-		c.s.stampCreate(key, metadataOf(obj))
-		return c.s.store(ctx, t.Kind, key, obj, o, false)
+	if enc, direct := c.s.cfg.Storage.(cache.EncodedCreator); direct {
+		lastSeen := ev.Time.UTC().Format(time.RFC3339)
+		if fields, known := eventFields(t.Kind, ev, lastSeen); known {
+			return c.s.inNamespace(ctx, key, o, func() (*cache.Object, error) {
+				bp := eventBuffers.Get().(*[]byte)
+				defer eventBuffers.Put(bp)
+				uid := c.s.cfg.NewUID()
+				var at int
+				*bp, at = encodeEvent((*bp)[:0], ev, lastSeen, uid, c.s.now())
+				return enc.CreateEncoded(ctx, key, cache.Encoded{JSON: *bp, VersionAt: at, UID: uid, Generation: 1, Fields: fields}, c.s.writeOptions(key, o))
+			})
+		}
 	}
-	return c.s.inNamespace(ctx, key, o, func() (*cache.Object, error) {
-		bp := eventBuffers.Get().(*[]byte)
-		defer eventBuffers.Put(bp)
-		uid := c.s.cfg.NewUID()
-		var at int
-		*bp, at = encodeEvent((*bp)[:0], ev, lastSeen, uid, c.s.now())
-		return enc.CreateEncoded(ctx, key, cache.Encoded{JSON: *bp, VersionAt: at, UID: uid, Generation: 1, Fields: fields}, c.s.writeOptions(key, o))
-	})
+	obj := ev.Object()
+	c.s.stampCreate(key, metadataOf(obj))
+	return c.s.store(ctx, t.Kind, key, obj, o, false)
 }
 
 // RemoveEvent removes the Event at key as its expiry does: at once, whatever finalizers it

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"sync"
 	"syscall"
 
 	"k8s.io/klog/v2"
@@ -51,16 +52,11 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	go func() {
-		// A second signal exits at once.
-		<-ctx.Done()
-		stop()
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-		<-sig
-		log.Warn("second signal: exiting now")
-		os.Exit(1)
-	}()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(done) // before wg.Wait: ends exitOnSecondSignal
+	wg.Go(func() { exitOnSecondSignal(ctx, done, stop, log) })
 
 	cfg.Logger, cfg.Version, cfg.MaxRetries = log, version, maxRetries(cfg.MaxRetries)
 	// Start-up leaves a few MiB of garbage (package initialisation, the first compiles); hand
@@ -71,6 +67,27 @@ func run(args []string, lookupEnv func(string) (string, bool), stdout, stderr io
 		return 1
 	}
 	return 0
+}
+
+// exitOnSecondSignal exits the process at once on a second SIGINT or SIGTERM: once ctx is done
+// (the first signal), it stops ctx's handling and waits for another. It returns when done is
+// closed (run is returning).
+func exitOnSecondSignal(ctx context.Context, done <-chan struct{}, stop context.CancelFunc, log *slog.Logger) {
+	select {
+	case <-ctx.Done():
+	case <-done:
+		return
+	}
+	stop()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	select {
+	case <-sig:
+		log.Warn("second signal: exiting now")
+		os.Exit(1)
+	case <-done:
+	}
 }
 
 // maxRetries maps MAX_RETRIES (0 allowed: drop at the first failure) to app.Config.

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/opemu/opemu/app"
+	"github.com/opemu/opemu/hooks"
 	"github.com/opemu/opemu/leader"
 )
 
@@ -39,7 +41,7 @@ func TestRunReleasesEverything(t *testing.T) {
 			cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 			ready := make(chan struct{})
 			cfg.Ready = func() { close(ready) }
-			a, err := app.New(cfg)
+			a, err := app.New(context.Background(), cfg)
 			require.NoError(t, err)
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			require.NoError(t, err)
@@ -65,4 +67,85 @@ func TestRunReleasesEverything(t *testing.T) {
 			assert.Error(t, err, "the listener is closed")
 		})
 	}
+}
+
+// TestNewBoundedByItsContext: a cancelled ctx fails New with ctx's error (not only the write
+// path's 504 for the bootstrap write it cut short), and leaves nothing running.
+func TestNewBoundedByItsContext(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := app.New(ctx, app.Config{EnableController: true, Logger: slog.New(slog.DiscardHandler)})
+	require.ErrorIs(t, err, context.Canceled)
+	goleak.VerifyNone(t, before)
+}
+
+// TestBuiltInControllerNamesAreReserved: a Controller object (SPEC §15) may take none of the
+// built-in controllers' names, which name their queues in /controller and the metrics: each
+// is Invalid, saying why.
+func TestBuiltInControllerNamesAreReserved(t *testing.T) {
+	t.Parallel()
+	names := []string{"application", "deployment", "statefulset", "job"}
+	cfg := app.Config{EnableController: true, Logger: slog.New(slog.DiscardHandler)}
+	for _, name := range names {
+		cfg.Objects = append(cfg.Objects, map[string]any{
+			"apiVersion": "controllers.opemu.dev/v1", "kind": "Controller", "metadata": map[string]any{"name": name},
+			"spec": map[string]any{
+				"resource": map[string]any{"group": "", "version": "v1", "plural": "configmaps"},
+				"hook":     map[string]any{"url": "http://127.0.0.1:9/reconcile"},
+			},
+		})
+	}
+	base := serve(t, cfg)
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			var ctrl struct {
+				Status struct {
+					Phase      string `json:"phase"`
+					Conditions []struct {
+						Type    string `json:"type"`
+						Message string `json:"message"`
+					} `json:"conditions"`
+				} `json:"status"`
+			}
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				resp, err := http.Get(base + "/apis/controllers.opemu.dev/v1/controllers/" + name)
+				require.NoError(c, err)
+				defer resp.Body.Close()
+				require.NoError(c, json.NewDecoder(resp.Body).Decode(&ctrl))
+				assert.Equal(c, hooks.PhaseInvalid, ctrl.Status.Phase)
+			}, 10*time.Second, 10*time.Millisecond)
+			require.NotEmpty(t, ctrl.Status.Conditions)
+			assert.Contains(t, ctrl.Status.Conditions[0].Message, "taken by opemu's built-in controller")
+		})
+	}
+}
+
+// serve runs a server of cfg on a free loopback port until t ends and returns its URL.
+func serve(t *testing.T, cfg app.Config) string {
+	t.Helper()
+	ready := make(chan struct{})
+	cfg.Ready = func() { close(ready) }
+	a, err := app.New(t.Context(), cfg)
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Error("Run did not return within 10s")
+		}
+	})
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("Run: %v", err)
+	}
+	return "http://" + ln.Addr().String()
 }

@@ -77,7 +77,7 @@ func newRig(t *testing.T, step time.Duration, tweak ...func(*reconciler.Config))
 	rec := &recorder{}
 	app := application.New(application.Config{Client: env.Registry.Client(application.Source), Events: rec, RolloutStep: step})
 	reg := metrics.New()
-	cfg := reconciler.Config{Store: store, Resource: cachetest.Applications, Reconciler: app, Name: "application", Metrics: reg}
+	cfg := reconciler.Config{Store: store, Resource: cachetest.Applications, Reconciler: app, Name: "application", Tuning: reconciler.Tuning{Metrics: reg}}
 	for _, f := range tweak {
 		f(&cfg)
 	}

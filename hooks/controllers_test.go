@@ -15,6 +15,7 @@ import (
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/hooks"
+	"github.com/opemu/opemu/reconciler"
 	"github.com/opemu/opemu/registry"
 	"github.com/opemu/opemu/registry/registrytest"
 	"github.com/stretchr/testify/assert"
@@ -180,7 +181,7 @@ func newRig(t *testing.T) *rig {
 	r.mgr, err = hooks.NewManager(hooks.Config{
 		Clients: func(m string) hooks.Client { return env.Registry.Client(m) },
 		Kinds:   env.Kinds, Events: r.events, Reserved: []string{"application"},
-		BackoffBase: 20 * time.Millisecond, BackoffMax: 80 * time.Millisecond, MaxRetries: 50,
+		Tuning: reconciler.Tuning{BackoffBase: 20 * time.Millisecond, BackoffMax: 80 * time.Millisecond, MaxRetries: 50},
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

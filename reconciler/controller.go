@@ -20,14 +20,11 @@ type Source interface {
 	Watch(ctx context.Context, opts cache.WatchOptions) (*cache.Watcher, error)
 }
 
-// Config configures a Controller. Store, Resource and Reconciler are required; zero values
+// Tuning is how a controller runs: its workers, resync, retries and pace, and the metrics,
+// log and clock it runs with. A server gives every controller it runs the same Tuning (the
+// Application's, the simulated workloads', each Controller object's: package hooks). Zero values
 // are documented defaults.
-type Config struct {
-	Store      Source
-	Resource   cache.GroupResource
-	Reconciler Reconciler
-	// Name labels metrics and logs. Empty means the resource name.
-	Name string
+type Tuning struct {
 	// Workers is how many keys are reconciled at once. Zero means 2.
 	Workers int
 	// ResyncInterval enqueues every object this often; zero disables resync.
@@ -46,6 +43,17 @@ type Config struct {
 	Logger *slog.Logger
 	// Clock times requeues, backoff and resync. Nil means the real clock.
 	Clock clock.WithTicker
+}
+
+// Config configures a Controller. Store, Resource and Reconciler are required; zero values
+// are documented defaults.
+type Config struct {
+	Store      Source
+	Resource   cache.GroupResource
+	Reconciler Reconciler
+	// Name labels metrics and logs. Empty means the resource name.
+	Name string
+	Tuning
 }
 
 // Controller watches one resource and reconciles its objects with a work queue.

@@ -22,7 +22,7 @@ var ctx = context.Background()
 func runController(t *testing.T, rec reconciler.Reconciler, tweak func(*reconciler.Config)) (*cache.Store, *reconciler.Controller, func()) {
 	t.Helper()
 	store := cache.New(cache.Config{})
-	cfg := reconciler.Config{Store: store, Resource: cachetest.Applications, Reconciler: rec, Workers: 4}
+	cfg := reconciler.Config{Store: store, Resource: cachetest.Applications, Reconciler: rec, Tuning: reconciler.Tuning{Workers: 4}}
 	if tweak != nil {
 		tweak(&cfg)
 	}

@@ -208,7 +208,7 @@ func (m *Manager) releaseFinalizers(ctx context.Context, name string, gr cache.G
 			}
 			md["finalizers"] = fins
 			md["resourceVersion"] = strconv.FormatUint(o.ResourceVersion(), 10)
-			if _, err = m.client.Update(ctx, o.Key(), doc); err == nil || !isConflict(err) {
+			if _, err = m.client.Update(ctx, o.Key(), doc); err == nil || !reconciler.IsConflict(err) {
 				if err != nil && !errors.Is(err, cache.ErrNotFound) {
 					m.log.Warn("releasing a deleted Controller's finalizer", "controller", name, "object", o.Key().String(), "err", err)
 				}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/metrics"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/clock"
 )
 
@@ -319,7 +320,7 @@ func (c *Controller) process(ctx context.Context, q *queue, key cache.Key) Outco
 			out.RequeueAfter = res.RequeueAfter.String()
 			q.AddAfter(key, res.RequeueAfter)
 		}
-	case errors.Is(err, cache.ErrConflict):
+	case IsConflict(err):
 		// Someone wrote the object meanwhile: try again on the new state, not as a failure.
 		out.Result = "conflict"
 		q.Add(key)
@@ -342,4 +343,11 @@ func (c *Controller) process(ctx context.Context, q *queue, key cache.Key) Outco
 	}
 	c.cfg.Metrics.ObserveReconcile(c.cfg.Name, out.Result, d)
 	return out
+}
+
+// IsConflict reports whether err is a 409, which a controller retries at once, not as a failure
+// (SPEC §8): the store's (a resourceVersion that moved on) or the write path's (a precondition
+// such as a uid that no longer matches, apierrors.NewConflict), however wrapped.
+func IsConflict(err error) bool {
+	return errors.Is(err, cache.ErrConflict) || apierrors.IsConflict(err)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/kinds"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -16,7 +17,7 @@ import (
 
 // toStatus maps any error a handler returns to the Kubernetes Status the client gets. It is
 // the only place errors become HTTP answers.
-func toStatus(err error) *metav1.Status {
+func (s *Server) toStatus(err error) *metav1.Status {
 	var st metav1.Status
 	var apiStatus apierrors.APIStatus
 	var cerr *cache.Error
@@ -24,7 +25,7 @@ func toStatus(err error) *metav1.Status {
 	case errors.As(err, &apiStatus):
 		st = apiStatus.Status()
 	case errors.As(err, &cerr):
-		st = cacheStatus(cerr)
+		st = cacheStatus(cerr, s.cfg.Kinds)
 	case errors.Is(err, echo.ErrNotFound):
 		// kube-apiserver's answer for a route or resource it does not serve: "the server could
 		// not find the requested resource" with empty details.
@@ -53,8 +54,10 @@ func toStatus(err error) *metav1.Status {
 	return &st
 }
 
-// cacheStatus words a store error as the kube-apiserver would for the same failure.
-func cacheStatus(e *cache.Error) metav1.Status {
+// cacheStatus words a store error as the kube-apiserver would for the same failure. Its details
+// name the object as kube-apiserver's do: by resource (404, 409) or, for a 422, by the group and
+// Kind served (apierrors.NewInvalid), found in served.
+func cacheStatus(e *cache.Error, served *kinds.Registry) metav1.Status {
 	gr := schema.GroupResource{Group: e.Key.Group, Resource: e.Key.Resource}
 	name := e.Key.Name
 	switch {
@@ -73,7 +76,7 @@ func cacheStatus(e *cache.Error) metav1.Status {
 		if e.Field != "" {
 			path = field.NewPath(e.Field)
 		}
-		return apierrors.NewInvalid(schema.GroupKind{Group: e.Key.Group, Kind: e.Key.Resource}, name,
+		return apierrors.NewInvalid(groupKind(served, e.Key.GroupResource()), name,
 			field.ErrorList{field.Forbidden(path, e.Message)}).ErrStatus
 	case errors.Is(e, cache.ErrClosed):
 		return apierrors.NewServiceUnavailable("the server is shutting down").ErrStatus
@@ -87,12 +90,21 @@ func cacheStatus(e *cache.Error) metav1.Status {
 	return apierrors.NewInternalError(e).ErrStatus
 }
 
+// groupKind is the group and Kind served as gr; the resource stands for the Kind of a resource
+// no longer served (its CRD went during the request).
+func groupKind(served *kinds.Registry, gr cache.GroupResource) schema.GroupKind {
+	if k, ok := served.Resource(gr); ok {
+		return schema.GroupKind{Group: k.Group, Kind: k.Kind}
+	}
+	return schema.GroupKind{Group: gr.Group, Kind: gr.Resource}
+}
+
 // errorHandler is the one echo.HTTPErrorHandler: every failure leaves as a Status.
 func (s *Server) errorHandler(c *echo.Context, err error) {
 	if resp, _ := echo.UnwrapResponse(c.Response()); resp != nil && resp.Committed {
 		return
 	}
-	st := toStatus(err)
+	st := s.toStatus(err)
 	if st.Code == http.StatusInternalServerError {
 		s.log.Error("internal error", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
 	}

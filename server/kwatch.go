@@ -110,7 +110,7 @@ func (s *Server) kubeWatch(c *echo.Context, t registry.Target) error {
 		kw.table, kw.includeObject, kw.now = t.Kind, c.QueryParam("includeObject"), s.cfg.Clock.Now
 	}
 	if werr != nil {
-		_ = kw.status(toStatus(werr))
+		_ = kw.status(s.toStatus(werr))
 		return nil
 	}
 	if err := kw.flush(); err != nil {
@@ -139,9 +139,9 @@ func (s *Server) kubeWatch(c *echo.Context, t registry.Target) error {
 			if !ok {
 				switch err := w.Err(); {
 				case errors.Is(err, cache.ErrTooSlow):
-					_ = kw.status(toStatus(apierrors.NewResourceExpired("watch fell behind; relist")))
+					_ = kw.status(s.toStatus(apierrors.NewResourceExpired("watch fell behind; relist")))
 				case errors.Is(err, cache.ErrGone):
-					_ = kw.status(toStatus(err))
+					_ = kw.status(s.toStatus(err))
 				}
 				return nil
 			}
@@ -174,7 +174,7 @@ func (s *Server) kubeWatch(c *echo.Context, t registry.Target) error {
 		case <-faulted:
 			// A Fault ends the stream (SPEC §16), with a 410 ERROR event when it expires it.
 			if inj.Watch.Expire {
-				_ = kw.status(toStatus(inj.ExpiredStatus()))
+				_ = kw.status(s.toStatus(inj.ExpiredStatus()))
 			}
 			inj.WatchDone(true)
 			return nil

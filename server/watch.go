@@ -64,7 +64,7 @@ func (s *Server) sseWatch(c *echo.Context) error {
 		return nil
 	}
 	if gone {
-		_ = sw.errorFrame(toStatus(err))
+		_ = sw.errorFrame(s.toStatus(err))
 		return nil
 	}
 	if err := sw.flush(); err != nil {
@@ -89,9 +89,9 @@ func (s *Server) streamSSE(r *http.Request, w *cache.Watcher, sw *sseWriter, inj
 			if !ok {
 				switch err := w.Err(); {
 				case errors.Is(err, cache.ErrTooSlow):
-					_ = sw.errorFrame(toStatus(apierrors.NewResourceExpired("watch fell behind; relist")))
+					_ = sw.errorFrame(s.toStatus(apierrors.NewResourceExpired("watch fell behind; relist")))
 				case errors.Is(err, cache.ErrGone):
-					_ = sw.errorFrame(toStatus(err))
+					_ = sw.errorFrame(s.toStatus(err))
 				}
 				return
 			}
@@ -111,7 +111,7 @@ func (s *Server) streamSSE(r *http.Request, w *cache.Watcher, sw *sseWriter, inj
 			}
 		case <-faulted:
 			if inj.Watch.Expire {
-				_ = sw.errorFrame(toStatus(inj.ExpiredStatus()))
+				_ = sw.errorFrame(s.toStatus(inj.ExpiredStatus()))
 			}
 			inj.WatchDone(true)
 			return

@@ -12,9 +12,11 @@ import (
 )
 
 // TestStoreErrorStatus: a store error becomes the Status kube-apiserver answers for the same
-// failure. A 422's details name the group and the Kind served (apierrors.NewInvalid), as
-// kube-apiserver's do (`{"group":"apps","kind":"Deployment"}`); a 404's and a 409's name the
-// resource (apierrors.NewNotFound, NewConflict).
+// failure. A 422's details name the group and the Kind served (apierrors.NewInvalid): the oracle
+// (kube-apiserver v1.37.2) answers a Deployment without a name with `Deployment.apps "" is
+// invalid: ...` and details `{"group":"apps","kind":"Deployment"}`. A 404's and a 409's name the
+// resource (apierrors.NewNotFound, NewConflict; the oracle's 409 for a uid precondition says
+// `"kind":"configmaps"`).
 func TestStoreErrorStatus(t *testing.T) {
 	t.Parallel()
 	s, _ := newFuzzServer(t)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,31 +40,16 @@ func TestRunReleasesEverything(t *testing.T) {
 			before := goleak.IgnoreCurrent()
 			cfg := tc.cfg
 			cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-			ready := make(chan struct{})
-			cfg.Ready = func() { close(ready) }
-			a, err := app.New(context.Background(), cfg)
-			require.NoError(t, err)
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			require.NoError(t, err)
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- a.Run(ctx, ln) }()
-			<-ready
-			resp, err := http.Get("http://" + ln.Addr().String() + "/healthz")
+			base, stop := start(t, cfg)
+			resp, err := http.Get(base + "/healthz")
 			require.NoError(t, err)
 			resp.Body.Close()
 			assert.Equal(t, http.StatusOK, resp.StatusCode)
 
-			cancel()
-			select {
-			case err := <-done:
-				require.NoError(t, err)
-			case <-time.After(10 * time.Second):
-				t.Fatal("Run did not return within 10s")
-			}
+			require.NoError(t, stop())
 			http.DefaultClient.CloseIdleConnections()
 			goleak.VerifyNone(t, before)
-			_, err = net.DialTimeout("tcp", ln.Addr().String(), time.Second)
+			_, err = net.DialTimeout("tcp", strings.TrimPrefix(base, "http://"), time.Second)
 			assert.Error(t, err, "the listener is closed")
 		})
 	}
@@ -124,6 +110,15 @@ func TestBuiltInControllerNamesAreReserved(t *testing.T) {
 // serve runs a server of cfg on a free loopback port until t ends and returns its URL.
 func serve(t *testing.T, cfg app.Config) string {
 	t.Helper()
+	base, stop := start(t, cfg)
+	t.Cleanup(func() { assert.NoError(t, stop()) })
+	return base
+}
+
+// start runs a server of cfg on a free loopback port and returns its URL, once it serves, and
+// stop, which ends Run and returns its error (failing t if Run does not return within 10 s).
+func start(t *testing.T, cfg app.Config) (base string, stop func() error) {
+	t.Helper()
 	ready := make(chan struct{})
 	cfg.Ready = func() { close(ready) }
 	a, err := app.New(t.Context(), cfg)
@@ -133,19 +128,20 @@ func serve(t *testing.T, cfg app.Config) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx, ln) }()
-	t.Cleanup(func() {
+	stop = func() error {
 		cancel()
 		select {
 		case err := <-done:
-			assert.NoError(t, err)
+			return err
 		case <-time.After(10 * time.Second):
-			t.Error("Run did not return within 10s")
+			t.Fatal("Run did not return within 10s")
+			return nil
 		}
-	})
+	}
 	select {
 	case <-ready:
 	case err := <-done:
 		t.Fatalf("Run: %v", err)
 	}
-	return "http://" + ln.Addr().String()
+	return "http://" + ln.Addr().String(), stop
 }

@@ -1,0 +1,299 @@
+package conformance
+
+import (
+	"encoding/json"
+	"regexp"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Normalisation: what is specific to one run (uids, resourceVersions, timestamps, generated
+// names, namespaces' names, IPs, ports, hashes) is replaced by a placeholder, the same way for
+// kube-apiserver's answers and opemu's, so that what is left can be compared.
+
+// comparedHeaders are the response headers compared; the others (Audit-Id, Date, priority and
+// fairness uids, Cache-Control) say nothing about the API.
+var comparedHeaders = []string{"Content-Type", "Warning"}
+
+// tree is the answer as one JSON value: status, the compared headers, the body (decoded JSON,
+// YAML as JSON, "{protobuf}" for a protobuf body, other text as a string) and a watch's events.
+func (a Answer) tree() map[string]any {
+	t := map[string]any{"status": float64(a.Status)}
+	h := map[string]any{}
+	for _, name := range comparedHeaders {
+		vs := a.Header.Values(name)
+		switch {
+		case len(vs) == 0:
+		case name == "Warning":
+			list := make([]any, len(vs))
+			for i, v := range vs {
+				list[i] = v
+			}
+			h[name] = list
+		default:
+			h[name] = strings.Join(vs, ", ")
+		}
+	}
+	if len(h) > 0 {
+		t["headers"] = h
+	}
+	if len(a.Body) > 0 {
+		t["body"] = decodeBody(a.Header.Get("Content-Type"), a.Body)
+	}
+	if a.Events != nil {
+		evs := make([]any, len(a.Events))
+		for i, ev := range a.Events {
+			evs[i] = decodeBody("application/json", ev)
+		}
+		t["events"] = evs
+	}
+	return t
+}
+
+// decodeBody decodes a body by its content type.
+func decodeBody(contentType string, b []byte) any {
+	switch {
+	case strings.Contains(contentType, "protobuf"):
+		return "{protobuf}"
+	case strings.Contains(contentType, "yaml"):
+		if j, err := yaml.YAMLToJSON(b); err == nil {
+			var v any
+			if json.Unmarshal(j, &v) == nil {
+				return v
+			}
+		}
+	default:
+		var v any
+		if json.Unmarshal(b, &v) == nil {
+			return v
+		}
+	}
+	return string(b)
+}
+
+var (
+	uidRE   = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	timeRE  = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
+	ipRE    = regexp.MustCompile(`\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b`)
+	ipPort  = regexp.MustCompile(`\{ip\}:\d+`)
+	hashRE  = regexp.MustCompile(`hash=[0-9A-Fa-f]+`)
+	tooOld  = regexp.MustCompile(`too old resource version: \d+ \(\d+\)`)
+	rvInMsg = regexp.MustCompile(`(resource ?version:? ?"?)\d+`)
+)
+
+// normalizer rewrites one case's answers.
+type normalizer struct {
+	// names are run-specific strings → placeholders, longest first (a namespace's name,
+	// a generated name), replaced wherever they occur in a string.
+	names [][2]string
+}
+
+// newNormalizer knows the run's namespaces and the names the server generated in any of its
+// answers (an object with generateName G and name N = G + suffix: N becomes G + "{gen}").
+func newNormalizer(names map[string]string, trees []map[string]any) *normalizer {
+	all := map[string]string{}
+	for k, v := range names {
+		all[k] = v
+	}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			g, _ := v["generateName"].(string)
+			n, _ := v["name"].(string)
+			if g != "" && len(n) > len(g) && strings.HasPrefix(n, g) {
+				all[n] = g + "{gen}"
+			}
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	for _, t := range trees {
+		walk(t)
+	}
+	n := &normalizer{}
+	for k, v := range all {
+		n.names = append(n.names, [2]string{k, v})
+	}
+	sort.Slice(n.names, func(i, j int) bool {
+		if len(n.names[i][0]) != len(n.names[j][0]) {
+			return len(n.names[i][0]) > len(n.names[j][0])
+		}
+		return n.names[i][0] < n.names[j][0]
+	})
+	return n
+}
+
+// value normalises a decoded JSON value; key is the member name it is the value of.
+func (n *normalizer) value(key string, v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			out[n.text(k)] = n.value(k, x)
+		}
+		if v["kind"] == "Table" {
+			normalizeTable(out)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = n.value("", x)
+		}
+		return out
+	case string:
+		switch {
+		case v == "":
+			return v
+		case key == "resourceVersion":
+			return "{rv}"
+		case key == "continue":
+			return "{continue}"
+		}
+		return n.text(v)
+	case float64:
+		if key == "nodePort" || key == "healthCheckNodePort" {
+			return "{port}"
+		}
+	}
+	return v
+}
+
+// text normalises a string (a value, a member name, a message).
+func (n *normalizer) text(s string) string {
+	for _, p := range n.names {
+		s = strings.ReplaceAll(s, p[0], p[1])
+	}
+	s = uidRE.ReplaceAllString(s, "{uid}")
+	s = timeRE.ReplaceAllString(s, "{time}")
+	s = ipRE.ReplaceAllString(s, "{ip}")
+	s = ipPort.ReplaceAllString(s, "{ip}:{port}")
+	s = hashRE.ReplaceAllString(s, "hash={hash}")
+	s = tooOld.ReplaceAllString(s, "too old resource version: {rv} ({rv})")
+	s = rvInMsg.ReplaceAllString(s, "${1}{rv}")
+	return s
+}
+
+// normalizeTable replaces the cells of a Table's Age column (how long ago the object was made,
+// by the server's clock) with "{age}".
+func normalizeTable(t map[string]any) {
+	cols, _ := t["columnDefinitions"].([]any)
+	var age []int
+	for i, c := range cols {
+		if c, ok := c.(map[string]any); ok && c["name"] == "Age" {
+			age = append(age, i)
+		}
+	}
+	rows, _ := t["rows"].([]any)
+	for _, r := range rows {
+		r, ok := r.(map[string]any)
+		if !ok {
+			continue
+		}
+		cells, _ := r["cells"].([]any)
+		for _, i := range age {
+			if i < len(cells) {
+				cells[i] = "{age}"
+			}
+		}
+	}
+}
+
+// Normalize returns a run's answers as recorded: for each step its normalised tree, with the
+// step's Select and Ignore applied.
+func Normalize(r *Run) RecordedCase {
+	trees := make([]map[string]any, len(r.Steps))
+	for i, a := range r.Steps {
+		trees[i] = a.tree()
+	}
+	n := newNormalizer(r.Names, trees)
+	rc := RecordedCase{Steps: make([]any, len(trees))}
+	for _, a := range r.Setup {
+		rc.Setup = append(rc.Setup, a.Status)
+	}
+	for i, t := range trees {
+		var s Step
+		if i < len(r.Case.Steps) {
+			s = r.Case.Steps[i]
+		}
+		if len(s.Select) > 0 {
+			if body, ok := t["body"]; ok {
+				t["body"] = selectPaths(body, s.Select)
+			}
+		}
+		out := n.value("", t).(map[string]any)
+		for _, p := range s.Ignore {
+			ignorePath(out, p)
+		}
+		rc.Steps[i] = canonical(out)
+	}
+	return rc
+}
+
+// selectPaths keeps the given paths of a body: path → value, "{absent}" where there is none.
+func selectPaths(body any, paths []string) map[string]any {
+	out := make(map[string]any, len(paths))
+	for _, p := range paths {
+		if v, ok := lookup(body, p); ok {
+			out[p] = v
+		} else {
+			out[p] = "{absent}"
+		}
+	}
+	return out
+}
+
+// ignorePath sets the value at path p of tree to "{ignored}" when there is one.
+func ignorePath(tree map[string]any, p string) {
+	segs, err := parsePath(p)
+	if err != nil {
+		return
+	}
+	var cur any = tree
+	for i, s := range segs {
+		last := i == len(segs)-1
+		switch c := cur.(type) {
+		case map[string]any:
+			v, ok := c[s]
+			if !ok {
+				return
+			}
+			if last {
+				c[s] = "{ignored}"
+				return
+			}
+			cur = v
+		case []any:
+			var idx int
+			if err := json.Unmarshal([]byte(s), &idx); err != nil || idx < 0 || idx >= len(c) {
+				return
+			}
+			if last {
+				c[idx] = "{ignored}"
+				return
+			}
+			cur = c[idx]
+		default:
+			return
+		}
+	}
+}
+
+// canonical round-trips v through JSON, so that answers and recordings compare alike.
+func canonical(v any) any {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var out any
+	_ = json.Unmarshal(b, &out)
+	return out
+}

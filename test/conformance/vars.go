@@ -183,4 +183,3 @@ func lookup(tree any, path string) (any, bool) {
 	}
 	return cur, true
 }
-

@@ -82,8 +82,9 @@ type Step struct {
 	Method string `json:"method,omitempty"`
 	// Path is the request path, with {variables}.
 	Path string `json:"path"`
-	// Query parameters, with {variables}; sent in key order.
-	Query map[string]string `json:"query,omitempty"`
+	// Query parameters (a map of strings), with {variables}; sent in key order. A template may
+	// take the whole map from a variable: query: "{q}".
+	Query any `json:"query,omitempty"`
 	// Headers to send (Content-Type, Accept, ...). Content-Type defaults to application/json
 	// when there is a body.
 	Headers map[string]string `json:"headers,omitempty"`

@@ -48,6 +48,10 @@ type Excuse struct {
 	Paths []string `json:"paths"`
 	// Stores limits the excuse to some stores (memory, etcd); empty is both.
 	Stores []string `json:"stores,omitempty"`
+	// Only limits the excuse to one shape of difference: "added" (opemu has a value where
+	// kube-apiserver has none), "missing" (opemu has none where kube-apiserver has one) or
+	// "changed" (both have one). Empty is any.
+	Only string `json:"only,omitempty"`
 
 	patterns []pattern
 }
@@ -89,6 +93,11 @@ func LoadDeclared(dir string) ([]*DeclaredList, error) {
 				x := &e.Excuses[j]
 				if len(x.Cases) == 0 || len(x.Paths) == 0 {
 					return nil, fmt.Errorf("conformance: %s: %s: excuse %d names no cases or no paths", f.file, e.ID, j)
+				}
+				switch x.Only {
+				case "", "added", "missing", "changed":
+				default:
+					return nil, fmt.Errorf("conformance: %s: %s: excuse %d: only is added, missing or changed, not %q", f.file, e.ID, j, x.Only)
 				}
 				for _, c := range x.Cases {
 					if _, err := filepath.Match(c, ""); err != nil {
@@ -146,7 +155,7 @@ func (c *Classifier) Classify(caseName string, d Difference) Verdict {
 	for _, l := range c.lists {
 		for _, e := range l.Entries {
 			for i, x := range e.Excuses {
-				if !x.appliesToStore(c.store) || !x.covers(d.Path) {
+				if !x.appliesToStore(c.store) || !x.covers(d) {
 					continue
 				}
 				for _, p := range x.Cases {
@@ -196,9 +205,23 @@ func (x Excuse) appliesToStore(store string) bool {
 	return false
 }
 
-func (x Excuse) covers(path []string) bool {
+func (x Excuse) covers(d Difference) bool {
+	switch x.Only {
+	case "added":
+		if !d.WantMissing {
+			return false
+		}
+	case "missing":
+		if !d.GotMissing {
+			return false
+		}
+	case "changed":
+		if d.WantMissing || d.GotMissing {
+			return false
+		}
+	}
 	for _, p := range x.patterns {
-		if p.covers(path) {
+		if p.covers(d.Path) {
 			return true
 		}
 	}

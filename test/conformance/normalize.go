@@ -15,7 +15,7 @@ import (
 
 // comparedHeaders are the response headers compared; the others (Audit-Id, Date, priority and
 // fairness uids, Cache-Control) say nothing about the API.
-var comparedHeaders = []string{"Content-Type", "Warning"}
+var comparedHeaders = []string{"Content-Type", "Warning", "Retry-After"}
 
 // tree is the answer as one JSON value: status, the compared headers, the body (decoded JSON,
 // YAML as JSON, "{protobuf}" for a protobuf body, other text as a string) and a watch's events.
@@ -74,13 +74,20 @@ func decodeBody(contentType string, b []byte) any {
 }
 
 var (
-	uidRE   = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
-	timeRE  = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
-	ipRE    = regexp.MustCompile(`\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b`)
-	ipPort  = regexp.MustCompile(`\{ip\}:\d+`)
-	hashRE  = regexp.MustCompile(`hash=[0-9A-Fa-f]+`)
-	tooOld  = regexp.MustCompile(`too old resource version: \d+ \(\d+\)`)
-	rvInMsg = regexp.MustCompile(`(resource ?version:? ?"?)\d+`)
+	uidRE  = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	timeRE = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
+	ipRE   = regexp.MustCompile(`\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b`)
+	ipPort = regexp.MustCompile(`\{ip\}:\d+`)
+	hashRE = regexp.MustCompile(`hash=[0-9A-Fa-f]+`)
+	// resourceVersions inside messages: "too old resource version: 5 (7)", "current: 9", "the
+	// ResourceVersion in record (9)", an object quoted in a message as escaped JSON.
+	rvInMsg = []*regexp.Regexp{
+		regexp.MustCompile(`(too old resource version: )\d+ \(\d+\)`),
+		regexp.MustCompile(`((?i)resource ?version:? ?"?)\d+`),
+		regexp.MustCompile(`((?i)resourceVersion in (?:record|the precondition) \()\d+`),
+		regexp.MustCompile(`(resourceVersion\\?":\\?")\d+`),
+		regexp.MustCompile(`(Too large resource version: \{rv\}, current: )\d+`),
+	}
 )
 
 // normalizer rewrites one case's answers.
@@ -88,11 +95,15 @@ type normalizer struct {
 	// names are run-specific strings → placeholders, longest first (a namespace's name,
 	// a generated name), replaced wherever they occur in a string.
 	names [][2]string
+	// generated match a name generated from a generateName the case sent (in a message about
+	// an object that was never stored: "ConfigMap \"bad-x7k2q\" is invalid").
+	generated []*regexp.Regexp
 }
 
-// newNormalizer knows the run's namespaces and the names the server generated in any of its
-// answers (an object with generateName G and name N = G + suffix: N becomes G + "{gen}").
-func newNormalizer(names map[string]string, trees []map[string]any) *normalizer {
+// newNormalizer knows the run's namespaces, the names the server generated in any of its
+// answers (an object with generateName G and name N = G + suffix: N becomes G + "{gen}") and
+// the generateNames the case sent.
+func newNormalizer(names map[string]string, trees []map[string]any, sent []any) *normalizer {
 	all := map[string]string{}
 	for k, v := range names {
 		all[k] = v
@@ -119,6 +130,27 @@ func newNormalizer(names map[string]string, trees []map[string]any) *normalizer 
 		walk(t)
 	}
 	n := &normalizer{}
+	prefixes := map[string]bool{}
+	var sentNames func(v any)
+	sentNames = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if g, ok := v["generateName"].(string); ok && g != "" && !prefixes[g] {
+				prefixes[g] = true
+				n.generated = append(n.generated, regexp.MustCompile(`(`+regexp.QuoteMeta(g)+`)[a-z0-9]{5}\b`))
+			}
+			for _, x := range v {
+				sentNames(x)
+			}
+		case []any:
+			for _, x := range v {
+				sentNames(x)
+			}
+		}
+	}
+	for _, b := range sent {
+		sentNames(b)
+	}
 	for k, v := range all {
 		n.names = append(n.names, [2]string{k, v})
 	}
@@ -177,8 +209,12 @@ func (n *normalizer) text(s string) string {
 	s = ipRE.ReplaceAllString(s, "{ip}")
 	s = ipPort.ReplaceAllString(s, "{ip}:{port}")
 	s = hashRE.ReplaceAllString(s, "hash={hash}")
-	s = tooOld.ReplaceAllString(s, "too old resource version: {rv} ({rv})")
-	s = rvInMsg.ReplaceAllString(s, "${1}{rv}")
+	for _, re := range rvInMsg {
+		s = re.ReplaceAllString(s, "${1}{rv}")
+	}
+	for _, re := range n.generated {
+		s = re.ReplaceAllString(s, "${1}{gen}")
+	}
 	return s
 }
 
@@ -214,7 +250,11 @@ func Normalize(r *Run) RecordedCase {
 	for i, a := range r.Steps {
 		trees[i] = a.tree()
 	}
-	n := newNormalizer(r.Names, trees)
+	var sent []any
+	for _, s := range r.Case.Steps {
+		sent = append(sent, s.Body)
+	}
+	n := newNormalizer(r.Names, trees, sent)
 	rc := RecordedCase{Steps: make([]any, len(trees))}
 	for _, a := range r.Setup {
 		rc.Setup = append(rc.Setup, a.Status)

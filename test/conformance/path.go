@@ -56,7 +56,9 @@ func parsePath(p string) ([]string, error) {
 	return segs, nil
 }
 
-// formatPath joins segments as parsePath reads them.
+// FormatPath joins segments as parsePath reads them.
+func FormatPath(segs []string) string { return formatPath(segs) }
+
 func formatPath(segs []string) string {
 	var b strings.Builder
 	for i, s := range segs {

@@ -1,8 +1,10 @@
 package conformance_test
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -15,7 +17,10 @@ import (
 	"github.com/opemu/opemu/test/conformance"
 )
 
-var casesFlag = flag.String("cases", "", "replay only these cases: comma-separated names or glob patterns (stale excuses are then not checked)")
+var (
+	casesFlag = flag.String("cases", "", "replay only these cases: comma-separated names or glob patterns (stale excuses are then not checked)")
+	dumpFlag  = flag.String("dump", "", "write every difference (declared or not) to this file, one JSON object a line: for triage")
+)
 
 // replayParallel is how many cases run at a time: they are independent (namespaces of their
 // own), and most of a case's time is waiting for answers.
@@ -58,6 +63,12 @@ func TestReplay(t *testing.T) {
 			took := time.Since(start)
 			cl := conformance.NewClassifier(lists, store)
 			var sum summary
+			if *dumpFlag != "" {
+				f, err := os.Create(*dumpFlag + "." + store)
+				require.NoError(t, err)
+				defer f.Close()
+				sum.dump = json.NewEncoder(f)
+			}
 			for _, r := range runs {
 				want, ok := recorded[r.Case.Name]
 				if !ok {
@@ -87,6 +98,7 @@ type summary struct {
 	steps   int
 	byClass map[string]int // differing paths
 	cases   map[string]int // cases with a difference of the class
+	dump    *json.Encoder  // -dump
 }
 
 func (s *summary) String() string {
@@ -115,6 +127,10 @@ func (s *summary) add(t *testing.T, c conformance.Case, cl *conformance.Classifi
 		}
 		s.byClass[class]++
 		classes[class] = true
+		if s.dump != nil {
+			_ = s.dump.Encode(map[string]any{"case": c.Name, "area": c.Area, "path": conformance.FormatPath(d.Path),
+				"class": class, "id": v.ID, "kube": d.Want, "opemu": d.Got, "kubeMissing": d.WantMissing, "opemuMissing": d.GotMissing})
+		}
 	}
 	for class := range classes {
 		s.cases[class]++

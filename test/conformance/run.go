@@ -196,12 +196,12 @@ func (t *Target) send(ctx context.Context, e env, s Step) (Answer, error) {
 		method = http.MethodGet
 	}
 	u := strings.TrimRight(t.URL, "/") + s.Path
-	if len(s.Query) > 0 {
-		q := url.Values{}
-		for k, v := range s.Query {
-			q.Set(k, v)
+	if q, _ := s.Query.(map[string]string); len(q) > 0 {
+		vs := url.Values{}
+		for k, v := range q {
+			vs.Set(k, v)
 		}
-		u += "?" + q.Encode()
+		u += "?" + vs.Encode()
 	}
 	var body io.Reader
 	switch {
@@ -272,7 +272,8 @@ func watchBound(s Step) time.Duration {
 	if s.Watch.Seconds > 0 {
 		return time.Duration(s.Watch.Seconds) * time.Second
 	}
-	if ts, err := strconv.Atoi(s.Query["timeoutSeconds"]); err == nil {
+	q, _ := s.Query.(map[string]string)
+	if ts, err := strconv.Atoi(q["timeoutSeconds"]); err == nil {
 		return time.Duration(ts+2) * time.Second
 	}
 	return 5 * time.Second

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 )
@@ -112,12 +113,24 @@ func (e env) expandStep(s Step) (Step, error) {
 		return out, err
 	}
 	if s.Query != nil {
-		out.Query = make(map[string]string, len(s.Query))
-		for k, v := range s.Query {
-			if out.Query[k], err = e.expandString(v); err != nil {
-				return out, err
-			}
+		q, err := e.expand(s.Query)
+		if err != nil {
+			return out, err
 		}
+		m, ok := q.(map[string]any)
+		if !ok {
+			return out, fmt.Errorf("query is %T, not a map", q)
+		}
+		strs := make(map[string]string, len(m))
+		for k, v := range m {
+			if str, isString := v.(string); isString {
+				strs[k] = str
+				continue
+			}
+			b, _ := json.Marshal(v) // limit: 2, watch: true
+			strs[k] = string(b)
+		}
+		out.Query = strs
 	}
 	if s.Headers != nil {
 		out.Headers = make(map[string]string, len(s.Headers))
@@ -156,7 +169,8 @@ func (e env) expandStep(s Step) (Step, error) {
 	return out, nil
 }
 
-// lookup returns the value at path (dotted, see parsePath) in a decoded JSON tree.
+// lookup returns the value at path (dotted, see parsePath) in a decoded JSON tree. In a list, a
+// segment key=value picks the first element whose member key is value.
 func lookup(tree any, path string) (any, bool) {
 	segs, err := parsePath(path)
 	if err != nil {
@@ -172,6 +186,21 @@ func lookup(tree any, path string) (any, bool) {
 			}
 			cur = v
 		case []any:
+			if k, v, ok := strings.Cut(s, "="); ok {
+				// name=configmaps: the first element whose member name is configmaps
+				// (["metadata.name=apps"]: a path, when the member is nested).
+				found := false
+				for _, x := range c {
+					if got, ok := lookup(x, k); ok && got == v {
+						cur, found = x, true
+						break
+					}
+				}
+				if !found {
+					return nil, false
+				}
+				continue
+			}
 			var i int
 			if _, err := fmt.Sscanf(s, "%d", &i); err != nil || i < 0 || i >= len(c) {
 				return nil, false

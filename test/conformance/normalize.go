@@ -114,8 +114,8 @@ func newNormalizer(names map[string]string, trees []map[string]any, sent []any) 
 		case map[string]any:
 			g, _ := v["generateName"].(string)
 			n, _ := v["name"].(string)
-			if g != "" && len(n) > len(g) && strings.HasPrefix(n, g) {
-				all[n] = g + "{gen}"
+			if p := generatedPrefix(g); p != "" && len(n) == len(p)+5 && strings.HasPrefix(n, p) {
+				all[n] = p + "{gen}"
 			}
 			for _, x := range v {
 				walk(x)
@@ -135,7 +135,7 @@ func newNormalizer(names map[string]string, trees []map[string]any, sent []any) 
 	sentNames = func(v any) {
 		switch v := v.(type) {
 		case map[string]any:
-			if g, ok := v["generateName"].(string); ok && g != "" && !prefixes[g] {
+			if g := generatedPrefix(stringOf(v["generateName"])); g != "" && !prefixes[g] {
 				prefixes[g] = true
 				n.generated = append(n.generated, regexp.MustCompile(`(`+regexp.QuoteMeta(g)+`)[a-z0-9]{5}\b`))
 			}
@@ -161,6 +161,17 @@ func newNormalizer(names map[string]string, trees []map[string]any, sent []any) 
 		return n.names[i][0] < n.names[j][0]
 	})
 	return n
+}
+
+// generatedPrefix is what a name generated from generateName g starts with: g, cut to 58
+// characters (apiserver's names.SimpleNameGenerator leaves room for its 5 random ones).
+func generatedPrefix(g string) string {
+	return g[:min(len(g), 58)]
+}
+
+func stringOf(v any) string {
+	s, _ := v.(string)
+	return s
 }
 
 // value normalises a decoded JSON value; key is the member name it is the value of.

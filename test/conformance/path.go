@@ -12,8 +12,8 @@ import (
 //
 //	steps.0.body.metadata.annotations["k8s.io/initial-events-end"]
 //
-// In a pattern (declared differences, Ignore), * is any one segment, and a pattern covers every
-// path that starts with what it matches.
+// In a pattern (declared differences), * in a segment stands for any characters (a segment *
+// is any one segment), and a pattern covers every path that starts with what it matches.
 
 var plainSegment = regexp.MustCompile(`^[A-Za-z0-9_\-$]+$`)
 
@@ -31,16 +31,23 @@ func parsePath(p string) ([]string, error) {
 				return nil, fmt.Errorf("path %q: an empty segment", p)
 			}
 		case p[i] == '[':
-			end := strings.Index(p[i:], `"]`)
-			if end < 0 {
-				return nil, fmt.Errorf("path %q: an unclosed [", p)
+			// A JSON string, then ]: find the string's closing quote past its escapes.
+			j := i + 2
+			for j < len(p) && p[j] != '"' {
+				if p[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			if i+1 >= len(p) || p[i+1] != '"' || j+1 >= len(p) || p[j+1] != ']' {
+				return nil, fmt.Errorf("path %q: a [ without a JSON string and ]", p)
 			}
 			var s string
-			if err := json.Unmarshal([]byte(p[i+1:i+end+1]), &s); err != nil {
+			if err := json.Unmarshal([]byte(p[i+1:j+1]), &s); err != nil {
 				return nil, fmt.Errorf("path %q: %w", p, err)
 			}
 			segs = append(segs, s)
-			i += end + 2
+			i = j + 2
 		default:
 			j := i
 			for j < len(p) && p[j] != '.' && p[j] != '[' {
@@ -91,11 +98,31 @@ func (p pattern) covers(path []string) bool {
 		return false
 	}
 	for i, s := range p {
-		if s != "*" && s != path[i] {
+		if !globMatch(s, path[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+// globMatch reports whether s matches pattern, where * stands for any characters (none too).
+func globMatch(pattern, s string) bool {
+	parts := strings.Split(pattern, "*")
+	if len(parts) == 1 {
+		return pattern == s
+	}
+	if !strings.HasPrefix(s, parts[0]) {
+		return false
+	}
+	s = s[len(parts[0]):]
+	for _, part := range parts[1 : len(parts)-1] {
+		i := strings.Index(s, part)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(part):]
+	}
+	return strings.HasSuffix(s, parts[len(parts)-1])
 }
 
 func (p pattern) String() string { return formatPath(p) }

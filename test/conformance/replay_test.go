@@ -1,16 +1,18 @@
 package conformance_test
 
 import (
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/opemu/opemu/app"
@@ -83,6 +85,10 @@ func TestReplay(t *testing.T) {
 				})
 			}
 			t.Logf("%s: %d cases, %d compared steps in %s; %s", store, len(runs), sum.steps, took.Round(time.Millisecond), &sum)
+			slowest := slices.SortedFunc(slices.Values(runs), func(a, b *conformance.Run) int { return cmp.Compare(b.Took, a.Took) })
+			for _, r := range slowest[:min(5, len(slowest))] {
+				t.Logf("slow: %s %s", r.Case.Name, r.Took.Round(time.Millisecond))
+			}
 			if *casesFlag != "" {
 				return
 			}
@@ -103,7 +109,7 @@ type summary struct {
 
 func (s *summary) String() string {
 	var parts []string
-	for _, c := range []string{conformance.ClassDeliberate, conformance.ClassNotServed, conformance.ClassDefect, "undeclared"} {
+	for _, c := range []string{conformance.ClassDeliberate, conformance.ClassNotServed, conformance.ClassOracle, conformance.ClassDefect, "undeclared"} {
 		parts = append(parts, fmt.Sprintf("%s: %d paths in %d cases", c, s.byClass[c], s.cases[c]))
 	}
 	return strings.Join(parts, "; ")
@@ -156,7 +162,7 @@ func (s *summary) add(t *testing.T, c conformance.Case, cl *conformance.Classifi
 		var i int
 		fmt.Sscan(k, &i)
 		if i < len(want.Steps) && i < len(got.Steps) {
-			fmt.Fprintf(&b, "step %d %s %s (-kube +opemu):\n%s", i, c.Steps[i].Method, c.Steps[i].Path, cmp.Diff(want.Steps[i], got.Steps[i]))
+			fmt.Fprintf(&b, "step %d %s %s (-kube +opemu):\n%s", i, c.Steps[i].Method, c.Steps[i].Path, gocmp.Diff(want.Steps[i], got.Steps[i]))
 		}
 	}
 	t.Error(b.String())

@@ -43,6 +43,8 @@ type Run struct {
 	// Err is set when the case could not be run to its end (a request not sent, a variable
 	// not set); Setup and Steps hold what was done before.
 	Err error
+	// Took is how long the case ran.
+	Took time.Duration
 }
 
 // Answer is one response.
@@ -92,12 +94,15 @@ func (t *Target) RunAll(ctx context.Context, cases []Case, parallel int) []*Run 
 // RunCase creates the case's namespaces, then makes its setup requests and its steps.
 func (t *Target) RunCase(ctx context.Context, c Case) *Run {
 	r := &Run{Case: c, Names: map[string]string{}}
+	start := time.Now()
+	defer func() { r.Took = time.Since(start) }()
 	e := env{}
 	for k, v := range c.Vars {
 		e[k] = v
 	}
+	suffix := randomSuffix()
 	for _, v := range c.Namespaces {
-		name := namespaceName(c.Name, v)
+		name := namespaceName(c.Name, suffix, v)
 		e[v] = name
 		r.Names[name] = "{" + v + "}"
 		ns := Step{Method: http.MethodPost, Path: "/api/v1/namespaces",
@@ -132,22 +137,27 @@ func (t *Target) RunCase(ctx context.Context, c Case) *Run {
 	return r
 }
 
-// namespaceName is a name for the namespace variable v of case c, unique to the run: the case's
-// name (so kube's logs and a person reading them can tell), shortened, and five random
-// characters.
-func namespaceName(c, v string) string {
-	prefix := c
+// namespaceName is the name of the namespace variable v of a case: the case's name (so that
+// kube's logs and a person reading them can tell), shortened, the run's suffix for the case,
+// and v unless it is ns. The names of one case sort as their variables do ({ns} before {ns2}),
+// so that lists across them come in the same order on every run.
+func namespaceName(c, suffix, v string) string {
+	name := strings.TrimRight(c[:min(len(c), 34)], "-") + "-" + suffix
 	if v != "ns" {
-		prefix = c[:min(len(c), 34)] + "-" + v
+		name += "-" + v
 	}
-	prefix = strings.TrimRight(prefix[:min(len(prefix), 40)], "-")
+	return name
+}
+
+// randomSuffix is five random characters that cannot spell a word.
+func randomSuffix() string {
 	const alphabet = "bcdfghjklmnpqrstvwxz2456789"
 	var b [5]byte
 	_, _ = rand.Read(b[:])
 	for i := range b {
 		b[i] = alphabet[int(b[i])%len(alphabet)]
 	}
-	return prefix + "-" + string(b[:])
+	return string(b[:])
 }
 
 // capture sets the variables s captures from a.

@@ -108,48 +108,24 @@ func newNormalizer(names map[string]string, trees []map[string]any, sent []any) 
 	for k, v := range names {
 		all[k] = v
 	}
-	var walk func(v any)
-	walk = func(v any) {
-		switch v := v.(type) {
-		case map[string]any:
-			g, _ := v["generateName"].(string)
-			n, _ := v["name"].(string)
+	for _, t := range trees {
+		eachMap(t, func(m map[string]any) {
+			g, _ := m["generateName"].(string)
+			n, _ := m["name"].(string)
 			if p := generatedPrefix(g); p != "" && len(n) == len(p)+5 && strings.HasPrefix(n, p) {
 				all[n] = p + "{gen}"
 			}
-			for _, x := range v {
-				walk(x)
-			}
-		case []any:
-			for _, x := range v {
-				walk(x)
-			}
-		}
-	}
-	for _, t := range trees {
-		walk(t)
+		})
 	}
 	n := &normalizer{}
 	prefixes := map[string]bool{}
-	var sentNames func(v any)
-	sentNames = func(v any) {
-		switch v := v.(type) {
-		case map[string]any:
-			if g := generatedPrefix(stringOf(v["generateName"])); g != "" && !prefixes[g] {
+	for _, b := range sent {
+		eachMap(b, func(m map[string]any) {
+			if g := generatedPrefix(stringOf(m["generateName"])); g != "" && !prefixes[g] {
 				prefixes[g] = true
 				n.generated = append(n.generated, regexp.MustCompile(`(`+regexp.QuoteMeta(g)+`)[a-z0-9]{5}\b`))
 			}
-			for _, x := range v {
-				sentNames(x)
-			}
-		case []any:
-			for _, x := range v {
-				sentNames(x)
-			}
-		}
-	}
-	for _, b := range sent {
-		sentNames(b)
+		})
 	}
 	for k, v := range all {
 		n.names = append(n.names, [2]string{k, v})
@@ -161,6 +137,21 @@ func newNormalizer(names map[string]string, trees []map[string]any, sent []any) 
 		return n.names[i][0] < n.names[j][0]
 	})
 	return n
+}
+
+// eachMap calls fn with every object (JSON map) in v, v itself included.
+func eachMap(v any, fn func(map[string]any)) {
+	switch v := v.(type) {
+	case map[string]any:
+		fn(v)
+		for _, x := range v {
+			eachMap(x, fn)
+		}
+	case []any:
+		for _, x := range v {
+			eachMap(x, fn)
+		}
+	}
 }
 
 // generatedPrefix is what a name generated from generateName g starts with: g, cut to 58

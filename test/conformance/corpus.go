@@ -121,6 +121,9 @@ type Watch struct {
 	During []Step `json:"during,omitempty"`
 	// Seconds bounds the read on the client's side (default: timeoutSeconds + 2, else 5).
 	Seconds int `json:"seconds,omitempty"`
+	// Unordered compares the events as a set: kube-apiserver sends the initial events of a
+	// watch across namespaces in no fixed order.
+	Unordered bool `json:"unordered,omitempty"`
 }
 
 // Corpus is every case and fixture of a directory of case files.

@@ -43,13 +43,29 @@ func (a Answer) tree() map[string]any {
 		t["body"] = decodeBody(a.Header.Get("Content-Type"), a.Body)
 	}
 	if a.Events != nil {
-		evs := make([]any, len(a.Events))
-		for i, ev := range a.Events {
-			evs[i] = decodeBody("application/json", ev)
+		evs := make([]any, 0, len(a.Events))
+		for _, ev := range a.Events {
+			if v := decodeBody("application/json", ev); !periodicBookmark(v) {
+				evs = append(evs, v)
+			}
 		}
 		t["events"] = evs
 	}
 	return t
+}
+
+// periodicBookmark reports whether a watch event is a BOOKMARK other than the one that ends
+// the initial events: kube-apiserver sends those when its timers say (one may come just before
+// a timeoutSeconds ends the watch, or not), so neither answer's are compared.
+func periodicBookmark(ev any) bool {
+	m, _ := ev.(map[string]any)
+	if m["type"] != "BOOKMARK" {
+		return false
+	}
+	obj, _ := m["object"].(map[string]any)
+	md, _ := obj["metadata"].(map[string]any)
+	ann, _ := md["annotations"].(map[string]any)
+	return ann["k8s.io/initial-events-end"] != "true"
 }
 
 // decodeBody decodes a body by its content type.
@@ -173,8 +189,11 @@ func (n *normalizer) value(key string, v any) any {
 		for k, x := range v {
 			out[n.text(k)] = n.value(k, x)
 		}
-		if v["kind"] == "Table" {
+		switch v["kind"] {
+		case "Table":
 			normalizeTable(out)
+		case "Status":
+			sortCauses(out)
 		}
 		return out
 	case []any:
@@ -191,6 +210,9 @@ func (n *normalizer) value(key string, v any) any {
 			return "{rv}"
 		case key == "continue":
 			return "{continue}"
+		case key == "storageVersionHash":
+			// A hash of the group, version and kind: a case's own CRD group is per run.
+			return "{hash}"
 		}
 		return n.text(v)
 	case float64:
@@ -245,6 +267,47 @@ func normalizeTable(t map[string]any) {
 	}
 }
 
+// sortCauses puts a Status's causes in order (field, reason, message) and its message's list of
+// them ("X is invalid: [a, b]") in the same order: kube-apiserver reports a custom resource's
+// schema errors in an order that changes from run to run.
+func sortCauses(st map[string]any) {
+	details, _ := st["details"].(map[string]any)
+	causes, _ := details["causes"].([]any)
+	if len(causes) < 2 {
+		return
+	}
+	items := make([]string, len(causes))
+	key := func(c any) string {
+		m, _ := c.(map[string]any)
+		return stringOf(m["field"]) + "\x00" + stringOf(m["reason"]) + "\x00" + stringOf(m["message"])
+	}
+	sort.SliceStable(causes, func(i, j int) bool { return key(causes[i]) < key(causes[j]) })
+	for i, c := range causes {
+		m, _ := c.(map[string]any)
+		items[i] = stringOf(m["message"])
+		if f := stringOf(m["field"]); f != "" {
+			items[i] = f + ": " + items[i]
+		}
+	}
+	msg := stringOf(st["message"])
+	open := strings.Index(msg, "is invalid: [")
+	if open < 0 || !strings.HasSuffix(msg, "]") {
+		return
+	}
+	open += len("is invalid: [")
+	list := msg[open : len(msg)-1]
+	total := 2 * (len(items) - 1)
+	for _, it := range items {
+		if !strings.Contains(list, it) {
+			return // the message is not the list of the causes: leave it
+		}
+		total += len(it)
+	}
+	if total == len(list) {
+		st["message"] = msg[:open] + strings.Join(items, ", ") + "]"
+	}
+}
+
 // Normalize returns a run's answers as recorded: for each step its normalised tree, with the
 // step's Select and Ignore applied.
 func Normalize(r *Run) RecordedCase {
@@ -269,6 +332,11 @@ func Normalize(r *Run) RecordedCase {
 		if len(s.Select) > 0 {
 			if body, ok := t["body"]; ok {
 				t["body"] = selectPaths(body, s.Select)
+			}
+		}
+		if s.Watch != nil && s.Watch.Unordered {
+			if evs, ok := t["events"].([]any); ok {
+				sort.SliceStable(evs, func(i, j int) bool { return canonicalString(evs[i]) < canonicalString(evs[j]) })
 			}
 		}
 		out := n.value("", t).(map[string]any)
@@ -327,6 +395,12 @@ func ignorePath(tree map[string]any, p string) {
 			return
 		}
 	}
+}
+
+// canonicalString is v's JSON encoding (maps in key order).
+func canonicalString(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // canonical round-trips v through JSON, so that answers and recordings compare alike.

@@ -265,7 +265,7 @@ func (t *Target) send(ctx context.Context, e env, s Step) (Answer, error) {
 		}
 	}
 	dec := json.NewDecoder(resp.Body)
-	for s.Watch.Events == 0 || len(a.Events) < s.Watch.Events {
+	for counted := 0; s.Watch.Events == 0 || counted < s.Watch.Events; {
 		var ev json.RawMessage
 		if err := dec.Decode(&ev); err != nil {
 			// The server ended the stream (EOF, timeoutSeconds), or the bound passed: what
@@ -273,6 +273,10 @@ func (t *Target) send(ctx context.Context, e env, s Step) (Answer, error) {
 			break
 		}
 		a.Events = append(a.Events, ev)
+		var v any
+		if json.Unmarshal(ev, &v) == nil && !periodicBookmark(v) {
+			counted++ // a timer's bookmark is not one of the events asked for
+		}
 	}
 	return a, nil
 }

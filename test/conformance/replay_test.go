@@ -162,7 +162,8 @@ func (s *summary) add(t *testing.T, c conformance.Case, cl *conformance.Classifi
 		var i int
 		fmt.Sscan(k, &i)
 		if i < len(want.Steps) && i < len(got.Steps) {
-			fmt.Fprintf(&b, "step %d %s %s (-kube +opemu):\n%s", i, c.Steps[i].Method, c.Steps[i].Path, gocmp.Diff(want.Steps[i], got.Steps[i]))
+			method := cmp.Or(c.Steps[i].Method, "GET")
+			fmt.Fprintf(&b, "step %d %s %s (-kube +opemu):\n%s", i, method, c.Steps[i].Path, gocmp.Diff(want.Steps[i], got.Steps[i]))
 		}
 	}
 	t.Error(b.String())

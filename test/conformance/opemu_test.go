@@ -59,7 +59,7 @@ func startInProcess(t *testing.T, cfg app.Config) string {
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	ready := make(chan struct{})
 	cfg.Ready = func() { close(ready) }
-	a, err := app.New(cfg)
+	a, err := app.New(t.Context(), cfg)
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

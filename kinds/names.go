@@ -3,6 +3,7 @@ package kinds
 import (
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -73,6 +74,22 @@ func LabelsValid(labels map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// FinalizersValid reports whether finalizers pass apivalidation.ValidateFinalizers: each a
+// qualified name, and not both orphan and foregroundDeletion. Like LabelsValid it answers
+// without regular expressions (an object may carry thousands of finalizers) and may answer
+// false for valid ones; FuzzFinalizersValid checks it never passes finalizers that fail.
+func FinalizersValid(finalizers []string) bool {
+	orphan, foreground := false, false
+	for _, f := range finalizers {
+		if !QualifiedNameValid(f) {
+			return false
+		}
+		orphan = orphan || f == metav1.FinalizerOrphanDependents
+		foreground = foreground || f == metav1.FinalizerDeleteDependents
+	}
+	return !(orphan && foreground)
 }
 
 // QualifiedNameValid reports whether s is a qualified name (a label or annotation key): a name

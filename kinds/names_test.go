@@ -83,3 +83,17 @@ func FuzzDNSLabelValid(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFinalizersValid checks that FinalizersValid passes no finalizers ValidateFinalizers
+// refuses.
+func FuzzFinalizersValid(f *testing.F) {
+	f.Add("example.com/cleanup", "orphan")
+	f.Add("orphan", "foregroundDeletion")
+	f.Add("a/b/c", "-x")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		fins := []string{a, b}
+		if kinds.FinalizersValid(fins) {
+			assert.Empty(t, apivalidation.ValidateFinalizers(fins, field.NewPath("finalizers")), "%q", fins)
+		}
+	})
+}

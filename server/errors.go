@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -26,6 +27,10 @@ func (s *Server) toStatus(err error) *metav1.Status {
 		st = apiStatus.Status()
 	case errors.As(err, &cerr):
 		st = cacheStatus(cerr, s.cfg.Kinds)
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+		// A request whose context ended before its work did (its deadline passed, or its
+		// client left): kube-apiserver's finisher answers 504 with the context's error.
+		st = apierrors.NewTimeoutError("request did not complete within requested timeout - "+err.Error(), 0).ErrStatus
 	case errors.Is(err, echo.ErrNotFound):
 		// kube-apiserver's answer for a route or resource it does not serve: "the server could
 		// not find the requested resource" with empty details.

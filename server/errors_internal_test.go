@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -73,5 +75,18 @@ func TestStoreErrorStatus(t *testing.T) {
 				Status:   metav1.StatusFailure, Code: tc.code, Reason: tc.reason, Message: tc.message, Details: tc.details,
 			}, st)
 		})
+	}
+}
+
+// TestContextErrorStatus: work cut short by its request's context (the deadline passed, or the
+// client left) is kube-apiserver's 504 Timeout with the context's error, not a bare 500.
+func TestContextErrorStatus(t *testing.T) {
+	t.Parallel()
+	s, _ := newFuzzServer(t)
+	for _, err := range []error{context.DeadlineExceeded, fmt.Errorf("deleting: %w", context.Canceled)} {
+		st := s.toStatus(err)
+		assert.Equal(t, int32(http.StatusGatewayTimeout), st.Code)
+		assert.Equal(t, metav1.StatusReasonTimeout, st.Reason)
+		assert.Equal(t, "Timeout: request did not complete within requested timeout - "+err.Error(), st.Message)
 	}
 }

@@ -285,7 +285,15 @@ func (s *Server) BeginShutdown() {
 func (s *Server) limit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		r := c.Request()
+		rc := http.NewResponseController(c.Response())
 		if r.Body != nil && r.Body != http.NoBody {
+			// Every request's body must arrive within RequestTimeout: without a deadline a
+			// client that never finishes one would hold the connection and its goroutine
+			// forever. net/http lifts it when the body ends. A request without a body gets
+			// none: net/http is already reading its connection in the background (to notice
+			// a client leaving), and a deadline there would cancel the context of the
+			// connection, so every later request on it would begin cancelled.
+			_ = rc.SetReadDeadline(time.Now().Add(s.cfg.RequestTimeout))
 			body := &eofReader{ReadCloser: r.Body}
 			r.Body = http.MaxBytesReader(c.Response(), body, s.cfg.MaxBody)
 			// net/http reads what is left of a small body before it writes the answer, to keep
@@ -304,10 +312,6 @@ func (s *Server) limit(next echo.HandlerFunc) echo.HandlerFunc {
 				})
 			}
 		}
-		// Every request's body must arrive within RequestTimeout: without a deadline a client
-		// that never finishes one would hold the connection and its goroutine forever.
-		rc := http.NewResponseController(c.Response())
-		_ = rc.SetReadDeadline(time.Now().Add(s.cfg.RequestTimeout))
 		if isWatch(c) {
 			if err := discardBody(r); err != nil {
 				return err

@@ -303,7 +303,6 @@ func New(cfg Config) (*App, error) {
 	}
 	ok = true
 	a.server = server.Config{
-		Store:       a.store,
 		StoreName:   storeName,
 		StoreHealth: storeHealth,
 		Registry:    reg,

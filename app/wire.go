@@ -289,7 +289,6 @@ func (a *App) serverConfig() server.Config {
 		leaderStatus = a.elector
 	}
 	return server.Config{
-		Store:       a.store,
 		StoreName:   storeName,
 		StoreHealth: storeHealth,
 		Registry:    a.reg,

@@ -12,6 +12,11 @@
 // Events a client's write records (SPEC §7). What differs per kind is looked up in its
 // kinds.Kind (schema, subresources, create defaults, lifecycle), never tested by name.
 //
+// Reads and watches start here too: a read's resourceVersion semantics and paging (read.go),
+// and a watch's (watch.go: where it starts, the consistent read before initial events, a
+// view's selectors and objects, the 410 of a version that cannot be served); the server only
+// frames and times what a Watcher gives.
+//
 // The server calls Store for HTTP clients; opemu's own components (the controller, the event
 // recorder, the lease lock) write through a Client over the same path, so what they store
 // passes the same validation as a client's write.

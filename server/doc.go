@@ -7,8 +7,10 @@
 //
 // Handlers are thin: they parse, make one HTTP-free call and answer. Reads and writes go to
 // registry (Store.Create, Update, Patch, Delete, Get, List: the write path, admission and the
-// rules of objects live there); watches to the store's Watch. What a kind is comes from kinds
-// (and crd for custom kinds); the store (cache) owns resourceVersion, ordering and fan-out.
+// rules of objects live there); watches start there too (registry.Store.Watch, WatchResources)
+// and one loop (watch.go) streams them in either protocol (kwatch.go, sse.go). What a kind is
+// comes from kinds (and crd for custom kinds); the store (cache) owns resourceVersion, ordering
+// and fan-out.
 //
 // Concurrency: a Server is safe for concurrent use. Run owns the HTTP server and waits for every
 // request, including open watches, before it returns.

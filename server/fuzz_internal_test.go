@@ -37,7 +37,7 @@ func requireClientError(t *testing.T, err error) {
 func newFuzzServer(t testing.TB) (*Server, registry.Target) {
 	t.Helper()
 	env := registrytest.New(t, registrytest.Options{})
-	s, err := New(Config{Store: env.Storage, Registry: env.Registry, Kinds: env.Kinds, CRDs: env.CRDs, Admission: env.Admission})
+	s, err := New(Config{Registry: env.Registry, Kinds: env.Kinds, CRDs: env.CRDs, Admission: env.Admission})
 	if err != nil {
 		t.Fatal(err)
 	}

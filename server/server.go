@@ -26,12 +26,10 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Config configures a Server. Store, Registry, Kinds, CRDs and Admission are required; every
-// other zero value is documented as a default.
+// Config configures a Server. Registry, Kinds, CRDs and Admission are required; every other
+// zero value is documented as a default.
 type Config struct {
-	// Store serves watches (SSE and the Kubernetes watch protocol).
-	Store cache.Interface
-	// Registry is the write path every other request goes through.
+	// Registry is what every request about objects goes through: reads, writes and watches.
 	Registry *registry.Store
 	// Kinds is every served kind: the server looks each request's kind up there.
 	Kinds *kinds.Registry
@@ -159,8 +157,8 @@ type Server struct {
 
 // New validates cfg and builds the routes.
 func New(cfg Config) (*Server, error) {
-	if cfg.Store == nil || cfg.Registry == nil || cfg.Kinds == nil || cfg.CRDs == nil || cfg.Admission == nil {
-		return nil, errors.New("server: Store, Registry, Kinds, CRDs and Admission are required")
+	if cfg.Registry == nil || cfg.Kinds == nil || cfg.CRDs == nil || cfg.Admission == nil {
+		return nil, errors.New("server: Registry, Kinds, CRDs and Admission are required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -44,6 +44,12 @@ func newEnv(t testing.TB, tweak ...func(*server.Config, *cache.Config)) *env {
 // 0: the default), counting those clients create, as the binary wires it.
 func newEnvWithEventLimit(t testing.TB, limit int, tweak ...func(*server.Config, *cache.Config)) *env {
 	t.Helper()
+	return newEnvOn(t, nil, limit, tweak...)
+}
+
+// newEnvOn is newEnvWithEventLimit over storage (nil: a new cache.Store).
+func newEnvOn(t testing.TB, storage cache.Interface, limit int, tweak ...func(*server.Config, *cache.Config)) *env {
+	t.Helper()
 	cfg := server.Config{}
 	scfg := cache.Config{}
 	for _, f := range tweak {
@@ -51,13 +57,13 @@ func newEnvWithEventLimit(t testing.TB, limit int, tweak ...func(*server.Config,
 	}
 	reg := metrics.New()
 	late := &events.Late{}
-	core := registrytest.New(t, registrytest.Options{Store: scfg, Admission: cfg.Admission, Metrics: reg, Events: late, EventLimit: late})
+	core := registrytest.New(t, registrytest.Options{Storage: storage, Store: scfg, Admission: cfg.Admission, Metrics: reg, Events: late, EventLimit: late})
 	recorder := cfg.Events
 	if recorder == nil {
 		recorder = events.New(events.Config{Client: core.Registry.Client("opemu-events"), Host: "test", Metrics: reg, Limit: limit})
 	}
 	late.Set(recorder)
-	cfg.Store, cfg.Registry, cfg.Kinds, cfg.CRDs, cfg.Admission = core.Storage, core.Registry, core.Kinds, core.CRDs, core.Admission
+	cfg.Registry, cfg.Kinds, cfg.CRDs, cfg.Admission = core.Registry, core.Kinds, core.CRDs, core.Admission
 	cfg.Events, cfg.Metrics, cfg.PrimaryCRD = recorder, reg, application.CRDName
 	engine, err := faults.New(faults.Config{Client: core.Registry.Client("opemu-faults"), Metrics: reg})
 	require.NoError(t, err)

@@ -20,7 +20,7 @@ import (
 // TestLabelsApplications runs the example controller against a real opemu server.
 func TestLabelsApplications(t *testing.T) {
 	core := registrytest.New(t, registrytest.Options{})
-	srv, err := server.New(server.Config{Store: core.Storage, Registry: core.Registry, Kinds: core.Kinds, CRDs: core.CRDs, Admission: core.Admission})
+	srv, err := server.New(server.Config{Registry: core.Registry, Kinds: core.Kinds, CRDs: core.CRDs, Admission: core.Admission})
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()

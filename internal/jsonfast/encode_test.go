@@ -1,20 +1,20 @@
-package cache_test
+package jsonfast_test
 
 import (
 	"encoding/json"
 	"math"
 	"testing"
 
-	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/internal/jsonfast"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// requireSameAsMarshal checks that EncodeJSON answers exactly what json.Marshal answers.
+// requireSameAsMarshal checks that Marshal answers exactly what json.Marshal answers.
 func requireSameAsMarshal(t *testing.T, v any) {
 	t.Helper()
 	want, wantErr := json.Marshal(v)
-	got, err := cache.EncodeJSON(v)
+	got, err := jsonfast.Marshal(v)
 	if wantErr != nil {
 		require.EqualError(t, err, wantErr.Error())
 		return
@@ -23,8 +23,7 @@ func requireSameAsMarshal(t *testing.T, v any) {
 	require.Equal(t, string(want), string(got))
 }
 
-// TestEncodeJSON runs serially: TestQueuedEventsArriveInOrder counts goroutines.
-func TestEncodeJSON(t *testing.T) {
+func TestMarshal(t *testing.T) {
 	cycle := map[string]any{"a": 1}
 	cycle["self"] = cycle
 	deep := any(map[string]any{"leaf": "x"})
@@ -57,20 +56,20 @@ func TestEncodeJSON(t *testing.T) {
 	}
 }
 
-// FuzzEncodeJSON checks that EncodeJSON equals json.Marshal on decoded JSON documents (the form
+// FuzzMarshal checks that Marshal equals json.Marshal on decoded JSON documents (the form
 // objects are stored in) and on arbitrary strings and numbers as keys and values.
-func FuzzEncodeJSON(f *testing.F) {
+func FuzzMarshal(f *testing.F) {
 	f.Add([]byte(`{"apiVersion":"v1","kind":"Event","metadata":{"name":"a.1","labels":{"x":"<y>"}},"count":1,"list":[1.5,-0e3,true,null,{}]}`), "a<b")
 	f.Add([]byte(`[]`), "\xff\u2028")
 	f.Add([]byte(`"s"`), "1e5")
 	f.Fuzz(func(t *testing.T, doc []byte, s string) {
 		var v any
-		if decoded, err := cache.DecodeJSON(doc); err == nil {
+		if decoded, err := jsonfast.DecodeObject(doc); err == nil {
 			v = decoded
 		}
 		for _, v := range []any{v, map[string]any{s: s, "n": json.Number(s), "l": []any{s, v}}} {
 			want, wantErr := json.Marshal(v)
-			got, err := cache.EncodeJSON(v)
+			got, err := jsonfast.Marshal(v)
 			if wantErr != nil {
 				assert.EqualError(t, err, wantErr.Error())
 				continue
@@ -82,12 +81,12 @@ func FuzzEncodeJSON(f *testing.F) {
 }
 
 func BenchmarkEncodeJSON(b *testing.B) {
-	obj, err := cache.DecodeJSON([]byte(`{"apiVersion":"v1","kind":"Event","metadata":{"name":"app.187a","namespace":"default","uid":"3b2c","resourceVersion":"12","creationTimestamp":"2026-11-24T06:00:00Z"},"involvedObject":{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","namespace":"default","name":"app","uid":"9f1e","resourceVersion":"11"},"reason":"Created","message":"Created Application default/app","source":{"component":"opemu-apiserver","host":"h"},"count":1,"type":"Normal","severity":"Info","eventTime":null}`))
+	obj, err := jsonfast.DecodeObject([]byte(`{"apiVersion":"v1","kind":"Event","metadata":{"name":"app.187a","namespace":"default","uid":"3b2c","resourceVersion":"12","creationTimestamp":"2026-11-24T06:00:00Z"},"involvedObject":{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","namespace":"default","name":"app","uid":"9f1e","resourceVersion":"11"},"reason":"Created","message":"Created Application default/app","source":{"component":"opemu-apiserver","host":"h"},"count":1,"type":"Normal","severity":"Info","eventTime":null}`))
 	require.NoError(b, err)
 	for _, enc := range []struct {
 		name string
 		fn   func(any) ([]byte, error)
-	}{{"fast", cache.EncodeJSON}, {"encoding-json", json.Marshal}} {
+	}{{"fast", jsonfast.Marshal}, {"encoding-json", json.Marshal}} {
 		b.Run(enc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

@@ -60,3 +60,54 @@ func TestApplyPatchMatchesJSONPatch(t *testing.T) {
 		assert.Equal(t, "b", obj["m"].(map[string]any)["a"])
 	})
 }
+
+// FuzzApplyInPlace: whenever applyInPlace takes a patch, the object ends as
+// github.com/evanphx/json-patch leaves its encoding, or both refuse the patch.
+func FuzzApplyInPlace(f *testing.F) {
+	f.Add(`{"metadata":{"name":"a","labels":{"x":"1"}},"spec":{"replicas":1}}`, "add", "/spec/strategy", `"RollingUpdate"`, "add", "/metadata/labels/y", `{"z":[1,null]}`)
+	f.Add(`{"a":{}}`, "replace", "/a/b", `1`, "add", "/a/b~1c~0", `true`)
+	f.Add(`{"a":{"b":2}}`, "add", "/a", `{}`, "replace", "/a/b", `3`)
+	f.Fuzz(func(t *testing.T, doc, op1, path1, value1, op2, path2, value2 string) {
+		decode := func(s string) (any, bool) {
+			d := json.NewDecoder(strings.NewReader(s))
+			d.UseNumber()
+			var v any
+			return v, d.Decode(&v) == nil
+		}
+		v, ok := decode(doc)
+		obj, isObject := v.(map[string]any)
+		if !ok || !isObject {
+			return
+		}
+		var ops []PatchOperation
+		for _, o := range [][3]string{{op1, path1, value1}, {op2, path2, value2}} {
+			val, ok := decode(o[2])
+			if !ok {
+				return
+			}
+			ops = append(ops, PatchOperation{Op: o[0], Path: o[1], Value: val})
+		}
+		done, err := applyInPlace(obj, ops)
+		if !done {
+			return
+		}
+		// The patch as JSON Patch has it: a null value is a value (PatchOperation omits it).
+		var raw []map[string]any
+		for _, op := range ops {
+			raw = append(raw, map[string]any{"op": op.Op, "path": op.Path, "value": op.Value})
+		}
+		p, merr := json.Marshal(raw)
+		require.NoError(t, merr)
+		patch, perr := jsonpatch.DecodePatch(p)
+		require.NoError(t, perr, "applyInPlace took a patch json-patch cannot read: %s", p)
+		want, werr := patch.Apply([]byte(doc))
+		if err != nil {
+			assert.Error(t, werr, "applyInPlace refused %s, json-patch applied it", p)
+			return
+		}
+		require.NoError(t, werr, "json-patch refused %s, applyInPlace applied it", p)
+		got, merr := json.Marshal(obj)
+		require.NoError(t, merr)
+		assert.JSONEq(t, string(want), string(got), "patch %s on %s", p, doc)
+	})
+}

@@ -1,22 +1,22 @@
-package cache
+package jsonfast
 
 import (
+	"bytes"
 	"encoding/json"
 	"unicode/utf16"
 	"unicode/utf8"
 )
 
-// ParseJSON decodes data, which must hold one JSON value and nothing but white space around
-// it, into what encoding/json's Decoder with UseNumber gives for an any: map[string]any,
-// []any, string, json.Number, bool or nil, a repeated key keeping its last value. It is the
-// decoder of request bodies and stored objects, so it is fast for the JSON they hold.
+// Parse decodes data, which must hold one JSON value and nothing but white space around it,
+// into what encoding/json's Decoder with UseNumber gives for an any: map[string]any, []any,
+// string, json.Number, bool or nil, a repeated key keeping its last value.
 //
 // ok is false when data is not such a document (a syntax error, trailing data) or holds what
 // the fast path leaves to encoding/json (invalid UTF-8, a lone surrogate escape, nesting over
 // 10,000 levels): the caller then decodes with encoding/json, whose value or error is the
-// answer. duplicates reports whether some object repeats a key. FuzzParseJSON checks that
-// whatever it decodes equals encoding/json's decoding.
-func ParseJSON(data []byte) (v any, duplicates bool, ok bool) {
+// answer (Decode and DecodeObject do). duplicates reports whether some object repeats a key.
+// FuzzParse checks that whatever it decodes equals encoding/json's decoding.
+func Parse(data []byte) (v any, duplicates bool, ok bool) {
 	p := parser{data: data}
 	p.skipSpace()
 	v, ok = p.value(0)
@@ -361,4 +361,35 @@ func commonString(b []byte) string {
 		return "v1"
 	}
 	return string(b)
+}
+
+// Decode decodes data, one JSON value, as encoding/json's Decoder with UseNumber does: with
+// Parse when it can, otherwise (and for every error) with encoding/json, whose answer it is
+// either way.
+func Decode(data []byte) (any, error) {
+	if v, _, ok := Parse(data); ok {
+		return v, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	err := dec.Decode(&v)
+	return v, err
+}
+
+// DecodeObject is Decode for a JSON object (or null, which gives nil): any other value is
+// encoding/json's error of decoding it into a map.
+func DecodeObject(data []byte) (map[string]any, error) {
+	if v, _, ok := Parse(data); ok {
+		if m, isMap := v.(map[string]any); isMap {
+			return m, nil
+		}
+	}
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }

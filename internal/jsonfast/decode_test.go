@@ -1,4 +1,4 @@
-package cache_test
+package jsonfast_test
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/internal/jsonfast"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -26,8 +26,7 @@ func decodeStd(data []byte) (v any, ok bool) {
 	return v, true
 }
 
-// TestParseJSON runs serially: TestQueuedEventsArriveInOrder counts goroutines.
-func TestParseJSON(t *testing.T) {
+func TestParse(t *testing.T) {
 	tests := []struct {
 		name     string
 		in       string
@@ -57,7 +56,7 @@ func TestParseJSON(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			v, dups, ok := cache.ParseJSON([]byte(tc.in))
+			v, dups, ok := jsonfast.Parse([]byte(tc.in))
 			want, stdOK := decodeStd([]byte(tc.in))
 			assert.Equal(t, !tc.stdFails, stdOK, "encoding/json's verdict")
 			require.Equal(t, tc.ok, ok)
@@ -69,26 +68,26 @@ func TestParseJSON(t *testing.T) {
 	}
 }
 
-func TestDecodeJSONFallsBack(t *testing.T) {
-	m, err := cache.DecodeJSON([]byte("{\"s\":\"\xff\\ud800\"}"))
+func TestDecodeObjectFallsBack(t *testing.T) {
+	m, err := jsonfast.DecodeObject([]byte("{\"s\":\"\xff\\ud800\"}"))
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"s": "\ufffd\ufffd"}, m, "encoding/json's replacement characters")
-	_, err = cache.DecodeJSON([]byte(`[1]`))
+	_, err = jsonfast.DecodeObject([]byte(`[1]`))
 	require.Error(t, err)
-	m, err = cache.DecodeJSON([]byte(`null`))
+	m, err = jsonfast.DecodeObject([]byte(`null`))
 	require.NoError(t, err)
 	assert.Nil(t, m)
 }
 
-// FuzzParseJSON checks that whatever ParseJSON decodes, encoding/json decodes to the same
+// FuzzParse checks that whatever Parse decodes, encoding/json decodes to the same
 // value, that it refuses nothing encoding/json takes except what it leaves to it on purpose,
 // and that duplicates is true exactly when an object repeats a key.
-func FuzzParseJSON(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"apiVersion":"v1","kind":"Event","metadata":{"name":"a.1","labels":{"x":"<y>"}},"count":1,"list":[1.5,-0e3,true,null,{}]}`))
 	f.Add([]byte(`{"a":1,"a":2}`))
 	f.Add([]byte(`["\u00e9\ud83d\ude00\n", 1E-7]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		v, dups, ok := cache.ParseJSON(data)
+		v, dups, ok := jsonfast.Parse(data)
 		want, stdOK := decodeStd(data)
 		if !ok {
 			if stdOK && utf8Valid(data) && !bytes.Contains(data, []byte(`\u`)) && !deeper(data, 10000) {
@@ -178,7 +177,7 @@ func BenchmarkParseJSON(b *testing.B) {
 	b.Run("fast", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, _, ok := cache.ParseJSON(data); !ok {
+			if _, _, ok := jsonfast.Parse(data); !ok {
 				b.Fatal("refused")
 			}
 		}

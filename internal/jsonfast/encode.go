@@ -1,4 +1,4 @@
-package cache
+package jsonfast
 
 import (
 	"encoding/json"
@@ -7,31 +7,28 @@ import (
 	"unicode/utf8"
 )
 
-// EncodeJSON returns the JSON encoding of v exactly as json.Marshal(v) returns it: the same
-// bytes, or the same error. It is the encoder of stored objects, so it is fast for the form
-// objects take once decoded (DecodeJSON): map[string]any, []any, string, json.Number, bool,
-// nil, and the int64 and int the write path stamps. Any other value inside v is encoded by
-// encoding/json itself, and anything the fast path cannot vouch for (an invalid json.Number, a
-// nesting deep enough to be a cycle, an error of encoding/json) makes it encode all of v with
-// json.Marshal, so the answer is always encoding/json's. FuzzEncodeJSON checks the equality.
+// Marshal returns the JSON encoding of v exactly as json.Marshal(v) returns it: the same
+// bytes, or the same error. It is fast for the form objects take once decoded (Decode):
+// map[string]any, []any, string, json.Number, bool, nil, and the int64 and int the write path
+// stamps. Any other value inside v is encoded by encoding/json itself, and anything the fast
+// path cannot vouch for (an invalid json.Number, a nesting deep enough to be a cycle, an error
+// of encoding/json) makes it encode all of v with json.Marshal, so the answer is always
+// encoding/json's. FuzzMarshal checks the equality.
 //
 // The returned slice has no more spare capacity than json.Marshal's would (stored objects keep
 // it for life): the encoding is built in a scratch buffer, then copied once at its size.
-func EncodeJSON(v any) ([]byte, error) {
-	raw, _, inScratch, err := appendEncoding(nil, v)
+func Marshal(v any) ([]byte, error) {
+	raw, _, inScratch, err := AppendMarshal(nil, v)
 	if inScratch {
 		raw = append([]byte(nil), raw...)
 	}
 	return raw, err
 }
 
-// maxScratch is the largest encoding buffer a WatchCache keeps for reuse.
-const maxScratch = 64 << 10
-
-// appendEncoding builds v's encoding in scratch (grown as needed and returned for reuse; nil
-// allocates one). inScratch says raw is the start of grown; otherwise encoding/json had to
-// decide and raw is its own.
-func appendEncoding(scratch []byte, v any) (raw, grown []byte, inScratch bool, err error) {
+// AppendMarshal is Marshal building v's encoding in scratch (grown as needed and returned for
+// reuse; nil allocates one), for a caller that reuses buffers across encodings. inScratch says
+// raw is the start of grown; otherwise encoding/json had to decide and raw is its own.
+func AppendMarshal(scratch []byte, v any) (raw, grown []byte, inScratch bool, err error) {
 	if scratch == nil {
 		scratch = make([]byte, 0, 1024)
 	}
@@ -53,7 +50,7 @@ func appendJSON(b []byte, v any, depth int) (_ []byte, ok bool) {
 	case nil:
 		return append(b, "null"...), true
 	case string:
-		return appendString(b, v), true
+		return AppendString(b, v), true
 	case json.Number:
 		s := string(v)
 		if s == "" {
@@ -121,7 +118,7 @@ func appendObject(b []byte, m map[string]any, depth int) (_ []byte, ok bool) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, k)
+		b = AppendString(b, k)
 		b = append(b, ':')
 		if b, ok = appendJSON(b, m[k], depth); !ok {
 			return b, false
@@ -133,14 +130,10 @@ func appendObject(b []byte, m map[string]any, depth int) (_ []byte, ok bool) {
 // hexDigits are the digits of \u escapes, lower case as encoding/json writes them.
 const hexDigits = "0123456789abcdef"
 
-// AppendString appends s as a JSON string exactly as EncodeJSON (and encoding/json) writes it,
-// for writers that encode an object themselves (Encoded).
-func AppendString(b []byte, s string) []byte { return appendString(b, s) }
-
-// appendString appends s quoted as encoding/json quotes strings with HTML escaping on (its
-// default): <, > and & as \u003c, \u003e and \u0026, U+2028 and U+2029 escaped, invalid UTF-8
-// as \ufffd, control characters as \b, \f, \n, \r, \t or \u00XX.
-func appendString(b []byte, s string) []byte {
+// AppendString appends s as a JSON string exactly as Marshal (and encoding/json) writes it:
+// with HTML escaping on (its default), <, > and & as \u003c, \u003e and \u0026, U+2028 and
+// U+2029 escaped, invalid UTF-8 as \ufffd, control characters as \b, \f, \n, \r, \t or \u00XX.
+func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {

@@ -66,12 +66,12 @@ func openRawSSE(t *testing.T, p *proc, n, rcvbuf int) []net.Conn {
 }
 
 // TestIdleWatchersCost: 5,000 idle SSE watchers (the default MAX_WATCHES) cost the server less
-// than 20 KB of live heap each (measured after a GC in the server process); the next watch
-// gets 429 with Retry-After.
+// than 20 KB of live heap each (measured after a GC in the server process, the binary as it
+// ships); the next watch gets 429 with Retry-After.
 func TestIdleWatchersCost(t *testing.T) {
 	// Not parallel: measured alone, and kept from starving the timing-bound HA tests.
 	const n = 5000
-	p := start(t, "PPROF=true", "ENABLE_CONTROLLER=false")
+	p := startBinary(t, shippedBinary(t), "PPROF=true", "ENABLE_CONTROLLER=false")
 	before := liveHeap(t, p)
 	rssBefore := procStatus(t, p, "VmRSS")
 	openRawSSE(t, p, n, 0)
@@ -90,12 +90,13 @@ func TestIdleWatchersCost(t *testing.T) {
 }
 
 // TestHistoryBoundedInBytes: 300 create+delete cycles of a 3 MiB object leave the server's live
-// heap (after a GC) within WATCH_HISTORY_BYTES of where it started, with nothing stored; a
+// heap (after a GC; the binary as it ships) within WATCH_HISTORY_BYTES of where it started,
+// with nothing stored; a
 // watch from the first cycle's version answers 410, one from the last cycle's works.
 func TestHistoryBoundedInBytes(t *testing.T) {
 	// Not parallel: measured alone, and kept from starving the timing-bound HA tests.
 	const budget = 64 << 20
-	p := start(t, "PPROF=true", "ENABLE_CONTROLLER=false", fmt.Sprintf("WATCH_HISTORY_BYTES=%d", budget))
+	p := startBinary(t, shippedBinary(t), "PPROF=true", "ENABLE_CONTROLLER=false", fmt.Sprintf("WATCH_HISTORY_BYTES=%d", budget))
 	api := "http://" + p.addr + "/apis/cloudnative.elide.dev/v1/namespaces/default/applications"
 	before := liveHeap(t, p)
 	head := `{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","metadata":{"name":"big"},"spec":{"replicas":1,"image":"nginx:1","config":{"blob":"`

@@ -17,9 +17,6 @@ import (
 // a failover between processes. The memory backend's Lease is tested in process
 // (test/integration).
 
-// microTime is how a LeaseSpec writes acquireTime and renewTime (metav1.MicroTime).
-const microTime = `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$`
-
 // TestLeaseIsALeaseSpec: the elector's Lease (the file backend's mirror) is a valid LeaseSpec,
 // so typed clients see leaseTransitions; /leader keeps its shape.
 func TestLeaseIsALeaseSpec(t *testing.T) {
@@ -41,7 +38,7 @@ func TestLeaseIsALeaseSpec(t *testing.T) {
 		require.NotNil(t, lease.Spec.LeaseTransitions)
 		assert.Equal(t, int32(1), *lease.Spec.LeaseTransitions, "typed clients see the transition")
 		assert.Equal(t, int32(haLease/time.Second), *lease.Spec.LeaseDurationSeconds)
-		assert.Regexp(t, microTime, spec["renewTime"])
+		assert.Regexp(t, request.MicroTime, spec["renewTime"])
 		assert.NotContains(t, spec, "leaderTransitions")
 		assert.Equal(t, "file", lease.Labels["opemu.dev/mirror"])
 

@@ -11,9 +11,6 @@ import (
 	"github.com/opemu/opemu/test/internal/request"
 )
 
-// microTime is how a LeaseSpec writes acquireTime and renewTime (metav1.MicroTime).
-const microTime = `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$`
-
 // TestLeaseIsALeaseSpec: the elector's Lease (the memory backend's lock) is a valid LeaseSpec,
 // so typed clients see leaseTransitions. (The file backend's mirror, after a failover between
 // processes, is tested in test/e2e.)
@@ -31,7 +28,7 @@ func TestLeaseIsALeaseSpec(t *testing.T) {
 		require.NotNil(t, lease.Spec.LeaseTransitions)
 		assert.Equal(t, int32(0), *lease.Spec.LeaseTransitions)
 		assert.Equal(t, int32(15), *lease.Spec.LeaseDurationSeconds)
-		assert.Regexp(t, microTime, spec["renewTime"])
-		assert.Regexp(t, microTime, spec["acquireTime"])
+		assert.Regexp(t, request.MicroTime, spec["renewTime"])
+		assert.Regexp(t, request.MicroTime, spec["acquireTime"])
 	})
 }

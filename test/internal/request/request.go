@@ -124,6 +124,9 @@ func Lease(t testing.TB, base string) (*coordinationv1.Lease, map[string]any) {
 	return lease, m["spec"].(map[string]any)
 }
 
+// MicroTime matches how a LeaseSpec writes acquireTime and renewTime (metav1.MicroTime).
+const MicroTime = `^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$`
+
 // Metrics returns the text of base's /metrics.
 func Metrics(t testing.TB, base string) string {
 	t.Helper()

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ type proc struct {
 	mu   sync.Mutex // guards stderr, written while the process runs
 	// stderr is what the process logged; read it with logs.
 	stderr *bytes.Buffer
-	done   chan error
+	exited chan struct{} // closed once the process has exited and stderr is complete
 }
 
 // logs returns what the process has logged so far.
@@ -46,7 +47,8 @@ func start(t *testing.T, env ...string) *proc {
 	return startBinary(t, binary, env...)
 }
 
-// startBinary is start with another build of opemu (etcdBinary).
+// startBinary is start with another build of opemu (etcdBinary, shippedBinary). When the test
+// ends the process is killed, and the test fails if the race detector reported a race in it.
 func startBinary(t *testing.T, bin string, env ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(bin)
@@ -54,7 +56,7 @@ func startBinary(t *testing.T, bin string, env ...string) *proc {
 	pipe, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	p := &proc{cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	p := &proc{cmd: cmd, stderr: &bytes.Buffer{}, exited: make(chan struct{})}
 	first := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pipe)
@@ -68,9 +70,21 @@ func startBinary(t *testing.T, bin string, env ...string) *proc {
 			p.stderr.WriteString(line + "\n")
 			p.mu.Unlock()
 		}
-		p.done <- cmd.Wait()
+		_ = cmd.Wait()
+		close(p.exited)
 	}()
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		select {
+		case <-p.exited:
+		case <-time.After(10 * time.Second):
+			t.Errorf("opemu (pid %d) did not exit within 10s of SIGKILL", cmd.Process.Pid)
+			return
+		}
+		if i := strings.Index(p.logs(), "WARNING: DATA RACE"); i >= 0 {
+			t.Errorf("the race detector reported a race in opemu:\n%s", p.logs()[i:])
+		}
+	})
 	select {
 	case line := <-first:
 		m := listeningRE.FindStringSubmatch(line)
@@ -82,10 +96,11 @@ func startBinary(t *testing.T, bin string, env ...string) *proc {
 	return p
 }
 
+// wait waits until the process exits, at most timeout, and returns its exit code.
 func (p *proc) wait(t *testing.T, timeout time.Duration) int {
 	t.Helper()
 	select {
-	case <-p.done:
+	case <-p.exited:
 		return p.cmd.ProcessState.ExitCode()
 	case <-time.After(timeout):
 		t.Fatalf("opemu did not exit within %v", timeout)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/opemu/opemu/test/internal/request"
 )
 
 // TestKubectlRollout: kubectl sees Deployments and StatefulSets roll out and Jobs complete, as
@@ -23,7 +25,9 @@ func TestKubectlRollout(t *testing.T) {
 	p := start(t, "ENABLE_LEADER_ELECTION=false", "ROLLOUT_STEP=200ms", "JOB_DURATION=300ms")
 	k := p.kubectl(t)
 
-	// Watch first, so that every step is seen.
+	// Watch first, so that every step is seen: kubectl lists, then watches from the list's
+	// version, so nothing created once its watch is open (watch_clients says so) is missed,
+	// however slowly kubectl got there.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	watch := k.Cmd(ctx, "get", "deployments", "--watch")
@@ -32,6 +36,9 @@ func TestKubectlRollout(t *testing.T) {
 	require.NoError(t, watch.Start())
 	defer func() { cancel(); _ = watch.Wait() }()
 	lines := bufio.NewScanner(stdout)
+	require.Eventually(t, func() bool {
+		return strings.Contains(request.Metrics(t, p.url("")), `watch_clients{protocol="kubernetes"} 1`)
+	}, 30*time.Second, 20*time.Millisecond, "kubectl get --watch is watching")
 
 	assert.Contains(t, k.Run("create", "deployment", "web", "--image=nginx:1.27", "--replicas=3"), "deployment.apps/web created")
 	ready := regexp.MustCompile(`^web\s+(\d)/3\s+(\d)\s+(\d)\s`)

@@ -21,6 +21,7 @@ import (
 
 // server is an opemu server running in the test's process.
 type server struct {
+	t *testing.T
 	// addr is the host:port it listens on.
 	addr     string
 	cancel   context.CancelFunc
@@ -48,7 +49,7 @@ func start(t *testing.T, env ...string) *server {
 	if a, ok := settings["ADDR"]; ok {
 		addr = a
 	}
-	s := &server{done: make(chan error, 1), logs: &logBuffer{}}
+	s := &server{t: t, done: make(chan error, 1), logs: &logBuffer{}}
 	cfg.Logger = slog.New(slog.NewTextHandler(s.logs, nil))
 	t.Cleanup(func() {
 		if err := s.stop(); err != nil {
@@ -84,7 +85,11 @@ func start(t *testing.T, env ...string) *server {
 }
 
 // stop stops the server and waits until Run has returned (every goroutine it started has, and
-// the port is closed), at most 10 s. It is idempotent: later calls return the first's result.
+// the port is closed), at most 10 s; it fails only if Run has not returned by then. Run's own
+// error is logged: a shutdown that outlasts its 4 s bound returns one (net/http waits up to 5 s
+// for a connection a client opened without sending a request, as browsers and client-go's
+// transport do), and shutdown is not what these tests check (test/e2e does, on the binary). It
+// is idempotent: later calls return the first's result.
 func (s *server) stop() error {
 	s.stopOnce.Do(func() {
 		if s.cancel == nil {
@@ -92,7 +97,10 @@ func (s *server) stop() error {
 		}
 		s.cancel()
 		select {
-		case s.stopErr = <-s.done:
+		case err := <-s.done:
+			if err != nil {
+				s.t.Logf("the server stopped with: %v", err)
+			}
 		case <-time.After(10 * time.Second):
 			s.stopErr = errors.New("the server did not stop within 10s")
 		}

@@ -38,6 +38,9 @@ type Kind struct {
 	// the main resource, the status subresource keeps the spec), and an object being deleted
 	// is removed only once both its metadata.finalizers and its spec.finalizers are empty.
 	Finalize bool
+	// LabelsGeneration says a change of labels moves metadata.generation too, as a change of
+	// spec does (an EndpointSlice's strategy).
+	LabelsGeneration bool
 	// Scale, when set, is the scale subresource (an autoscaling/v1 Scale view of these paths).
 	Scale *apiextv1.CustomResourceSubresourceScale
 	// Schema checks, prunes and defaults objects. Nil means the kind has no schema: metadata is

@@ -34,7 +34,7 @@ func servedTypes() []typed {
 			prepareForCreate: preparePod},
 		{obj: &corev1.PersistentVolumeClaim{}, status: true, short: []string{"pvc"}, columns: pvcColumns(), defaults: defaulter(defaultPVC)},
 		{obj: &corev1.Endpoints{}, plural: "endpoints", short: []string{"ep"}, columns: endpointsColumns(), defaults: defaulter(defaultEndpoints)},
-		{obj: &discoveryv1.EndpointSlice{}, columns: endpointSliceColumns(), defaults: defaulter(defaultEndpointSlice)},
+		{obj: &discoveryv1.EndpointSlice{}, labelsGeneration: true, columns: endpointSliceColumns(), defaults: defaulter(defaultEndpointSlice)},
 		{obj: &appsv1.Deployment{}, status: true, short: []string{"deploy"}, all: true, scale: true, columns: deploymentColumns(), defaults: defaulter(defaultDeployment), validate: validator(validateDeployment)},
 		{obj: &appsv1.ReplicaSet{}, status: true, short: []string{"rs"}, all: true, scale: true, columns: replicaSetColumns(), fields: []Field{{Name: "status.replicas"}},
 			defaults: defaulter(defaultReplicaSet), validate: validator(validateReplicaSet)},

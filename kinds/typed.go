@@ -40,6 +40,8 @@ type typed struct {
 	statusOnCreate bool
 	// finalize is spec.finalizers and the finalize subresource (Kind.Finalize).
 	finalize bool
+	// labelsGeneration moves generation on a change of labels (Kind.LabelsGeneration).
+	labelsGeneration bool
 	// scale is the scale subresource over spec.replicas, status.replicas and spec.selector.
 	scale   bool
 	columns []Column
@@ -81,6 +83,7 @@ func (ts *typeSet) kind(d typed) *Kind {
 		Status:           d.status,
 		StatusOnCreate:   d.statusOnCreate,
 		Finalize:         d.finalize,
+		LabelsGeneration: d.labelsGeneration,
 		Schema:           &typedSchema{ts: ts, t: t, defaults: d.defaults, validate: d.validate},
 		Columns:          d.columns,
 		StrategicPatch:   d.obj,

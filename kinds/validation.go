@@ -236,7 +236,11 @@ func validateNode(n *corev1.Node) field.ErrorList {
 				[]corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute}))
 		}
 		if seen[t.Effect].Has(t.Key) {
-			dup := field.Duplicate(tp, t)
+			// kube-apiserver shows its internal Taint, whose fields have no JSON names.
+			dup := field.Duplicate(tp, struct {
+				Key, Value, Effect string
+				TimeAdded          *metav1.Time
+			}{t.Key, t.Value, string(t.Effect), t.TimeAdded})
 			dup.Detail = "taints must be unique by key and effect pair"
 			errs = append(errs, dup)
 			continue

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,7 +47,8 @@ func (s *Store) stampCreate(key cache.Key, md map[string]any) {
 var keptOnUpdate = []string{"name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"}
 
 // stampUpdate makes next the next version of cur (decoded as old): the fields above are kept,
-// generation moves when anything outside metadata and status changed, and while the object is
+// generation moves when anything outside metadata and status changed (or the labels, for a
+// kind whose strategy says so), and while the object is
 // being deleted no finalizer may be added. It reports whether the update removes the object
 // (the last finalizer of one being deleted went, and for a kind with spec.finalizers the last
 // of those too: kube-apiserver's ShouldDeleteNamespaceDuringUpdate).
@@ -60,7 +62,7 @@ func stampUpdate(t Target, cur *cache.Object, old, next map[string]any) (removin
 		}
 	}
 	gen := cur.Generation()
-	if !cache.SameSpec(next, old) {
+	if !cache.SameSpec(next, old) || t.Kind.LabelsGeneration && !reflect.DeepEqual(md["labels"], oldMD["labels"]) {
 		gen++
 	}
 	md["generation"] = json.Number(strconv.FormatInt(gen, 10))

@@ -100,7 +100,10 @@ func (s *Store) deleteNamespace(ctx context.Context, t Target, pre cache.Precond
 	}
 	unlock := s.lockNamespace(name, true)
 	final := false
-	obj, err := s.cfg.Storage.GuaranteedUpdate(ctx, t.Key, pre, func(cur *cache.Object) (cache.Update, error) {
+	obj, err := s.cfg.Storage.GuaranteedUpdate(ctx, t.Key, cache.Preconditions{}, func(cur *cache.Object) (cache.Update, error) {
+		if err := namespacePreconditions(t, cur, pre); err != nil {
+			return cache.Update{}, err
+		}
 		obj, err := cur.Decode()
 		if err != nil {
 			return cache.Update{}, err
@@ -128,4 +131,19 @@ func (s *Store) deleteNamespace(ctx context.Context, t Target, pre cache.Precond
 		return obj, false, err
 	}
 	return s.deleteObject(ctx, t, pre, o)
+}
+
+// namespacePreconditions checks a namespace DELETE's preconditions as kube-apiserver's
+// namespace storage words their failure.
+func namespacePreconditions(t Target, cur *cache.Object, pre cache.Preconditions) error {
+	var msg string
+	switch {
+	case pre.UID != "" && pre.UID != cur.UID():
+		msg = fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s", pre.UID, cur.UID())
+	case pre.ResourceVersion != "" && pre.ResourceVersion != formatRV(cur.ResourceVersion()):
+		msg = fmt.Sprintf("Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %d", pre.ResourceVersion, cur.ResourceVersion())
+	default:
+		return nil
+	}
+	return apierrors.NewConflict(t.GroupResource(), t.Key.Name, errors.New(msg))
 }

@@ -51,18 +51,28 @@ func labelNamespace(obj map[string]any) {
 	labels[corev1.LabelMetadataName] = name
 }
 
+// objectAt returns the object at key in obj, made (empty) when absent; ok is false when
+// something else is there, which validation refuses.
+func objectAt(obj map[string]any, key string) (m map[string]any, ok bool) {
+	switch v := obj[key].(type) {
+	case map[string]any:
+		return v, true
+	case nil:
+		m = map[string]any{}
+		obj[key] = m
+		return m, true
+	}
+	return nil, false
+}
+
 // prepareNamespace is kube-apiserver's namespace strategy's PrepareForCreate: the status is
 // phase Active, whatever was sent, and spec.finalizers holds the kubernetes finalizer (added
 // to those sent).
 func prepareNamespace(obj map[string]any) {
 	obj["status"] = map[string]any{"phase": string(corev1.NamespaceActive)}
-	spec, ok := obj["spec"].(map[string]any)
+	spec, ok := objectAt(obj, "spec")
 	if !ok {
-		if obj["spec"] != nil {
-			return // not an object: validation says so
-		}
-		spec = map[string]any{}
-		obj["spec"] = spec
+		return
 	}
 	finalizers, _ := spec["finalizers"].([]any)
 	for _, f := range finalizers {

@@ -84,13 +84,9 @@ func preparePod(obj map[string]any) {
 // has it, as kube-apiserver's TaintNodesByCondition admission does: the node lifecycle
 // controller removes it once the Node is Ready.
 func taintNewNode(obj map[string]any) {
-	spec, ok := obj["spec"].(map[string]any)
+	spec, ok := objectAt(obj, "spec")
 	if !ok {
-		if obj["spec"] != nil {
-			return // not an object: validation says so
-		}
-		spec = map[string]any{}
-		obj["spec"] = spec
+		return
 	}
 	taints, ok := spec["taints"].([]any)
 	if !ok && spec["taints"] != nil {

@@ -58,8 +58,8 @@ func ref(name string) map[string]any { return map[string]any{"$ref": "#/componen
 // definition is the schema of a named type.
 func definition(ts *typeSet, g *goType) map[string]any {
 	s := map[string]any{}
-	if g.doc != "" {
-		s["description"] = g.doc
+	if doc := ts.docs.of(g.name)[""]; doc != "" {
+		s["description"] = doc
 	}
 	switch g.kind {
 	case kindObject:
@@ -112,8 +112,8 @@ func property(ts *typeSet, owner *goType, f *goField) map[string]any {
 	} else {
 		s = inline(f.typ)
 	}
-	if f.doc != "" {
-		s["description"] = f.doc
+	if doc := ts.docs.of(f.docOf)[f.name]; doc != "" {
+		s["description"] = doc
 	}
 	if f.patchStrategy != "" {
 		s["x-kubernetes-patch-strategy"] = f.patchStrategy

@@ -47,6 +47,9 @@ func (s *Server) resourceList(group, version string) (*metav1.APIResourceList, b
 		if k.Status {
 			list.APIResources = append(list.APIResources, metav1.APIResource{Name: k.Plural + "/status", Namespaced: k.Namespaced, Kind: k.Kind, Verbs: metav1.Verbs{"get", "patch", "update"}})
 		}
+		if k.Finalize {
+			list.APIResources = append(list.APIResources, metav1.APIResource{Name: k.Plural + "/finalize", Namespaced: k.Namespaced, Kind: k.Kind, Verbs: metav1.Verbs{"update"}})
+		}
 		if k.Scale != nil {
 			list.APIResources = append(list.APIResources, metav1.APIResource{Name: k.Plural + "/scale", Namespaced: k.Namespaced, Group: "autoscaling", Version: "v1", Kind: "Scale", Verbs: metav1.Verbs{"get", "patch", "update"}})
 		}

@@ -38,7 +38,7 @@ func (s *Server) toStatus(err error) *metav1.Status {
 	case errors.Is(err, echo.ErrMethodNotAllowed):
 		st = apierrors.NewMethodNotSupported(schema.GroupResource{}, "").ErrStatus
 		st.Message = "the server does not allow this method on the requested resource"
-		st.Details = nil
+		st.Details = &metav1.StatusDetails{}
 	default:
 		var maxErr *http.MaxBytesError
 		if errors.As(err, &maxErr) {

@@ -39,7 +39,7 @@ func TestDiscovery(t *testing.T) {
 		names = append(names, g.(map[string]any)["name"].(string))
 	}
 	assert.ElementsMatch(t, []string{"admissionregistration.k8s.io", "apiextensions.k8s.io", "apps", "authentication.k8s.io", "authorization.k8s.io", "batch",
-		"cloudnative.elide.dev", "controllers.opemu.dev", "coordination.k8s.io", "events.k8s.io", "faults.opemu.dev", "networking.k8s.io", "policy", "rbac.authorization.k8s.io"}, names)
+		"cloudnative.elide.dev", "controllers.opemu.dev", "coordination.k8s.io", "discovery.k8s.io", "events.k8s.io", "faults.opemu.dev", "networking.k8s.io", "policy", "rbac.authorization.k8s.io"}, names)
 	rl := e.do("GET", "/apis/cloudnative.elide.dev/v1", "", "").json(t)
 	var res []string
 	for _, r := range rl["resources"].([]any) {

@@ -45,6 +45,14 @@ func (s *Server) parseTarget(c *echo.Context) (registry.Target, error) {
 		if k.Scale == nil {
 			return registry.Target{}, echo.ErrNotFound
 		}
+	case "finalize":
+		// A Namespace's: kube-apiserver serves only its update.
+		if !k.Finalize {
+			return registry.Target{}, echo.ErrNotFound
+		}
+		if c.Request().Method != http.MethodPut {
+			return registry.Target{}, echo.ErrMethodNotAllowed
+		}
 	case "history", "reconcile":
 		// Any kind: a Controller (controllers.opemu.dev) may reconcile built-in kinds too; the
 		// handler says when none does.

@@ -73,11 +73,31 @@ func (s *Server) routes() {
 		e.POST(prefix+"/:resource/:name/:sub", s.triggerReconcile)
 	}
 
+	// A Namespace's subresources: /api/v1/namespaces/<name>/status would otherwise meet the
+	// route of a namespaced collection (a resource "status" in namespace <name>).
+	for _, sub := range []string{"status", "finalize"} {
+		path := "/api/:version/namespaces/:name/" + sub
+		e.GET(path, namespaceSubresource(sub, s.getObject))
+		e.PUT(path, namespaceSubresource(sub, s.updateObject))
+		e.PATCH(path, namespaceSubresource(sub, s.patchObject))
+		e.POST(path, methodNotAllowed)
+		e.DELETE(path, methodNotAllowed)
+	}
+
 	if s.cfg.PProf {
 		e.GET("/debug/pprof/cmdline", echo.WrapHandler(http.HandlerFunc(pprof.Cmdline)))
 		e.GET("/debug/pprof/profile", echo.WrapHandler(http.HandlerFunc(pprof.Profile)))
 		e.GET("/debug/pprof/symbol", echo.WrapHandler(http.HandlerFunc(pprof.Symbol)))
 		e.GET("/debug/pprof/trace", echo.WrapHandler(http.HandlerFunc(pprof.Trace)))
 		e.GET("/debug/pprof/*", echo.WrapHandler(http.HandlerFunc(pprof.Index)))
+	}
+}
+
+// namespaceSubresource serves h as the route of namespaces/<name>/<sub>.
+func namespaceSubresource(sub string, h echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		c.SetPathValues(echo.PathValues{{Name: "version", Value: c.Param("version")}, {Name: "resource", Value: "namespaces"},
+			{Name: "name", Value: c.Param("name")}, {Name: "sub", Value: sub}})
+		return h(c)
 	}
 }

@@ -66,6 +66,7 @@ func settings() []setting {
 		{"RENEW_DEADLINE", "renew-deadline", "10s", "renew deadline", durationInto(func(c *config) *time.Duration { return &c.RenewDeadline }, false)},
 		{"RETRY_PERIOD", "retry-period", "2s", "retry period", durationInto(func(c *config) *time.Duration { return &c.RetryPeriod }, false)},
 		{"ENABLE_CONTROLLER", "enable-controller", "true", "false: serve the API only, reconcile nothing", boolInto(func(c *config) *bool { return &c.EnableController })},
+		{"NODES", "nodes", "1", "how many Nodes the cluster has, named as kind names them (opemu-control-plane, opemu-worker, opemu-worker2, ...), Ready and heartbeating through Leases in kube-node-lease; 0 = none", intInto(func(c *config) *int { return &c.Nodes }, 0)},
 		{"WORKER_COUNT", "worker-count", "2", "reconcile workers", intInto(func(c *config) *int { return &c.WorkerCount }, 1)},
 		{"RECONCILE_INTERVAL", "reconcile-interval", "30s", "periodic resync of every object; 0 disables", durationInto(func(c *config) *time.Duration { return &c.ReconcileInterval }, true)},
 		{"MAX_RETRIES", "max-retries", "5", "retries after a failed reconcile before the key is dropped", intInto(func(c *config) *int { return &c.MaxRetries }, 0)},

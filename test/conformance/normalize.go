@@ -96,11 +96,13 @@ var (
 	ipPort = regexp.MustCompile(`\{ip\}:\d+`)
 	hashRE = regexp.MustCompile(`hash=[0-9A-Fa-f]+`)
 	// resourceVersions inside messages: "too old resource version: 5 (7)", "current: 9", "the
-	// ResourceVersion in record (9)", an object quoted in a message as escaped JSON.
+	// ResourceVersion in record (9)", "ResourceVersion in object meta: 9", an object quoted in a
+	// message as escaped JSON.
 	rvInMsg = []*regexp.Regexp{
 		regexp.MustCompile(`(too old resource version: )\d+ \(\d+\)`),
 		regexp.MustCompile(`((?i)resource ?version:? ?"?)\d+`),
 		regexp.MustCompile(`((?i)resourceVersion in (?:record|the precondition) \()\d+`),
+		regexp.MustCompile(`((?i)resourceVersion in (?:precondition|object meta): )\d+`),
 		regexp.MustCompile(`(resourceVersion\\?":\\?")\d+`),
 		regexp.MustCompile(`(Too large resource version: \{rv\}, current: )\d+`),
 	}

@@ -99,7 +99,7 @@ func startEtcdBinary(t *testing.T, endpoint string) string {
 	require.NoError(t, os.WriteFile(tokenFile, []byte(oracleToken+`,admin,admin-uid,"system:masters"`+"\n"), 0o600))
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "ADDR=127.0.0.1:0", "LOG_LEVEL=info", "STORE=etcd", "ETCD_ENDPOINTS="+endpoint,
-		"ENABLE_CONTROLLER=false", "ENABLE_LEADER_ELECTION=false", "TOKEN_FILE="+tokenFile,
+		"ENABLE_CONTROLLER=false", "ENABLE_LEADER_ELECTION=false", "NODES=0", "TOKEN_FILE="+tokenFile,
 		"ALLOWED_REGISTRIES=", "BLOCKED_IMAGES=", "ETCD_COMPACTION_INTERVAL=0")
 	pipe, err := cmd.StderrPipe()
 	require.NoError(t, err)

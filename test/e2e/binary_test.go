@@ -41,7 +41,8 @@ func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 	metricsBody, _ := io.ReadAll(m.Body)
 	m.Body.Close()
 	assert.Contains(t, string(metricsBody), `resource_count{kind="Application",namespace="default"} 1`)
-	assert.Contains(t, string(metricsBody), `resource_count{kind="Namespace",namespace=""} 1`)
+	assert.Contains(t, string(metricsBody), `resource_count{kind="Namespace",namespace=""} 4`, "the system namespaces")
+	assert.Contains(t, string(metricsBody), `resource_count{kind="Node",namespace=""} 1`, "NODES=1")
 
 	// An open watch must not hold shutdown up.
 	ctx, cancel := context.WithCancel(context.Background())

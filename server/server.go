@@ -155,6 +155,8 @@ type Server struct {
 	openAPIV2Cache openAPIV2Cache
 	// openapi caches the OpenAPI v3 documents of one generation of the served kinds.
 	openapi openAPICache
+	// discoveryCache keeps discovery of one generation of the served kinds.
+	discoveryCache discoveryCache
 }
 
 // New validates cfg and builds the routes.

@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// kubectlPath is the real kubectl of machines of this kind (a dispatcher that picks its binary
-// from the server's /version minor).
+// kubectlPath is the real kubectl of machines of this kind (a 1.32 dispatcher that runs the
+// kubectl of the server's /version minor when it has one, and its own client for a 1.37 server).
 const kubectlPath = "/usr/bin/kubectl"
 
 // kube runs kubectl against one opemu with its own HOME, kubeconfig and cache directory.
@@ -65,7 +65,7 @@ func TestKubectl(t *testing.T) {
 	p := start(t, "ROLLOUT_STEP=0", "ENABLE_LEADER_ELECTION=false")
 	k := newKube(t, p)
 
-	assert.Contains(t, k.run("version"), "Server Version: v1.32")
+	assert.Contains(t, k.run("version"), "Server Version: v1.37")
 	res := k.run("api-resources")
 	for _, want := range []string{"applications", "app,apps", "cloudnative.elide.dev/v1", "namespaces", "events", "leases", "customresourcedefinitions"} {
 		assert.Contains(t, res, want)

@@ -375,7 +375,7 @@ func TestSelfSignedTLS(t *testing.T) {
 	require.NotNil(t, m, "the kubeconfig embeds the CA:\n%s", kc)
 
 	k := kubeWith(t, p, kc)
-	assert.Contains(t, k.run("version"), "Server Version: v1.32")
+	assert.Contains(t, k.run("version"), "Server Version: v1.37")
 	assert.Contains(t, k.run("apply", "-f", "examples/application.yaml"), "created")
 	require.Eventually(t, func() bool { return strings.Contains(k.run("get", "app", "demo"), "Running") }, 20*time.Second, 100*time.Millisecond)
 

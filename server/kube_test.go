@@ -138,7 +138,9 @@ func TestCRDLifecycle(t *testing.T) {
 	typ, _ = ws.next()
 	assert.Equal(t, "DELETED", typ)
 	assert.True(t, ws.closed(), "the watch on the deleted kind ends")
-	status(t, e.do("GET", wpath, "", ""), 404, "NotFound")
+	gone := e.do("GET", wpath, "", "")
+	assert.Equal(t, http.StatusNotFound, gone.code)
+	assert.Equal(t, "404 page not found\n", string(gone.body), "a group no CRD serves any more: kube-apiserver's plain-text page")
 }
 
 func TestTablesForBuiltins(t *testing.T) {

@@ -77,8 +77,6 @@ func (s *Server) routes() {
 		e.POST(prefix+"/:resource/:name/:sub", s.triggerReconcile)
 		e.DELETE(prefix+"/:resource/:name/:sub", s.deleteSubresource)
 	}
-	// Any other path: kube-apiserver's 404 for it (methods.go).
-	e.RouteNotFound("/*", s.routeNotFound)
 
 	if s.cfg.PProf {
 		e.GET("/debug/pprof/cmdline", echo.WrapHandler(http.HandlerFunc(pprof.Cmdline)))

@@ -219,7 +219,9 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.allowedOrigins[origin] = true
 	}
-	s.echo = echo.New()
+	// A path no route serves is answered as kube-apiserver answers it (routeNotFound); a
+	// known path with another method stays a 405.
+	s.echo = echo.NewWithConfig(echo.Config{Router: echo.NewRouter(echo.RouterConfig{AllowOverwritingRoute: true, NotFoundHandler: s.routeNotFound})})
 	s.echo.HTTPErrorHandler = s.errorHandler
 	// A panic in a handler (say, in a library parsing a request) is answered as a 500 Status and
 	// logged by errorHandler, instead of dropping the connection.

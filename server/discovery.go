@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -134,18 +135,17 @@ func buildDiscovery(served *kinds.Registry) *discoveryDoc {
 		// Built-in resources by path ("deployments", "deployments/scale", "deployments/status");
 		// a CRD's subresources follow it (status, then scale) as the apiextensions-apiserver
 		// lists them.
-		slices.SortStableFunc(v.legacy, func(a, b metav1.APIResource) int {
-			return cmp.Compare(discoveredResource(a.Name), discoveredResource(b.Name))
+		// (sort.Slice rather than slices.SortFunc: no copy of the sort per element type.)
+		sort.SliceStable(v.legacy, func(i, j int) bool {
+			return discoveredResource(v.legacy[i].Name) < discoveredResource(v.legacy[j].Name)
 		})
-		slices.SortFunc(v.aggregated, func(a, b apidiscoveryv2.APIResourceDiscovery) int { return cmp.Compare(a.Resource, b.Resource) })
+		sort.Slice(v.aggregated, func(i, j int) bool { return v.aggregated[i].Resource < v.aggregated[j].Resource })
 		versions[gv[0]] = append(versions[gv[0]], v)
 	}
 	doc := &discoveryDoc{resources: map[string]*metav1.APIResourceList{}, builtin: builtin}
 	var groups []string
 	for g, vs := range versions {
-		slices.SortFunc(vs, func(a, b *discoveredVersion) int {
-			return -version.CompareKubeAwareVersionStrings(a.version, b.version)
-		})
+		sort.Slice(vs, func(i, j int) bool { return version.CompareKubeAwareVersionStrings(vs[i].version, vs[j].version) > 0 })
 		groups = append(groups, g)
 	}
 	slices.SortFunc(groups, func(a, b string) int {
@@ -218,7 +218,7 @@ func legacyResources(served *kinds.Registry, k *kinds.Kind) []metav1.APIResource
 		out = append(out, scale)
 	}
 	if k.BuiltIn() {
-		slices.SortFunc(out, func(a, b metav1.APIResource) int { return cmp.Compare(a.Name, b.Name) })
+		sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	}
 	return out
 }
@@ -261,9 +261,7 @@ func aggregatedResource(k *kinds.Kind) apidiscoveryv2.APIResourceDiscovery {
 			ResponseKind: &metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, Verbs: subresourceVerbs})
 	}
 	if k.BuiltIn() {
-		slices.SortFunc(r.Subresources, func(a, b apidiscoveryv2.APISubresourceDiscovery) int {
-			return cmp.Compare(a.Subresource, b.Subresource)
-		})
+		sort.Slice(r.Subresources, func(i, j int) bool { return r.Subresources[i].Subresource < r.Subresources[j].Subresource })
 	}
 	return r
 }

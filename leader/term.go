@@ -119,18 +119,18 @@ func (t *term) Get(ctx context.Context) (*rl.LeaderElectionRecord, []byte, error
 
 // Create writes the first record.
 func (t *term) Create(ctx context.Context, r rl.LeaderElectionRecord) error {
-	start := time.Now()
-	err := t.Interface.Create(ctx, r)
-	if err == nil {
-		t.wrote(start, r)
-	}
-	return err
+	return t.write(r, func() error { return t.Interface.Create(ctx, r) })
 }
 
 // Update writes r over the record last read or written.
 func (t *term) Update(ctx context.Context, r rl.LeaderElectionRecord) error {
+	return t.write(r, func() error { return t.Interface.Update(ctx, r) })
+}
+
+// write runs fn, which writes r, and records r if it succeeded, timed from before fn began.
+func (t *term) write(r rl.LeaderElectionRecord, fn func() error) error {
 	start := time.Now()
-	err := t.Interface.Update(ctx, r)
+	err := fn()
 	if err == nil {
 		t.wrote(start, r)
 	}

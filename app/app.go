@@ -108,7 +108,13 @@ func New(cfg Config) (*App, error) {
 		identity = "opemu"
 	}
 	a := &App{cfg: cfg, log: log, clock: clk, metrics: metrics.New()}
-	served := kinds.New()
+	// The Event kind carries its rules: its TTL (an etcd lease on etcd) and, over the in-memory
+	// store only, EVENT_LIMIT (on etcd the lease alone bounds Events, as in kube-apiserver).
+	eventKind := events.KindConfig{TTL: cfg.EventTTL, Clock: clk}
+	if cfg.Store != StoreEtcd {
+		eventKind.Limit = cmp.Or(cfg.EventLimit, events.DefaultLimit)
+	}
+	served := kinds.New(events.Kind(eventKind))
 	if err := a.openStore(served, identity); err != nil {
 		return nil, err
 	}
@@ -150,41 +156,27 @@ func New(cfg Config) (*App, error) {
 	// API; /mutate and /validate serve the built-in ones only.
 	writeAdmission := *admission
 	// The write path records Events through the recorder, which writes them through the write
-	// path: the recorder is made second and reached through a.recorder.
+	// path: the write path makes it with the client it writes with.
 	var readOnly func(cache.Key) bool
-	var ttl func(cache.GroupResource) time.Duration
+	evcfg := events.Config{Host: identity, TTL: cfg.EventTTL, Metrics: a.metrics, Logger: log, Clock: clk}
 	if a.etcd != nil {
-		// Events are stored with an etcd lease of EVENT_TTL, as kube-apiserver stores them.
-		ttl = func(gr cache.GroupResource) time.Duration {
-			if gr == events.Resource {
-				return cmp.Or(cfg.EventTTL, time.Hour)
-			}
-			return 0
-		}
+		// An Event written to etcd costs a round trip: the action it records does not wait for it.
+		evcfg.Queue = 10000
 	}
-	late := &events.Late{}
 	reg, err := registry.New(registry.Config{
 		Storage: a.store, Kinds: served, Admission: &writeAdmission, Clock: clk,
-		Events:     late,
-		EventLimit: late,
-		ReadOnly:   func(k cache.Key) bool { return readOnly != nil && readOnly(k) },
-		MaxBody:    cfg.MaxBody,
-		TTL:        ttl,
+		Events: func(c *registry.Client) registry.EventRecorder {
+			evcfg.Client = c
+			a.recorder = events.New(evcfg)
+			return a.recorder
+		},
+		ReadOnly: func(k cache.Key) bool { return readOnly != nil && readOnly(k) },
+		MaxBody:  cfg.MaxBody,
 	})
 	if err != nil {
 		return nil, err
 	}
 	a.reg = reg
-	evcfg := events.Config{
-		Client: reg.Client("opemu-events"), Host: identity, Limit: cfg.EventLimit, TTL: cfg.EventTTL,
-		Metrics: a.metrics, Logger: log, Clock: clk,
-	}
-	if a.etcd != nil {
-		// An Event written to etcd costs a round trip: the action it records does not wait for it.
-		evcfg.Queue = 10000
-	}
-	a.recorder = events.New(evcfg)
-	late.Set(a.recorder)
 	if a.webhooks, err = hooks.NewAdmission(hooks.AdmissionConfig{Client: reg.Client("opemu-webhooks"), Kinds: served, Metrics: a.metrics, Logger: log}); err != nil {
 		return nil, err
 	}
@@ -248,8 +240,8 @@ func New(cfg Config) (*App, error) {
 	}
 
 	// Only the leader runs reconcile workers (and, over a shared store, the namespace
-	// finisher, compaction and the Events' sweep). Without election (or with nothing to lead)
-	// this process leads at once.
+	// finisher and compaction). Without election (or with nothing to lead) this process leads
+	// at once.
 	var leaderStatus server.LeaderStatus
 	backend := cfg.LeaseBackend
 	if backend == "" && a.etcd != nil {
@@ -358,7 +350,7 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if a.etcd == nil {
-		wg.Go(func() { _ = a.recorder.Run(ctx) })
+		wg.Go(func() { _ = a.recorder.Run(ctx) }) // on etcd, each Event's lease expires it
 	} else {
 		wg.Go(func() { _ = a.crds.Follow(ctx, a.store, a.crdsAt, a.etcd.EndWatches, a.log) })
 		wg.Go(func() { _ = a.recorder.Work(ctx) })
@@ -387,9 +379,9 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 
 // lead is the work of the leader, until ctx ends: every controller (the Application's and the
 // simulated workloads') and the garbage collector, each starting with a full list (a full
-// resync); over a shared store also the finishing of Terminating namespaces, etcd's
-// compaction and the Events' sweep (one replica does each for all). It returns once they all
-// have, so the elector releases the lease only after the workers finished their item.
+// resync); over a shared store also the finishing of Terminating namespaces and etcd's
+// compaction (one replica does each for all). It returns once they all have, so the elector
+// releases the lease only after the workers finished their item.
 func (a *App) lead(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, c := range a.ctrls {
@@ -402,7 +394,6 @@ func (a *App) lead(ctx context.Context) {
 		wg.Go(func() { _ = a.hooks.Lead(ctx) })
 	}
 	if a.etcd != nil {
-		wg.Go(func() { _ = a.recorder.Run(ctx) })
 		wg.Go(func() { _ = a.etcd.RunCompaction(ctx, a.cfg.EtcdCompactionInterval) })
 		wg.Go(func() { a.finishNamespaces(ctx) })
 	}

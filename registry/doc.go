@@ -10,7 +10,9 @@
 // finalizers (a delete marks, the last finalizer's removal removes); implicit namespaces, the
 // Terminating phase and the cascade of a namespace's deletion; the status and scale views; the
 // Events a client's write records (SPEC §7). What differs per kind is looked up in its
-// kinds.Kind (schema, subresources, create defaults, lifecycle), never tested by name.
+// kinds.Kind (schema, subresources, create defaults, lifecycle, TTL, limit), never tested by
+// name. The one exception is a shortcut behind its own door: create_fast.go stores the
+// recorder's Events without the steps they need not take (DESIGN.md, "Shortcuts").
 //
 // The server calls Store for HTTP clients; opemu's own components (the controller, the event
 // recorder, the lease lock) write through a Client over the same path, so what they store

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/faults"
 	"github.com/opemu/opemu/metrics"
+	"github.com/opemu/opemu/registry"
 	"github.com/opemu/opemu/registry/registrytest"
 	"github.com/opemu/opemu/server"
 	"github.com/stretchr/testify/assert"
@@ -40,8 +42,8 @@ func newEnv(t testing.TB, tweak ...func(*server.Config, *cache.Config)) *env {
 	return newEnvWithEventLimit(t, 0, tweak...)
 }
 
-// newEnvWithEventLimit is newEnv whose recorder keeps at most limit Events (EVENT_LIMIT;
-// 0: the default), counting those clients create, as the binary wires it.
+// newEnvWithEventLimit is newEnv whose store keeps at most limit Events (EVENT_LIMIT over the
+// in-memory store; 0: the default), counting those clients create, as the binary wires it.
 func newEnvWithEventLimit(t testing.TB, limit int, tweak ...func(*server.Config, *cache.Config)) *env {
 	t.Helper()
 	cfg := server.Config{}
@@ -50,13 +52,14 @@ func newEnvWithEventLimit(t testing.TB, limit int, tweak ...func(*server.Config,
 		f(&cfg, &scfg)
 	}
 	reg := metrics.New()
-	late := &events.Late{}
-	core := registrytest.New(t, registrytest.Options{Store: scfg, Admission: cfg.Admission, Metrics: reg, Events: late, EventLimit: late})
-	recorder := cfg.Events
-	if recorder == nil {
-		recorder = events.New(events.Config{Client: core.Registry.Client("opemu-events"), Host: "test", Metrics: reg, Limit: limit})
-	}
-	late.Set(recorder)
+	var recorder *events.Recorder
+	core := registrytest.New(t, registrytest.Options{
+		Store: scfg, Admission: cfg.Admission, Metrics: reg, EventLimit: cmp.Or(limit, events.DefaultLimit),
+		Events: func(c *registry.Client) registry.EventRecorder {
+			recorder = events.New(events.Config{Client: c, Host: "test", Metrics: reg})
+			return recorder
+		},
+	})
 	cfg.Store, cfg.Registry, cfg.Kinds, cfg.CRDs, cfg.Admission = core.Storage, core.Registry, core.Kinds, core.CRDs, core.Admission
 	cfg.Events, cfg.Metrics, cfg.PrimaryCRD = recorder, reg, application.CRDName
 	engine, err := faults.New(faults.Config{Client: core.Registry.Client("opemu-faults"), Metrics: reg})

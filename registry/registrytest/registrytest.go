@@ -1,8 +1,9 @@
 // Package registrytest wires opemu's core for tests, the way package app does for the binary:
-// an in-memory store, the served kinds with the built-in Application, Fault and Controller CRDs, the Application
-// admission chain and the write path, bootstrapped (the default namespace and the built-in
-// CRDs exist). It also holds the conformance suite of the rules of objects (RunRules), which
-// any store behind the write path must pass.
+// an in-memory store, the served kinds (the Event kind with its rules from package events, the
+// built-in Application, Fault and Controller CRDs), the Application admission chain and the
+// write path, bootstrapped (the default namespace and the built-in CRDs exist). It also holds
+// the conformance suite of the rules of objects (RunRules), which any store behind the write
+// path must pass.
 package registrytest
 
 import (
@@ -12,6 +13,7 @@ import (
 	"github.com/opemu/opemu/application"
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/crd"
+	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/faults"
 	"github.com/opemu/opemu/hooks"
 	"github.com/opemu/opemu/kinds"
@@ -29,10 +31,11 @@ type Options struct {
 	Admission *webhooks.Chain
 	// Metrics observes the Application chain's handler calls; nil records nothing.
 	Metrics webhooks.Recorder
-	// Events records the write path's Events; nil records none.
-	Events registry.EventRecorder
-	// EventLimit counts client-created Events against the recorder's limit; nil counts none.
-	EventLimit registry.EventLimit
+	// Events makes the recorder of the write path's Events (registry.Config.Events); nil
+	// records none.
+	Events func(*registry.Client) registry.EventRecorder
+	// EventLimit is the Event kind's limit (events.KindConfig.Limit); zero means none.
+	EventLimit int
 	// ReadOnly names objects clients may not write.
 	ReadOnly func(cache.Key) bool
 }
@@ -59,7 +62,7 @@ func New(t testing.TB, opts Options) *Env {
 
 // Wire is New without a test: for benchmarks' setup and examples.
 func Wire(opts Options) (*Env, error) {
-	served := kinds.New()
+	served := kinds.New(events.Kind(events.KindConfig{Limit: opts.EventLimit}))
 	storage := opts.Storage
 	if storage == nil {
 		cfg := opts.Store
@@ -94,7 +97,7 @@ func Wire(opts Options) (*Env, error) {
 			return nil, err
 		}
 	}
-	reg, err := registry.New(registry.Config{Storage: storage, Kinds: served, Admission: chain, Events: opts.Events, EventLimit: opts.EventLimit, ReadOnly: opts.ReadOnly})
+	reg, err := registry.New(registry.Config{Storage: storage, Kinds: served, Admission: chain, Events: opts.Events, ReadOnly: opts.ReadOnly})
 	if err != nil {
 		return nil, err
 	}

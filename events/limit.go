@@ -1,7 +1,7 @@
 package events
 
 import (
-	"container/list"
+	"math"
 	"sync"
 	"time"
 
@@ -14,30 +14,36 @@ import (
 // view), in the order they were last seen, and gives the oldest back to expire when a new one
 // needs room. It is safe for concurrent use.
 type limit struct {
-	max   int
-	clock clock.PassiveClock
+	max      int
+	clock    clock.PassiveClock
+	doneFunc func(*cache.Object) []cache.Key // done, made once: Reserve hands it to every create
 
 	// mu guards what follows. It is never held across a write.
 	mu sync.Mutex
-	// order holds the Events stored, the least recently seen first (equal times in the order
-	// they were counted).
-	order *list.List // of counted
-	byKey map[cache.Key]*list.Element
+	// order is a ring through head of the Events stored, the least recently seen first (equal
+	// times in the order they were counted); one node per Event, nothing else to allocate.
+	head  counted
+	byKey map[cache.Key]*counted
 	// reserved counts the creates between Reserve and done: room is kept for each.
 	reserved int
 }
 
-// counted is one stored Event and when it was last seen.
+// counted is one stored Event, when it was last seen (Unix nanoseconds), and its place in
+// the order.
 type counted struct {
-	key  cache.Key
-	last time.Time
+	prev, next *counted
+	key        cache.Key
+	last       int64
 }
 
 func newLimit(max int, c clock.PassiveClock) *limit {
 	if c == nil {
 		c = clock.RealClock{}
 	}
-	return &limit{max: max, clock: c, order: list.New(), byKey: map[cache.Key]*list.Element{}}
+	l := &limit{max: max, clock: c, byKey: map[cache.Key]*counted{}}
+	l.head.prev, l.head.next = &l.head, &l.head
+	l.doneFunc = l.done
+	return l
 }
 
 // Reserve makes room for one more Event: the oldest go until the Events counted and those
@@ -47,7 +53,7 @@ func (l *limit) Reserve() ([]cache.Key, func(*cache.Object) []cache.Key) {
 	defer l.mu.Unlock()
 	expire := l.evictLocked(l.max-l.reserved-1, nil)
 	l.reserved++
-	return expire, l.done
+	return expire, l.doneFunc
 }
 
 // done counts the Event a create stored (none when it failed) and releases its room. The new
@@ -60,9 +66,9 @@ func (l *limit) done(stored *cache.Object) []cache.Key {
 	if stored == nil {
 		return nil
 	}
-	el := l.putLocked(stored.Key(), l.lastSeen(stored))
+	c := l.putLocked(stored.Key(), l.lastSeen(stored))
 	// More creates ran at once than the limit holds: they could not all make room first.
-	return l.evictLocked(l.max-l.reserved, el)
+	return l.evictLocked(l.max-l.reserved, c)
 }
 
 // Updated moves an Event written again to its place in the order.
@@ -78,55 +84,63 @@ func (l *limit) Updated(obj *cache.Object) {
 func (l *limit) Removed(key cache.Key) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if el, ok := l.byKey[key]; ok {
-		l.order.Remove(el)
-		delete(l.byKey, key)
+	if c, ok := l.byKey[key]; ok {
+		l.unlinkLocked(c)
 	}
 }
 
 // putLocked counts the Event at key as last seen at last, in its place in the order (after
 // every Event seen at the same time or before).
-func (l *limit) putLocked(key cache.Key, last time.Time) *list.Element {
-	if el, ok := l.byKey[key]; ok {
-		l.order.Remove(el)
-	}
-	at := l.order.Back()
-	for at != nil && at.Value.(counted).last.After(last) {
-		at = at.Prev()
-	}
-	var el *list.Element
-	if at == nil {
-		el = l.order.PushFront(counted{key, last})
+func (l *limit) putLocked(key cache.Key, last int64) *counted {
+	c := l.byKey[key]
+	if c == nil {
+		c = &counted{key: key}
+		l.byKey[key] = c
 	} else {
-		el = l.order.InsertAfter(counted{key, last}, at)
+		c.prev.next, c.next.prev = c.next, c.prev
 	}
-	l.byKey[key] = el
-	return el
+	c.last = last
+	at := l.head.prev
+	for at != &l.head && at.last > last {
+		at = at.prev
+	}
+	c.prev, c.next = at, at.next
+	at.next.prev, at.next = c, c
+	return c
+}
+
+func (l *limit) unlinkLocked(c *counted) {
+	c.prev.next, c.next.prev = c.next, c.prev
+	c.prev, c.next = nil, nil
+	delete(l.byKey, c.key)
 }
 
 // evictLocked forgets the oldest Events but spare until at most keep are counted, and returns
 // their keys for the write path to expire.
-func (l *limit) evictLocked(keep int, spare *list.Element) []cache.Key {
+func (l *limit) evictLocked(keep int, spare *counted) []cache.Key {
 	var out []cache.Key
-	for el := l.order.Front(); el != nil && l.order.Len() > max(keep, 0); {
-		next := el.Next()
-		if el != spare {
-			c := el.Value.(counted)
-			l.order.Remove(el)
-			delete(l.byKey, c.key)
+	for c := l.head.next; c != &l.head && len(l.byKey) > max(keep, 0); {
+		next := c.next
+		if c != spare {
+			l.unlinkLocked(c)
 			out = append(out, c.key)
-		} else if l.order.Len() == 1 {
-			break
 		}
-		el = next
+		c = next
 	}
 	return out
 }
 
-// lastSeen is when the stored Event o was last seen (see lastSeen), or now when it does not say.
-func (l *limit) lastSeen(o *cache.Object) time.Time {
-	if t, err := time.Parse(time.RFC3339, lastSeen(o)); err == nil {
-		return t
+// lastSeen is when the stored Event o was last seen (see lastSeen), or now when it does not
+// say; a time beyond what Unix nanoseconds hold (years 1678-2262) counts as their end.
+func (l *limit) lastSeen(o *cache.Object) int64 {
+	t, err := time.Parse(time.RFC3339, lastSeen(o))
+	switch {
+	case err != nil:
+		return l.clock.Now().UnixNano()
+	case t.Before(time.Unix(0, math.MinInt64)):
+		return math.MinInt64
+	case t.After(time.Unix(0, math.MaxInt64)):
+		return math.MaxInt64
 	}
-	return l.clock.Now()
+	return t.UnixNano()
 }

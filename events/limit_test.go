@@ -196,3 +196,17 @@ func TestLimitHoldsWhileWritersRace(t *testing.T) {
 		t.Fatal("the watch did not see every create within 10 s")
 	}
 }
+
+// TestLimitOrdersAnyTime: a client's lastTimestamp far in the past or the future (beyond what
+// Unix nanoseconds hold) takes its place at that end of the order.
+func TestLimitOrdersAnyTime(t *testing.T) {
+	t.Parallel()
+	e := newLimitEnv(t, 3)
+	e.create(t, "year-1", time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC))
+	e.create(t, "year-9999", time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC))
+	e.create(t, "now-1", e.clock.Now())
+	e.create(t, "now-2", e.clock.Now())
+	assert.ElementsMatch(t, []string{"year-9999", "now-1", "now-2"}, e.stored(t))
+	e.create(t, "now-3", e.clock.Now())
+	assert.ElementsMatch(t, []string{"year-9999", "now-2", "now-3"}, e.stored(t))
+}

@@ -96,8 +96,8 @@ type Recorder struct {
 	seq   atomic.Uint64
 	queue chan queued // nil unless Config.Queue
 
-	// mu guards index and order (the Events this recorder wrote within the last Window, which
-	// the next identical Event aggregates into) and each entry's last. It is never held
+	// mu guards index and order (the Events this recorder wrote within the last Window, at
+	// most indexSize, which the next identical Event aggregates into) and each entry's last. It is never held
 	// across a write: an entry's own mu orders the writes of one aggregate. Lock order:
 	// entry.mu, then mu.
 	mu    sync.Mutex
@@ -230,9 +230,15 @@ func (r *Recorder) record(ctx context.Context, ev Event, now time.Time) {
 	}
 }
 
+// indexSize bounds the recorder's index, the Events it may still aggregate into, as
+// client-go's event correlator bounds its LRU cache (at 4,096): the most recently recorded
+// DefaultLimit, so that aggregation reaches as far as it did when the index was the limit's.
+const indexSize = DefaultLimit
+
 // reserve returns the entry ev aggregates into (a new one when none is recent), moved to the
 // back of the order. Entries older than Window, which nothing aggregates into any more, are
-// forgotten first, so the index holds only the last Window's Events.
+// forgotten first, and the least recently recorded beyond indexSize, so the index holds at
+// most indexSize of the last Window's Events however fast they come.
 func (r *Recorder) reserve(k aggKey, ev Event, now time.Time) *entry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -241,6 +247,9 @@ func (r *Recorder) reserve(k aggKey, ev Event, now time.Time) *entry {
 	}
 	e := r.index[k]
 	if e == nil {
+		if r.order.Len() >= indexSize {
+			r.forgetLocked(r.order.Front().Value.(*entry))
+		}
 		e = &entry{agg: k, key: r.eventKey(ev, now)}
 		e.el = r.order.PushBack(e)
 		r.index[k] = e

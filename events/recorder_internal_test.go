@@ -27,8 +27,9 @@ func (c *creates) Update(context.Context, cache.Key, map[string]any) (*cache.Obj
 func (c *creates) CreateEvent(context.Context, Stored) (*cache.Object, error) { c.n++; return nil, nil }
 func (c *creates) Expire(context.Context, cache.Key) error                    { return nil }
 
-// TestIndexKeepsOnlyTheWindow: with no limit on Events (etcd), the recorder remembers only the
-// Events it may still aggregate into, those of the last Window, however many it records.
+// TestIndexKeepsOnlyTheWindow: the recorder remembers only the Events it may still aggregate
+// into, those of the last Window, and of those at most indexSize (the most recently recorded),
+// however many it records: its memory does not follow the store's (etcd has no limit).
 func TestIndexKeepsOnlyTheWindow(t *testing.T) {
 	t.Parallel()
 	c := clocktesting.NewFakeClock(time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC))
@@ -43,4 +44,27 @@ func TestIndexKeepsOnlyTheWindow(t *testing.T) {
 	defer r.mu.Unlock()
 	assert.Len(t, r.index, 600, "the last 60 s at ten Events a second")
 	assert.Equal(t, 600, r.order.Len())
+}
+
+// TestIndexKeepsAtMostIndexSize: however many Events arrive within a Window, the index keeps
+// the indexSize most recently recorded.
+func TestIndexKeepsAtMostIndexSize(t *testing.T) {
+	t.Parallel()
+	c := clocktesting.NewFakeClock(time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC))
+	client := &creates{}
+	r := New(Config{Client: client, Clock: c})
+	for i := range 2 * indexSize {
+		r.Record(context.Background(), Event{Object: Ref{Kind: "Pod", Namespace: "default", Name: fmt.Sprint("p-", i)}, Reason: "Created"})
+	}
+	assert.Equal(t, 2*indexSize, client.n)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	assert.Len(t, r.index, indexSize)
+	assert.Equal(t, indexSize, r.order.Len())
+	agg := func(i int) aggKey {
+		return aggKey{kind: "Pod", namespace: "default", name: fmt.Sprint("p-", i), typ: TypeNormal, reason: "Created"}
+	}
+	assert.Contains(t, r.index, agg(2*indexSize-1), "the newest is kept")
+	assert.Contains(t, r.index, agg(indexSize), "the oldest kept")
+	assert.NotContains(t, r.index, agg(indexSize-1))
 }

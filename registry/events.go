@@ -26,7 +26,7 @@ func (s *Store) recordWrite(ctx context.Context, t Target, o Options, obj *cache
 	if !s.recordsEvents(t, o) {
 		return
 	}
-	s.events.Record(ctx, events.Event{
+	s.events.Record(eventContext(ctx), events.Event{
 		Object: ref(t, obj.Key().Name, obj.UID(), obj.ResourceVersion()),
 		Type:   events.TypeNormal, Severity: events.Info, Reason: reason, Source: eventSource(o),
 		Message: verb + " " + t.Kind.Kind + " " + objectName(obj.Key()),
@@ -58,12 +58,18 @@ func (s *Store) recordRejection(ctx context.Context, t Target, o Options, name, 
 	default:
 		return
 	}
-	s.events.Record(ctx, events.Event{
+	s.events.Record(eventContext(ctx), events.Event{
 		Object: ref(t, name, uid, 0),
 		Type:   events.TypeWarning, Severity: events.Warning, Reason: reason, Source: eventSource(o),
 		Message: st.Status().Message,
 	})
 }
+
+// eventContext is the context the Event of a request's write is recorded in: the request's,
+// without its deadline or cancellation. The Event is not the client's write (kube-apiserver's
+// components record theirs apart from any request), and a rejection that took long to judge
+// (a megabyte name under load) must still leave its Warning.
+func eventContext(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
 // eventSource is the Event source of a write: the authenticated user who made it (SPEC §13), or
 // the API server when authentication is off.

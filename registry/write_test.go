@@ -12,6 +12,7 @@ import (
 	"github.com/opemu/opemu/application"
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/cache/cachetest"
+	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/registry"
 	"github.com/opemu/opemu/registry/registrytest"
 	"github.com/opemu/opemu/webhooks"
@@ -202,4 +203,22 @@ func TestAKindsTTLGoesWithEveryWrite(t *testing.T) {
 	_, err = env.Storage.Get(ctx, evKey)
 	require.ErrorIs(t, err, cache.ErrNotFound, "expired at once, its finalizer notwithstanding")
 	require.NoError(t, client.Expire(ctx, evKey), "a missing object is not an error")
+}
+
+// TestRejectionEventsOutliveTheRequestsDeadline: a write refused after its request's deadline
+// passed (validation of a huge object under load) still leaves its Warning Event: the Event is
+// not the client's write, so the deadline that stops that write does not stop it.
+func TestRejectionEventsOutliveTheRequestsDeadline(t *testing.T) {
+	t.Parallel()
+	env := registrytest.New(t, registrytest.Options{Events: func(c *registry.Client) registry.EventRecorder {
+		return events.New(events.Config{Client: c})
+	}})
+	late, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+	defer cancel()
+	_, err := env.Registry.Create(late, appTarget(t, env), appObj(json.Number("101"), "nginx:1"), registry.Options{})
+	require.True(t, apierrors.IsInvalid(err), "%v", err)
+	res, err := env.Storage.List(ctx, events.Resource)
+	require.NoError(t, err)
+	require.Len(t, res.Items, 1)
+	assert.Equal(t, "ValidationFailed", res.Items[0].Field("reason"))
 }

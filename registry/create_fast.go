@@ -11,47 +11,47 @@ import (
 )
 
 // The recorder's shortcut (DESIGN.md, "Shortcuts"): the Event SPEC §7 records with every client
-// write is a second stored object per write, so the recorder's new Events skip what Create
-// (create.go) does for any object, and over the in-memory store are written as bytes. Held to
-// the general path by FuzzRecorderEvent (package events: the full path stores the same object)
-// and FuzzEncodeEvent (create_fast_test.go: the bytes are the store encoder's).
+// write is a second stored object per write, so over the in-memory store the recorder's new
+// Events are written as bytes with their index, skipping what Create (create.go) does with a
+// decoded map. Held to the general path by FuzzRecorderEvent (package events: the full path
+// stores the same object) and FuzzEncodeEvent (create_fast_test.go: the bytes are the store
+// encoder's).
 
 // CreateEvent stores an Event the recorder built (events.Recorder). Such an Event is valid by
-// construction (its fields bounded, its name generated), so while no admission webhook is
-// configured it skips the pruning, defaulting, admission and validation a client's Event goes
-// through, and over a store that takes encoded objects (the in-memory one) its bytes and index
-// are written directly (encodeEvent) instead of through a decoded map. It still takes the
-// Event kind's TTL and limit (storeNew) and the namespace's rules. With webhooks configured,
-// or a kind with a Lifecycle, it takes Create's full path, so they see it as any Event.
+// construction (its fields bounded, its name generated), so over a store that takes encoded
+// objects (the in-memory one) its bytes and index are written directly (encodeEvent) instead
+// of a decoded map going through the pruning, defaulting, admission and validation a client's
+// Event goes through, and through the store's encoder. It still takes the Event kind's TTL and
+// limit and the namespace's rules (storeNew). Over any other store (etcd, where the Event's
+// round trip dwarfs what this saves), with admission webhooks configured (they see it as any
+// Event), or for a kind with a Lifecycle, it takes Create's full path.
 func (c *Client) CreateEvent(ctx context.Context, ev events.Stored) (*cache.Object, error) {
 	key := ev.Key
 	t, err := c.s.TargetOf(key)
 	if err != nil {
 		return nil, err
 	}
-	if key.Name == "" || key.GroupResource() != events.Resource || t.Kind.Lifecycle != nil || c.s.cfg.Admission.HasConfigured() {
+	enc, direct := c.s.cfg.Storage.(cache.EncodedCreator)
+	if !direct || key.Name == "" || key.GroupResource() != events.Resource || t.Kind.Lifecycle != nil || c.s.cfg.Admission.HasConfigured() {
+		return c.Create(ctx, key, ev.Object())
+	}
+	lastSeen := ev.Time.UTC().Format(time.RFC3339)
+	fields, known := eventFields(t.Kind, ev, lastSeen)
+	if !known {
 		return c.Create(ctx, key, ev.Object())
 	}
 	if err := beforeCommit(ctx); err != nil {
 		return nil, err
 	}
 	o := c.options()
-	if enc, direct := c.s.cfg.Storage.(cache.EncodedCreator); direct {
-		lastSeen := ev.Time.UTC().Format(time.RFC3339)
-		if fields, known := eventFields(t.Kind, ev, lastSeen); known {
-			return c.s.storeNew(ctx, t.Kind, key, o, func() (*cache.Object, error) {
-				bp := eventBuffers.Get().(*[]byte)
-				defer eventBuffers.Put(bp)
-				uid := c.s.cfg.NewUID()
-				var at int
-				*bp, at = encodeEvent((*bp)[:0], ev, lastSeen, uid, c.s.now())
-				return enc.CreateEncoded(ctx, key, cache.Encoded{JSON: *bp, VersionAt: at, UID: uid, Generation: 1, Fields: fields}, storeOptions(t.Kind, o))
-			})
-		}
-	}
-	obj := ev.Object()
-	c.s.stampCreate(key, metadataOf(obj))
-	return c.s.store(ctx, t.Kind, key, obj, o, false)
+	return c.s.storeNew(ctx, t.Kind, key, o, func() (*cache.Object, error) {
+		bp := eventBuffers.Get().(*[]byte)
+		defer eventBuffers.Put(bp)
+		uid := c.s.cfg.NewUID()
+		var at int
+		*bp, at = encodeEvent((*bp)[:0], ev, lastSeen, uid, c.s.now())
+		return enc.CreateEncoded(ctx, key, cache.Encoded{JSON: *bp, VersionAt: at, UID: uid, Generation: 1, Fields: fields}, storeOptions(t.Kind, o))
+	})
 }
 
 // eventBuffers holds encoding buffers (*[]byte) of CreateEvent; the store copies what it keeps.

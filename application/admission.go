@@ -81,46 +81,13 @@ func defaultApplication(_ context.Context, req *webhooks.Request) webhooks.Respo
 }
 
 // defaulter is the mutating handler: defaultApplication, and for the write path the same
-// changes made in place (FuzzDefaulterInPlace holds the two to one result).
+// changes made in place (HandleInPlace, admission_fast.go).
 type defaulter struct{}
 
 var _ webhooks.InPlace = defaulter{}
 
 func (defaulter) Handle(ctx context.Context, req *webhooks.Request) webhooks.Response {
 	return defaultApplication(ctx, req)
-}
-
-// HandleInPlace makes defaultApplication's changes to req.Object.
-func (defaulter) HandleInPlace(_ context.Context, req *webhooks.Request) webhooks.Response {
-	obj := req.Object
-	spec, specOK := obj["spec"].(map[string]any)
-	if !specOK && obj["spec"] == nil {
-		obj["spec"] = map[string]any{"strategy": "RollingUpdate"}
-	} else if specOK {
-		if s, _ := spec["strategy"].(string); s == "" {
-			spec["strategy"] = "RollingUpdate"
-		}
-	}
-	md, mdOK := obj["metadata"].(map[string]any)
-	if !mdOK {
-		obj["metadata"] = map[string]any{
-			"labels":      map[string]any{managedByLabel: managedByValue},
-			"annotations": map[string]any{mutatedAnnotaton: "true"},
-		}
-		return webhooks.Allowed()
-	}
-	setMapEntryInPlace(md, "labels", managedByLabel, managedByValue)
-	setMapEntryInPlace(md, "annotations", mutatedAnnotaton, "true")
-	return webhooks.Allowed()
-}
-
-// setMapEntryInPlace makes metadata[field][key] == value, as setMapEntry's ops would.
-func setMapEntryInPlace(md map[string]any, field, key, value string) {
-	if m, ok := md[field].(map[string]any); ok {
-		m[key] = value
-		return
-	}
-	md[field] = map[string]any{key: value}
 }
 
 // setMapEntry returns the ops that make metadata[field][key] == value.

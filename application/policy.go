@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/distribution/reference"
 	"github.com/opemu/opemu/webhooks"
@@ -17,15 +16,9 @@ type ImagePolicy struct {
 	allowed    map[string]bool // normalised registries; empty = any
 	allowedRaw []string
 	blocked    map[string]string // normalised repository → the entry as configured
-
-	// verdicts remembers the denial message ("" for allowed) of recently checked references:
-	// parsing one is most of a write's policy cost, and images repeat. Cleared when full.
-	mu       sync.Mutex
-	verdicts map[string]string
+	// verdicts remembers recent judgements (policy_fast.go).
+	verdicts verdicts
 }
-
-// maxVerdicts bounds ImagePolicy.verdicts.
-const maxVerdicts = 4096
 
 var _ webhooks.Handler = (*ImagePolicy)(nil)
 
@@ -70,17 +63,10 @@ func (p *ImagePolicy) Handle(_ context.Context, req *webhooks.Request) webhooks.
 
 // Check judges one image reference.
 func (p *ImagePolicy) Check(image string) webhooks.Response {
-	p.mu.Lock()
-	denial, seen := p.verdicts[image]
-	p.mu.Unlock()
+	denial, seen := p.verdicts.get(image)
 	if !seen {
 		denial = p.judge(image)
-		p.mu.Lock()
-		if len(p.verdicts) >= maxVerdicts || p.verdicts == nil {
-			p.verdicts = make(map[string]string, maxVerdicts)
-		}
-		p.verdicts[strings.Clone(image)] = denial
-		p.mu.Unlock()
+		p.verdicts.put(image, denial)
 	}
 	if denial != "" {
 		return webhooks.Denied(denial)

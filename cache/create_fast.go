@@ -3,6 +3,8 @@ package cache
 import (
 	"context"
 	"strings"
+
+	"github.com/opemu/opemu/internal/jsonfast"
 )
 
 // The store's half of the recorder's shortcut (DESIGN.md, "Shortcuts"; registry/create_fast.go
@@ -30,6 +32,14 @@ type Encoded struct {
 	Fields []string
 	// An Encoded object has no labels, annotations, finalizers or deletionTimestamp.
 }
+
+// EncodeJSON encodes v as the store encodes objects: exactly as json.Marshal does
+// (internal/jsonfast).
+func EncodeJSON(v any) ([]byte, error) { return jsonfast.Marshal(v) }
+
+// AppendString appends s as a JSON string exactly as EncodeJSON writes it, for writers that
+// encode an object themselves.
+func AppendString(b []byte, s string) []byte { return jsonfast.AppendString(b, s) }
 
 // RVPlaceholder is the metadata.resourceVersion an Encoded object carries until the store gives
 // it its version.

@@ -10,10 +10,16 @@
 //
 // Objects are kept as immutable encoded JSON plus a small decoded index (see Object); a write
 // encodes once and every watcher shares those bytes. Readers decode when they need structure.
-// The index, selectors, shared bytes, per-resource history and fan-out are WatchCache: Store
-// commits its own writes into it (+1 per write), and a store whose truth lives elsewhere
-// (package etcd) feeds one with the changes it observes there, at the versions they got there
-// (WatchCache.Apply, Replace, WaitUntil), as kube-apiserver's cacher does.
+// The index, selectors, shared bytes, per-resource history and fan-out are the watch cache
+// (watchcache.go) every store shares: Store commits its own writes into it (+1 per write); a
+// store whose truth lives elsewhere (package etcd) keeps a WatchCache, the same watch cache fed
+// the changes it observes there at the versions they got there (feed.go: Apply, Replace,
+// WaitUntil), as kube-apiserver's cacher is. Store's surface is the storage contract alone.
+//
+// Where a write is hot, the package takes shortcuts held to the general path by fuzz targets:
+// objects are encoded and decoded by internal/jsonfast, and a new version is spliced into an
+// encoding instead of encoding it again (version_fast.go). docs/DESIGN.md ("Shortcuts") lists
+// them.
 //
 // Non-goals: HTTP, JSON schema, admission, object rules, and time (it only stamps versions).
 //

@@ -1,24 +1,22 @@
 package cache
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"slices"
 	"strconv"
+
+	"github.com/opemu/opemu/internal/jsonfast"
 )
 
-func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
-
 // build encodes obj and indexes it. obj must already carry the final metadata.
-func (s *WatchCache) build(key Key, obj map[string]any) (*Object, error) {
-	o, bp, err := s.buildInScratch(key, obj)
+func (c *watchCache) build(key Key, obj map[string]any) (*Object, error) {
+	o, bp, err := c.buildInScratch(key, obj)
 	if err != nil {
 		return nil, err
 	}
 	if bp != nil {
 		o.raw = append([]byte(nil), o.raw...)
-		s.putScratch(bp)
+		c.putScratch(bp)
 	}
 	return o, nil
 }
@@ -27,33 +25,33 @@ func (s *WatchCache) build(key Key, obj map[string]any) (*Object, error) {
 // it once more anyway (withVersion, under the lock): the returned Object's raw aliases *bp and
 // must not outlive putScratch(bp), which the caller calls when done with it. bp is nil when the
 // encoding is not in scratch (encoding/json made it) and the Object owns raw.
-func (s *WatchCache) buildInScratch(key Key, obj map[string]any) (*Object, *[]byte, error) {
-	bp, _ := s.scratch.Get().(*[]byte)
+func (c *watchCache) buildInScratch(key Key, obj map[string]any) (*Object, *[]byte, error) {
+	bp, _ := c.scratch.Get().(*[]byte)
 	if bp == nil {
 		bp = new([]byte)
 	}
-	raw, grown, inScratch, err := appendEncoding(*bp, obj)
+	raw, grown, inScratch, err := jsonfast.AppendMarshal(*bp, obj)
 	*bp = grown
 	if err != nil || !inScratch {
-		s.putScratch(bp)
+		c.putScratch(bp)
 		bp = nil
 	}
 	if err != nil {
 		return nil, nil, &Error{Err: ErrInvalid, Key: key, Message: "cannot encode object: " + err.Error()}
 	}
-	return s.indexed(key, obj, raw), bp, nil
+	return c.indexed(key, obj, raw), bp, nil
 }
 
 // putScratch takes back a buffer of buildInScratch for reuse (nil: nothing to take).
-func (s *WatchCache) putScratch(bp *[]byte) {
+func (c *watchCache) putScratch(bp *[]byte) {
 	if bp != nil && cap(*bp) <= maxScratch {
 		*bp = (*bp)[:0]
-		s.scratch.Put(bp)
+		c.scratch.Put(bp)
 	}
 }
 
 // indexed returns the Object of obj encoded as raw.
-func (s *WatchCache) indexed(key Key, obj map[string]any, raw []byte) *Object {
+func (c *watchCache) indexed(key Key, obj map[string]any, raw []byte) *Object {
 	md := metadataOf(obj)
 	rv, _ := ParseResourceVersion(stringField(md, "resourceVersion"))
 	o := &Object{
@@ -66,7 +64,7 @@ func (s *WatchCache) indexed(key Key, obj map[string]any, raw []byte) *Object {
 	}
 	// The parts are gathered in a reused buffer, then copied out at their size: one
 	// allocation per object.
-	bp, _ := s.metaScratch.Get().(*[]string)
+	bp, _ := c.metaScratch.Get().(*[]string)
 	if bp == nil {
 		bp = new([]string)
 	}
@@ -74,8 +72,8 @@ func (s *WatchCache) indexed(key Key, obj map[string]any, raw []byte) *Object {
 	o.ends[0] = uint32(len(m))
 	m = appendPairsOfJSON(m, md["annotations"])
 	o.ends[1] = uint32(len(m))
-	if s.cfg.SelectableFields != nil {
-		m = s.cfg.SelectableFields(key.GroupResource(), obj, m)
+	if c.cfg.SelectableFields != nil {
+		m = c.cfg.SelectableFields(key.GroupResource(), obj, m)
 		pairs(m[o.ends[1]:]).sort()
 	}
 	o.ends[2] = uint32(len(m))
@@ -86,12 +84,15 @@ func (s *WatchCache) indexed(key Key, obj map[string]any, raw []byte) *Object {
 	clear(m) // the buffer must not keep the strings alive
 	if cap(m) <= maxMetaScratch {
 		*bp = m[:0]
-		s.metaScratch.Put(bp)
+		c.metaScratch.Put(bp)
 	}
 	return o
 }
 
-// maxMetaScratch is the largest metadata buffer a WatchCache keeps for reuse.
+// maxScratch is the largest encoding buffer a watch cache keeps for reuse.
+const maxScratch = 64 << 10
+
+// maxMetaScratch is the largest metadata buffer a watch cache keeps for reuse.
 const maxMetaScratch = 1 << 10
 
 // SameSpec reports whether a and b agree on everything outside metadata and status (and

@@ -2,14 +2,30 @@ package cache
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 )
 
-// What a store whose truth lives elsewhere (etcd) uses to keep a WatchCache: objects are kept
-// at the source as their JSON without metadata.resourceVersion (Encode, Stored), the cache
-// holds them at the version the source gave their write (AtVersion), and the changes the source
-// reports are applied in its order (Apply, Advance, Replace). Store never calls these.
+// WatchCache is a watch cache whose truth lives elsewhere (package etcd), as kube-apiserver's
+// cacher is: it serves Get, List, Watch, CheckResourceVersion and Counts like Store, and is fed
+// the changes observed at the source, in the source's order, at the versions they got there
+// (Apply, Advance, Replace), which its readers may wait for (WaitUntil). Objects are kept at the
+// source as their JSON without metadata.resourceVersion (Encode, Stored), and held here at the
+// version the source gave their write (AtVersion). A WatchCache is safe for concurrent use.
+type WatchCache struct {
+	watchCache
+}
+
+// NewWatchCache returns an empty watch cache for a store whose truth lives elsewhere. Its
+// resourceVersion and StartResourceVersion are cfg.StartResourceVersion (the version the
+// source stood at when the cache was filled, see Replace); zero means 1.
+func NewWatchCache(cfg Config) *WatchCache {
+	if cfg.StartResourceVersion == 0 {
+		cfg.StartResourceVersion = 1
+	}
+	c := &WatchCache{}
+	c.init(cfg)
+	return c
+}
 
 // Change is one write observed at the source, for Apply.
 type Change struct {
@@ -21,6 +37,14 @@ type Change struct {
 	// ResourceVersion is the write's version at the source. Several changes may share one
 	// (one transaction at the source).
 	ResourceVersion uint64
+}
+
+// EndWatches closes, with ErrClosed, the watchers of gr alone (as DropResource does), for a
+// resource that stopped being served elsewhere (its CRD was deleted through another replica).
+func (c *WatchCache) EndWatches(gr GroupResource) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.endWatchesLocked(gr)
 }
 
 // Apply applies changes in order, each at its version: an object the cache does not hold
@@ -125,7 +149,7 @@ func (c *WatchCache) WaitUntil(ctx context.Context, rv uint64) error {
 }
 
 // wakeLocked wakes the waiters of WaitUntil.
-func (c *WatchCache) wakeLocked() {
+func (c *watchCache) wakeLocked() {
 	if c.fed != nil {
 		close(c.fed)
 		c.fed = nil
@@ -174,206 +198,5 @@ func (c *WatchCache) AtVersion(o *Object, rv uint64) (*Object, error) {
 	return c.build(o.key, obj)
 }
 
-// Unchanged reports whether next (from Encode, version 0) is cur in everything but its version:
-// an update that writes it would change nothing.
-func Unchanged(next, cur *Object) bool {
-	pos, how, ok := versionInsertPoint(next.raw)
-	if !ok {
-		return false
-	}
-	ins := versionInsert(how, formatRV(cur.rv))
-	raw := cur.raw
-	return len(raw) == len(next.raw)+len(ins) &&
-		string(raw[:pos]) == string(next.raw[:pos]) &&
-		string(raw[pos:pos+len(ins)]) == string(ins) &&
-		string(raw[pos+len(ins):]) == string(next.raw[pos:])
-}
-
 // Check returns an error wrapping ErrConflict when cur does not satisfy pre.
 func (pre Preconditions) Check(key Key, cur *Object) error { return checkPreconditions(key, cur, pre) }
-
-// insertVersion returns raw, a JSON object without metadata.resourceVersion, with
-// "resourceVersion":"<rv>" inserted among metadata's keys in sorted order (where encoding/json
-// puts it), so every holder of the same value makes the same bytes. ok is false when raw has
-// no metadata object, already has a resourceVersion, or is not JSON it can walk.
-func insertVersion(raw []byte, rv uint64) ([]byte, bool) {
-	pos, how, ok := versionInsertPoint(raw)
-	if !ok {
-		return nil, false
-	}
-	ins := versionInsert(how, formatRV(rv))
-	out := make([]byte, 0, len(raw)+len(ins))
-	out = append(out, raw[:pos]...)
-	out = append(out, ins...)
-	return append(out, raw[pos:]...), true
-}
-
-// Where the version field goes relative to metadata's other keys.
-const (
-	insertBefore = iota // before a key: the field, then a comma
-	insertLast          // after the last key: a comma, then the field
-	insertAlone         // into an empty metadata object
-)
-
-func versionInsert(how int, rv string) []byte {
-	field := versionField(rv)
-	switch how {
-	case insertBefore:
-		return append(field, ',')
-	case insertLast:
-		return append([]byte{','}, field...)
-	}
-	return field
-}
-
-// versionInsertPoint finds where resourceVersion goes in raw's metadata: before the first key
-// that sorts after it, or before metadata's closing brace.
-func versionInsertPoint(raw []byte) (pos int, how int, ok bool) {
-	s := scanner{b: raw}
-	if !s.consume('{') {
-		return 0, 0, false
-	}
-	for first := true; ; first = false {
-		if s.consume('}') {
-			return 0, 0, false // no metadata
-		}
-		if !first && !s.consume(',') {
-			return 0, 0, false
-		}
-		key, ok := s.str()
-		if !ok || !s.consume(':') {
-			return 0, 0, false
-		}
-		if key != "metadata" {
-			if !s.skipValue() {
-				return 0, 0, false
-			}
-			continue
-		}
-		if !s.consume('{') {
-			return 0, 0, false
-		}
-		for mfirst := true; ; mfirst = false {
-			s.space()
-			if s.i < len(s.b) && s.b[s.i] == '}' {
-				if mfirst {
-					return s.i, insertAlone, true
-				}
-				return s.i, insertLast, true
-			}
-			if !mfirst && !s.consume(',') {
-				return 0, 0, false
-			}
-			s.space()
-			at := s.i
-			mkey, ok := s.str()
-			switch {
-			case !ok:
-				return 0, 0, false
-			case mkey == "resourceVersion":
-				return 0, 0, false
-			case mkey > "resourceVersion":
-				return at, insertBefore, true
-			}
-			if !s.consume(':') || !s.skipValue() {
-				return 0, 0, false
-			}
-		}
-	}
-}
-
-// scanner walks JSON just enough to find keys: strings, and the extent of any value.
-type scanner struct {
-	b []byte
-	i int
-}
-
-func (s *scanner) space() {
-	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\n' || s.b[s.i] == '\r') {
-		s.i++
-	}
-}
-
-// consume skips space and then c, reporting whether c was there.
-func (s *scanner) consume(c byte) bool {
-	s.space()
-	if s.i < len(s.b) && s.b[s.i] == c {
-		s.i++
-		return true
-	}
-	return false
-}
-
-// str reads a string token and returns its value.
-func (s *scanner) str() (string, bool) {
-	s.space()
-	start := s.i
-	if !s.skipString() {
-		return "", false
-	}
-	tok := s.b[start:s.i]
-	for _, c := range tok[1 : len(tok)-1] {
-		if c == '\\' {
-			var v string
-			if json.Unmarshal(tok, &v) != nil {
-				return "", false
-			}
-			return v, true
-		}
-	}
-	return string(tok[1 : len(tok)-1]), true
-}
-
-func (s *scanner) skipString() bool {
-	if s.i >= len(s.b) || s.b[s.i] != '"' {
-		return false
-	}
-	for s.i++; s.i < len(s.b); s.i++ {
-		switch s.b[s.i] {
-		case '\\':
-			s.i++
-		case '"':
-			s.i++
-			return true
-		}
-	}
-	return false
-}
-
-// skipValue skips one value of any kind.
-func (s *scanner) skipValue() bool {
-	s.space()
-	if s.i >= len(s.b) {
-		return false
-	}
-	switch s.b[s.i] {
-	case '"':
-		return s.skipString()
-	case '{', '[':
-		depth := 0
-		for s.i < len(s.b) {
-			switch s.b[s.i] {
-			case '"':
-				if !s.skipString() {
-					return false
-				}
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					s.i++
-					return true
-				}
-			}
-			s.i++
-		}
-		return false
-	}
-	start := s.i
-	for s.i < len(s.b) && s.b[s.i] != ',' && s.b[s.i] != '}' && s.b[s.i] != ']' && s.b[s.i] != ' ' && s.b[s.i] != '\n' && s.b[s.i] != '\t' && s.b[s.i] != '\r' {
-		s.i++
-	}
-	return s.i > start
-}

@@ -118,10 +118,10 @@ func (h *history) after(rv uint64, fn func(Event)) {
 // each time: a resource churning large objects pays for its own churn before another
 // resource's watchers lose their resume points. A resume from an evicted version answers
 // ErrGone (410) as it does past the count bound.
-func (s *WatchCache) trimHistoryLocked() {
-	for s.historyBytes > s.cfg.WatchHistoryBytes {
+func (c *watchCache) trimHistoryLocked() {
+	for c.historyBytes > c.cfg.WatchHistoryBytes {
 		var largest *resourceState
-		for _, st := range s.resources {
+		for _, st := range c.resources {
 			if st.history.n > 0 && (largest == nil || st.history.bytes > largest.history.bytes) {
 				largest = st
 			}
@@ -129,6 +129,6 @@ func (s *WatchCache) trimHistoryLocked() {
 		if largest == nil {
 			return
 		}
-		s.historyBytes -= largest.history.evictOldest()
+		c.historyBytes -= largest.history.evictOldest()
 	}
 }

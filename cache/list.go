@@ -50,15 +50,15 @@ type ListResult struct {
 }
 
 // List returns the objects of gr matching opts, in key order.
-func (s *WatchCache) List(_ context.Context, gr GroupResource, opts ...ListOption) (ListResult, error) {
+func (c *watchCache) List(_ context.Context, gr GroupResource, opts ...ListOption) (ListResult, error) {
 	var o listOptions
 	for _, f := range opts {
 		f(&o)
 	}
-	s.mu.RLock()
-	rv := s.rv
+	c.mu.RLock()
+	rv := c.rv
 	var items []*Object
-	if st := s.resources[gr]; st != nil {
+	if st := c.resources[gr]; st != nil {
 		collect := func(ns string, m map[string]*Object) {
 			for _, obj := range m {
 				if o.after && (ns < o.afterNS || ns == o.afterNS && obj.key.Name <= o.afterName) {
@@ -75,7 +75,7 @@ func (s *WatchCache) List(_ context.Context, gr GroupResource, opts ...ListOptio
 			}
 		}
 	}
-	s.mu.RUnlock()
+	c.mu.RUnlock()
 	// Selectors run outside the lock: a costly one delays this list, never a writer.
 	if !(o.label == nil || o.label.Empty()) || !(o.field == nil || o.field.Empty()) {
 		kept := items[:0]
@@ -114,37 +114,37 @@ func matches(o *Object, label labels.Selector, field fields.Selector) bool {
 // CheckResourceVersion reports whether every change after rv to the given resources (every
 // resource when none are named) is still in history: nil if so, an error wrapping ErrGone if rv
 // is older than the history or was never issued by this store.
-func (s *WatchCache) CheckResourceVersion(rv uint64, grs ...GroupResource) error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.checkRVLocked(rv, grs)
+func (c *watchCache) CheckResourceVersion(rv uint64, grs ...GroupResource) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.checkRVLocked(rv, grs)
 }
 
-func (s *WatchCache) checkRVLocked(rv uint64, grs []GroupResource) error {
-	if rv > s.rv || rv < s.startRV {
-		return goneError(rv, s.oldestLocked(grs))
+func (c *watchCache) checkRVLocked(rv uint64, grs []GroupResource) error {
+	if rv > c.rv || rv < c.startRV {
+		return goneError(rv, c.oldestLocked(grs))
 	}
-	if oldest := s.oldestLocked(grs); rv < oldest {
+	if oldest := c.oldestLocked(grs); rv < oldest {
 		return goneError(rv, oldest)
 	}
 	return nil
 }
 
 // oldestLocked is the oldest version a watch on grs can resume from.
-func (s *WatchCache) oldestLocked(grs []GroupResource) uint64 {
-	oldest := s.startRV
+func (c *watchCache) oldestLocked(grs []GroupResource) uint64 {
+	oldest := c.startRV
 	check := func(st *resourceState) {
 		if st != nil && st.history.since > oldest {
 			oldest = st.history.since
 		}
 	}
 	if len(grs) == 0 {
-		for _, st := range s.resources {
+		for _, st := range c.resources {
 			check(st)
 		}
 	}
 	for _, gr := range grs {
-		check(s.resources[gr])
+		check(c.resources[gr])
 	}
 	return oldest
 }
@@ -168,11 +168,11 @@ type ResourceCount struct {
 
 // Counts returns the current object counts per resource and namespace. The store keeps them
 // as it writes; this only reads them.
-func (s *WatchCache) Counts() []ResourceCount {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+func (c *watchCache) Counts() []ResourceCount {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	var out []ResourceCount
-	for gr, st := range s.resources {
+	for gr, st := range c.resources {
 		for ns, m := range st.byNS {
 			out = append(out, ResourceCount{GroupResource: gr, Namespace: ns, Count: len(m)})
 		}

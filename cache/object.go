@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/opemu/opemu/internal/jsonfast"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -121,23 +122,9 @@ func (o *Object) Decode() (map[string]any, error) {
 	return DecodeJSON(o.raw)
 }
 
-// DecodeJSON decodes a JSON object the way the store does (numbers as json.Number): with
-// ParseJSON when it can, otherwise (and for every error) with encoding/json, whose answer it
-// is either way.
-func DecodeJSON(data []byte) (map[string]any, error) {
-	if v, _, ok := ParseJSON(data); ok {
-		if m, isMap := v.(map[string]any); isMap {
-			return m, nil
-		}
-	}
-	var m map[string]any
-	dec := json.NewDecoder(bytesReader(data))
-	dec.UseNumber()
-	if err := dec.Decode(&m); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
+// DecodeJSON decodes a JSON object the way the store does (numbers as json.Number), with
+// encoding/json's answer either way (internal/jsonfast).
+func DecodeJSON(data []byte) (map[string]any, error) { return jsonfast.DecodeObject(data) }
 
 // metadataOf returns obj["metadata"] as a map, creating it when missing or of the wrong type.
 func metadataOf(obj map[string]any) map[string]any {

@@ -46,3 +46,30 @@ func TestPairs(t *testing.T) {
 		})
 	}
 }
+
+// FuzzPairs: an object's labels kept as pairs answer every lookup and every label selector as
+// the labels.Set they replace.
+func FuzzPairs(f *testing.F) {
+	f.Add("app", "web", "tier", "front", "app", "db", "app in (web,db),tier!=back")
+	f.Add("a", "", "b/c", "d", "", "x", "!a,b/c=d")
+	f.Fuzz(func(t *testing.T, k1, v1, k2, v2, k3, v3, selector string) {
+		sel, err := labels.Parse(selector)
+		if err != nil {
+			return
+		}
+		m := map[string]any{k1: v1, k2: v2, k3: v3}
+		set := labels.Set{}
+		for k, v := range m {
+			set[k] = v.(string)
+		}
+		p := pairs(appendPairsOfJSON(nil, m))
+		assert.Equal(t, sel.Matches(set), sel.Matches(p), "%q on %v", selector, set)
+		for _, k := range []string{k1, k2, k3, k1 + "x"} {
+			want, wantOK := set[k]
+			got, ok := p.Lookup(k)
+			assert.Equal(t, wantOK, ok, k)
+			assert.Equal(t, want, got, k)
+		}
+		assert.Equal(t, map[string]string(set), p.Map())
+	})
+}

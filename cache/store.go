@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -24,7 +23,7 @@ type Config struct {
 	WatchBuffer int
 	// StartResourceVersion is the counter's first value. Zero means the current time in
 	// microseconds since the epoch, so versions from an earlier run are older than this run's.
-	// For a WatchCache fed from elsewhere it is the version its source stood at (NewWatchCache).
+	// For a WatchCache (fed from elsewhere) it is the version its source stood at (NewWatchCache).
 	StartResourceVersion uint64
 	// SelectableFields appends the extra field-selector fields of an object (beyond
 	// metadata.name and metadata.namespace), e.g. involvedObject.name for Events, to dst as
@@ -38,10 +37,11 @@ type Config struct {
 const DefaultWatchHistoryBytes = 128 << 20
 
 // Store is the in-memory implementation of Interface: the source of truth and its own watch
-// cache. Its reads, watches and versions are its WatchCache's; its writes check, encode and
-// commit into that watch cache under its lock. See the package doc for its guarantees.
+// cache. Its reads, watches and versions are its watch cache's (watchcache.go); its writes
+// check, encode and commit into that watch cache under its lock. See the package doc for its
+// guarantees.
 type Store struct {
-	WatchCache
+	watchCache
 }
 
 // New returns an empty store.
@@ -107,75 +107,6 @@ func (s *Store) commitNew(key Key, pre *Object, dryRun bool, encode func(rv uint
 	}
 	s.commitLocked(Added, o, nil)
 	return o, nil
-}
-
-// rvPlaceholder is the resourceVersion an object is encoded with outside the store's lock;
-// withVersion puts the real one in its place under the lock.
-const rvPlaceholder = "18446744073709551615"
-
-var rvPlaceholderField = versionField(rvPlaceholder)
-
-func versionField(rv string) []byte { return []byte(`"resourceVersion":"` + rv + `"`) }
-
-// withVersion returns a copy of o, whose encoding holds resourceVersion from, as stored at
-// version rv, by replacing the version in the encoding; nil when o is nil or its encoding holds
-// that field text more than once (say, also as an annotation) and only a full encode is safe.
-//
-// It runs under the store's lock on every create, so it allocates only the new encoding.
-func withVersion(o *Object, from string, rv uint64) *Object {
-	if o == nil {
-		return nil
-	}
-	var newBuf [64]byte
-	i := -1
-	if at := int(o.rvAt) - 1; at >= 0 && hasVersionFieldAt(o.raw, at, from) {
-		i = at // where the store wrote it: no search, and no doubt which one it is
-	} else if i = versionFieldAt(o.raw, from); i < 0 {
-		return nil
-	}
-	old := len(versionFieldPrefix) + len(from) + 1
-	nw := strconv.AppendUint(append(newBuf[:0], versionFieldPrefix...), rv, 10)
-	nw = append(nw, '"')
-	raw := make([]byte, 0, len(o.raw)-old+len(nw))
-	raw = append(append(append(raw, o.raw[:i]...), nw...), o.raw[i+old:]...)
-	next := *o
-	next.rv = rv
-	next.raw = raw
-	next.rvAt = uint32(i + 1)
-	return &next
-}
-
-// hasVersionFieldAt reports whether raw holds the member "resourceVersion":"<rv>" at at.
-func hasVersionFieldAt(raw []byte, at int, rv string) bool {
-	end := at + len(versionFieldPrefix) + len(rv)
-	return end < len(raw) && string(raw[at:at+len(versionFieldPrefix)]) == versionFieldPrefix &&
-		string(raw[at+len(versionFieldPrefix):end]) == rv && raw[end] == '"'
-}
-
-// versionFieldPrefix is how an encoded resourceVersion member begins.
-const versionFieldPrefix = `"resourceVersion":"`
-
-// versionFieldAt returns where raw holds the member "resourceVersion":"<rv>", or -1 when it
-// holds it nowhere or more than once. It looks for the digits of rv, far rarer in JSON than
-// the quote the member begins with (every string's), then checks what surrounds them.
-func versionFieldAt(raw []byte, rv string) int {
-	at, digits := -1, []byte(rv)
-	for off := 0; off < len(raw); {
-		j := bytes.Index(raw[off:], digits)
-		if j < 0 {
-			break
-		}
-		j += off
-		end := j + len(rv)
-		if j >= len(versionFieldPrefix) && string(raw[j-len(versionFieldPrefix):j]) == versionFieldPrefix && end < len(raw) && raw[end] == '"' {
-			if at >= 0 {
-				return -1
-			}
-			at = j - len(versionFieldPrefix)
-		}
-		off = j + 1
-	}
-	return at
 }
 
 // checkPreconditions returns ErrConflict when cur does not satisfy pre.
@@ -269,19 +200,6 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key Key, pre Preconditions
 		s.mu.Unlock()
 		return stamped, nil
 	}
-}
-
-// sameButVersion reports whether next (encoded with rvPlaceholder) equals cur (encoded at
-// version curRV) in everything but the version.
-func sameButVersion(next, cur []byte, curRV string) bool {
-	i := versionFieldAt(next, rvPlaceholder)
-	if i < 0 {
-		return false // absent, or there twice: not worth comparing
-	}
-	curField := string(versionField(curRV))
-	rest := next[i+len(rvPlaceholderField):]
-	return len(cur) == i+len(curField)+len(rest) &&
-		bytes.Equal(cur[:i], next[:i]) && string(cur[i:i+len(curField)]) == curField && bytes.Equal(cur[i+len(curField):], rest)
 }
 
 // Delete removes the object at key if pre holds (see Interface). A dry run returns the object

@@ -58,9 +58,9 @@ type WatchOptions struct {
 // so an idle watcher costs a few hundred bytes rather than its whole buffer.
 const chanSlack = 16
 
-// Watcher receives the events of one watch. See WatchCache.Watch and the package doc.
+// Watcher receives the events of one watch. See Store.Watch and the package doc.
 type Watcher struct {
-	c         *WatchCache
+	c         *watchCache
 	opts      WatchOptions
 	selective bool // opts has a label or field selector: events pass through the pump
 	ch        chan Event
@@ -68,7 +68,8 @@ type Watcher struct {
 	stopped chan struct{}
 	pumps   sync.WaitGroup
 
-	// mu guards the fields below. Lock order: WatchCache.mu, then mu. The pump takes mu alone.
+	// mu guards the fields below. Lock order: the watch cache's mu, then mu. The pump takes mu
+	// alone.
 	mu sync.Mutex
 	// queue holds accepted events not yet in ch, oldest first: raw store events, which the
 	// pump converts (selectors, transitions) and sends. Allocated only while non-empty.
@@ -92,17 +93,17 @@ type Watcher struct {
 // by the store, when ctx is done, Stop is called, the store closes, or more than
 // Config.WatchBuffer events (beyond the initial ones) wait undelivered; Err then says which.
 // Writers never block on a watcher. The consumer must call Stop.
-func (s *WatchCache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) {
-	w := &Watcher{c: s, opts: opts, stopped: make(chan struct{})}
+func (c *watchCache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) {
+	w := &Watcher{c: c, opts: opts, stopped: make(chan struct{})}
 	w.selective = opts.Label != nil && !opts.Label.Empty() || opts.Field != nil && !opts.Field.Empty()
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
 		return nil, newErr(ErrClosed, Key{}, "")
 	}
 	if opts.ResourceVersion != 0 {
-		if err := s.checkRVLocked(opts.ResourceVersion, opts.Resources); err != nil {
-			s.mu.Unlock()
+		if err := c.checkRVLocked(opts.ResourceVersion, opts.Resources); err != nil {
+			c.mu.Unlock()
 			return nil, err
 		}
 	}
@@ -110,14 +111,14 @@ func (s *WatchCache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, er
 	snapshot := opts.SendInitialEvents
 	switch {
 	case snapshot:
-		candidates = s.snapshotLocked(w)
-		candidates = append(candidates, Event{Type: Bookmark, ResourceVersion: s.rv})
+		candidates = c.snapshotLocked(w)
+		candidates = append(candidates, Event{Type: Bookmark, ResourceVersion: c.rv})
 	case opts.ResourceVersion != 0:
-		candidates = s.replayLocked(w, opts.ResourceVersion)
+		candidates = c.replayLocked(w, opts.ResourceVersion)
 	}
 	w.holding = true
-	s.watchers[w] = struct{}{}
-	s.mu.Unlock()
+	c.watchers[w] = struct{}{}
+	c.mu.Unlock()
 
 	// Outside the store's lock: apply selectors and order the initial events. Live events
 	// meanwhile wait in the queue, behind them.
@@ -138,7 +139,7 @@ func (s *WatchCache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, er
 	}
 	w.mu.Lock()
 	w.ch = make(chan Event, len(initial)+chanSlack)
-	w.limit = s.cfg.WatchBuffer + len(initial)
+	w.limit = c.cfg.WatchBuffer + len(initial)
 	for _, ev := range initial {
 		w.ch <- ev
 	}
@@ -212,8 +213,8 @@ func (w *Watcher) Progress() (rv uint64, ok bool) {
 
 // closeWatcherLocked closes w for err and removes it from the store. A soft close (drain)
 // still delivers what w has accepted; a hard one drops it. Called with s.mu held.
-func (s *WatchCache) closeWatcherLocked(w *Watcher, err error, drain bool) {
-	delete(s.watchers, w)
+func (c *watchCache) closeWatcherLocked(w *Watcher, err error, drain bool) {
+	delete(c.watchers, w)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.done {
@@ -246,13 +247,13 @@ func (s *WatchCache) closeWatcherLocked(w *Watcher, err error, drain bool) {
 // scope check and an append or a non-blocking send; selectors are left to the watcher's pump.
 // A watcher with too many events pending is closed with ErrTooSlow rather than blocking the
 // writer.
-func (s *WatchCache) dispatchLocked(ev Event) {
-	for w := range s.watchers {
+func (c *watchCache) dispatchLocked(ev Event) {
+	for w := range c.watchers {
 		if !w.inScope(ev.Object) {
 			continue
 		}
 		if !w.offer(ev) {
-			s.closeWatcherLocked(w, ErrTooSlow, false)
+			c.closeWatcherLocked(w, ErrTooSlow, false)
 		}
 	}
 }
@@ -363,9 +364,9 @@ func (w *Watcher) convert(ev Event) (Event, bool) {
 
 // snapshotLocked returns the current objects in w's scope as ADDED events, unordered and not
 // yet filtered by selectors.
-func (s *WatchCache) snapshotLocked(w *Watcher) []Event {
+func (c *watchCache) snapshotLocked(w *Watcher) []Event {
 	var out []Event
-	for gr, st := range s.resources {
+	for gr, st := range c.resources {
 		if len(w.opts.Resources) > 0 && !slices.Contains(w.opts.Resources, gr) {
 			continue
 		}
@@ -374,7 +375,7 @@ func (s *WatchCache) snapshotLocked(w *Watcher) []Event {
 				continue
 			}
 			for _, o := range m {
-				out = append(out, Event{Type: Added, Object: o, ResourceVersion: s.rv})
+				out = append(out, Event{Type: Added, Object: o, ResourceVersion: c.rv})
 			}
 		}
 	}
@@ -396,9 +397,9 @@ func sortByKey(evs []Event) {
 }
 
 // replayLocked returns the events in w's scope after rv, unordered and not yet converted.
-func (s *WatchCache) replayLocked(w *Watcher, rv uint64) []Event {
+func (c *watchCache) replayLocked(w *Watcher, rv uint64) []Event {
 	var out []Event
-	for gr, st := range s.resources {
+	for gr, st := range c.resources {
 		if len(w.opts.Resources) > 0 && !slices.Contains(w.opts.Resources, gr) {
 			continue
 		}

@@ -5,20 +5,20 @@ import (
 	"sync"
 )
 
-// WatchCache is the read side of a store: the objects of every resource in an index (by
-// namespace, then name), the current resourceVersion, each resource's watch history and the
-// open watchers. It serves Get, List, Watch, CheckResourceVersion and Counts.
+// watchCache is the read side every store shares: the objects of every resource in an index
+// (by namespace, then name), the current resourceVersion, each resource's watch history and
+// the open watchers. It serves Get, List, Watch, CheckResourceVersion and Counts, which the
+// stores embedding it promote.
 //
 // It is fed in one of two ways, never both:
 //   - Store (in memory) commits each of its own writes into it under its lock, taking the next
-//     version of its own counter (+1 per write);
-//   - a store whose truth lives elsewhere (package etcd) applies the changes it observes there,
-//     at the versions they were given there (Apply, Advance, Replace), and waits for them to be
-//     visible (WaitUntil).
+//     version of its own counter (+1 per write: commitLocked);
+//   - WatchCache, for a store whose truth lives elsewhere (package etcd), applies the changes
+//     observed there, at the versions they were given there (feed.go).
 //
 // Either way events leave in version order, each exactly once, to every matching watcher, and
-// writers never wait for watchers. A WatchCache is safe for concurrent use.
-type WatchCache struct {
+// writers never wait for watchers. It is safe for concurrent use.
+type watchCache struct {
 	cfg     Config
 	startRV uint64
 	// scratch holds encoding buffers (*[]byte) reused by build across writes, so encoding an
@@ -36,8 +36,8 @@ type WatchCache struct {
 	closed    bool
 	// historyBytes is the sum of every resource's history.bytes.
 	historyBytes int64
-	// fed is closed (and cleared) whenever an externally fed cache moves forward, waking
-	// WaitUntil; nil until someone waits. Store's commits never touch it.
+	// fed is closed (and cleared) whenever a WatchCache moves forward, waking WaitUntil; nil
+	// until someone waits. Store's commits never touch it.
 	fed chan struct{}
 }
 
@@ -47,19 +47,7 @@ type resourceState struct {
 	history history
 }
 
-// NewWatchCache returns an empty watch cache for a store whose truth lives elsewhere. Its
-// resourceVersion and StartResourceVersion are cfg.StartResourceVersion (the version the
-// source stood at when the cache was filled, see Replace); zero means 1.
-func NewWatchCache(cfg Config) *WatchCache {
-	if cfg.StartResourceVersion == 0 {
-		cfg.StartResourceVersion = 1
-	}
-	c := &WatchCache{}
-	c.init(cfg)
-	return c
-}
-
-func (c *WatchCache) init(cfg Config) {
+func (c *watchCache) init(cfg Config) {
 	if cfg.WatchHistory <= 0 {
 		cfg.WatchHistory = 10000
 	}
@@ -77,7 +65,7 @@ func (c *WatchCache) init(cfg Config) {
 }
 
 // ResourceVersion returns the version of the latest write the cache holds.
-func (c *WatchCache) ResourceVersion() uint64 {
+func (c *watchCache) ResourceVersion() uint64 {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.rv
@@ -86,13 +74,13 @@ func (c *WatchCache) ResourceVersion() uint64 {
 // StartResourceVersion returns the oldest version the cache may serve: the counter's value when
 // the store was made (Store), or the version its source stood at when it was last filled
 // (Replace). Versions below it are never served.
-func (c *WatchCache) StartResourceVersion() uint64 {
+func (c *watchCache) StartResourceVersion() uint64 {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.startRV
 }
 
-func (c *WatchCache) stateLocked(gr GroupResource) *resourceState {
+func (c *watchCache) stateLocked(gr GroupResource) *resourceState {
 	st := c.resources[gr]
 	if st == nil {
 		st = &resourceState{byNS: map[string]map[string]*Object{}}
@@ -102,7 +90,7 @@ func (c *WatchCache) stateLocked(gr GroupResource) *resourceState {
 	return st
 }
 
-func (c *WatchCache) getLocked(key Key) *Object {
+func (c *watchCache) getLocked(key Key) *Object {
 	st := c.resources[key.GroupResource()]
 	if st == nil {
 		return nil
@@ -111,7 +99,7 @@ func (c *WatchCache) getLocked(key Key) *Object {
 }
 
 // Get returns the object at key, or an error wrapping ErrNotFound.
-func (c *WatchCache) Get(_ context.Context, key Key) (*Object, error) {
+func (c *watchCache) Get(_ context.Context, key Key) (*Object, error) {
 	c.mu.RLock()
 	o := c.getLocked(key)
 	c.mu.RUnlock()
@@ -123,14 +111,14 @@ func (c *WatchCache) Get(_ context.Context, key Key) (*Object, error) {
 
 // commitLocked applies one write of the cache's own counter: it takes the next
 // resourceVersion (o must already carry it).
-func (c *WatchCache) commitLocked(t EventType, o, prev *Object) {
+func (c *watchCache) commitLocked(t EventType, o, prev *Object) {
 	c.rv++
 	c.applyLocked(t, o, prev, c.rv)
 }
 
 // applyLocked updates the index with one write at version rv, appends it to the resource's
 // history and hands the event to watchers.
-func (c *WatchCache) applyLocked(t EventType, o, prev *Object, rv uint64) {
+func (c *watchCache) applyLocked(t EventType, o, prev *Object, rv uint64) {
 	st := c.stateLocked(o.key.GroupResource())
 	ns := st.byNS[o.key.Namespace]
 	if t == Deleted {
@@ -153,7 +141,7 @@ func (c *WatchCache) applyLocked(t EventType, o, prev *Object, rv uint64) {
 
 // Close closes every watcher with ErrClosed and refuses further writes and watches. It is
 // idempotent.
-func (c *WatchCache) Close() {
+func (c *watchCache) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
@@ -163,15 +151,7 @@ func (c *WatchCache) Close() {
 	c.wakeLocked()
 }
 
-// EndWatches closes, with ErrClosed, the watchers of gr alone (as DropResource does), for a
-// resource that stopped being served elsewhere (its CRD was deleted through another replica).
-func (c *WatchCache) EndWatches(gr GroupResource) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.endWatchesLocked(gr)
-}
-
-func (c *WatchCache) endWatchesLocked(gr GroupResource) {
+func (c *watchCache) endWatchesLocked(gr GroupResource) {
 	for w := range c.watchers {
 		if len(w.opts.Resources) == 1 && w.opts.Resources[0] == gr {
 			// Softly: the watcher still gets the events it accepted before its channel closes.
@@ -181,7 +161,7 @@ func (c *WatchCache) endWatchesLocked(gr GroupResource) {
 }
 
 // restampLocked returns cur as of version rv (for its DELETED event).
-func (c *WatchCache) restampLocked(cur *Object, rv uint64) (*Object, error) {
+func (c *watchCache) restampLocked(cur *Object, rv uint64) (*Object, error) {
 	if o := withVersion(cur, formatRV(cur.rv), rv); o != nil {
 		return o, nil
 	}

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/internal/jsonfast"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
@@ -191,15 +191,5 @@ func defaultObject(sc *schema, m map[string]any, s *apiextv1.JSONSchemaProps, ro
 }
 
 // decodeDefault decodes a schema default freshly each time, so objects never share it. It
-// runs for every defaulted field of every object written: cache.ParseJSON decodes it when it
-// can (the same value), encoding/json otherwise.
-func decodeDefault(raw []byte) (any, error) {
-	if v, _, ok := cache.ParseJSON(raw); ok {
-		return v, nil
-	}
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.UseNumber()
-	var v any
-	err := dec.Decode(&v)
-	return v, err
-}
+// runs for every defaulted field of every object written, hence internal/jsonfast.
+func decodeDefault(raw []byte) (any, error) { return jsonfast.Decode(raw) }

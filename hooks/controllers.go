@@ -41,8 +41,7 @@ type EventRecorder interface {
 	Record(ctx context.Context, ev events.Event)
 }
 
-// Config configures a Manager. Clients and Kinds are required; the queue settings are the
-// built-in controller's (reconciler.Config), zero meaning its defaults.
+// Config configures a Manager. Clients and Kinds are required.
 type Config struct {
 	// Clients returns the client a component writes through, with manager as its field
 	// manager: each Controller writes as its own name, the Manager as "opemu-controllers".
@@ -52,20 +51,10 @@ type Config struct {
 	Events EventRecorder
 	// Reserved are names a Controller may not take (the built-in controllers').
 	Reserved []string
-
-	Workers                 int
-	ResyncInterval          time.Duration // a Controller's default resync
-	MaxRetries              int
-	BackoffBase, BackoffMax time.Duration
-	QPS                     float64
-	Burst                   int
-
-	// Metrics may be nil.
-	Metrics *metrics.Registry
-	// Logger nil means slog.Default().
-	Logger *slog.Logger
-	// Clock times queues, resyncs and conditions. Nil means the real clock.
-	Clock clock.WithTicker
+	// Tuning is every Controller's queue settings (its ResyncInterval is the default a
+	// Controller's spec.resyncPeriodSeconds overrides) and the Manager's own metrics, log and
+	// clock (Clock also times conditions). Zero values are reconciler.Tuning's defaults.
+	reconciler.Tuning
 }
 
 // Manager runs a reconciler.Controller for each Controller object (SPEC §15): Run keeps them
@@ -219,7 +208,7 @@ func (m *Manager) releaseFinalizers(ctx context.Context, name string, gr cache.G
 			}
 			md["finalizers"] = fins
 			md["resourceVersion"] = strconv.FormatUint(o.ResourceVersion(), 10)
-			if _, err = m.client.Update(ctx, o.Key(), doc); err == nil || !isConflict(err) {
+			if _, err = m.client.Update(ctx, o.Key(), doc); err == nil || !reconciler.IsConflict(err) {
 				if err != nil && !errors.Is(err, cache.ErrNotFound) {
 					m.log.Warn("releasing a deleted Controller's finalizer", "controller", name, "object", o.Key().String(), "err", err)
 				}
@@ -262,12 +251,9 @@ func (m *Manager) newEntry(o *cache.Object, old *entry) *entry {
 	if sp.resync >= 0 {
 		resync = sp.resync
 	}
-	ctrl, err := reconciler.New(reconciler.Config{
-		Store: m.client, Resource: sp.resource, Reconciler: e.rec, Name: name,
-		Workers: m.cfg.Workers, ResyncInterval: resync, MaxRetries: m.cfg.MaxRetries,
-		BackoffBase: m.cfg.BackoffBase, BackoffMax: m.cfg.BackoffMax, QPS: m.cfg.QPS, Burst: m.cfg.Burst,
-		Metrics: m.cfg.Metrics, Logger: m.log, Clock: m.cfg.Clock,
-	})
+	tuning := m.cfg.Tuning
+	tuning.ResyncInterval = resync
+	ctrl, err := reconciler.New(reconciler.Config{Store: m.client, Resource: sp.resource, Reconciler: e.rec, Name: name, Tuning: tuning})
 	if err != nil {
 		sp.invalid = err
 		return e

@@ -20,7 +20,6 @@ import (
 	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/reconciler"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // The reconcile hook protocol (SPEC §15). For each object opemu POSTs a hookRequest to the
@@ -123,7 +122,7 @@ func (r *hookReconciler) Reconcile(ctx context.Context, key cache.Key) (reconcil
 	msg := p.message
 	if err != nil {
 		msg = err.Error()
-		if !isConflict(err) {
+		if !reconciler.IsConflict(err) {
 			r.mu.Lock()
 			r.failures[key]++
 			r.mu.Unlock()
@@ -299,7 +298,7 @@ func summary(a *hookAnswer) string {
 // Synced=False condition with the cause. A conflict is not a failure: the object changed, and
 // the controller reconciles it again at once.
 func (r *hookReconciler) failed(ctx context.Context, kind *kinds.Kind, obj *cache.Object, cause error) error {
-	if isConflict(cause) || ctx.Err() != nil {
+	if reconciler.IsConflict(cause) || ctx.Err() != nil {
 		return cause
 	}
 	r.record(ctx, kind, obj, events.TypeWarning, events.Error, "ReconcileError", cause.Error())
@@ -307,7 +306,7 @@ func (r *hookReconciler) failed(ctx context.Context, kind *kinds.Kind, obj *cach
 	if err != nil {
 		return cause
 	}
-	if _, err := r.writeStatus(ctx, kind, obj.Key(), obj, doc, statusMap(doc), synced(false, "ReconcileError", cause.Error())); err != nil && !errors.Is(err, cache.ErrNotFound) && !isConflict(err) {
+	if _, err := r.writeStatus(ctx, kind, obj.Key(), obj, doc, statusMap(doc), synced(false, "ReconcileError", cause.Error())); err != nil && !errors.Is(err, cache.ErrNotFound) && !reconciler.IsConflict(err) {
 		r.m.log.Warn("writing the Synced condition", "controller", r.name, "object", obj.Key().String(), "err", err)
 	}
 	return cause
@@ -508,8 +507,4 @@ func phaseOf(status any) string {
 	st, _ := status.(map[string]any)
 	p, _ := st["phase"].(string)
 	return p
-}
-
-func isConflict(err error) bool {
-	return errors.Is(err, cache.ErrConflict) || apierrors.IsConflict(err)
 }

@@ -52,7 +52,7 @@ func (m *Manager) writeStatus(ctx context.Context) {
 		m.mu.Unlock()
 		for _, it := range items {
 			if err := m.writeControllerStatus(ctx, it.obj, it.sp); err != nil && ctx.Err() == nil &&
-				!errors.Is(err, cache.ErrNotFound) && !isConflict(err) {
+				!errors.Is(err, cache.ErrNotFound) && !reconciler.IsConflict(err) {
 				m.log.Warn("writing a Controller's status", "controller", it.obj.Key().Name, "err", err)
 			}
 		}

@@ -15,10 +15,11 @@ func TestNameIsDNSSubdomain(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{
 		"a", "app-1", "app.187a6b2c3d", "a.b.c", "0", strings.Repeat("a", 253), strings.Repeat("a", 254),
-		"", "-a", "a-", "a..b", ".a", "a.", "A", "a_b", "a.-b", "日本", "a b",
+		"", "-a", "a-", "a..b", ".a", "a.", "A", "a_b", "a.-b", "日本", "a b", "-", "a-b-", "ab-",
+		strings.Repeat("x", 1<<20), strings.Repeat("x", 1<<20) + "-", strings.Repeat("X", 1<<20),
 	} {
 		for _, prefix := range []bool{false, true} {
-			assert.Equal(t, apivalidation.NameIsDNSSubdomain(name, prefix), kinds.NameIsDNSSubdomain(name, prefix), "%q prefix=%v", name, prefix)
+			assert.Equal(t, apivalidation.NameIsDNSSubdomain(name, prefix), kinds.NameIsDNSSubdomain(name, prefix), "%.80q prefix=%v", name, prefix)
 		}
 	}
 }
@@ -79,6 +80,20 @@ func FuzzDNSLabelValid(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		if kinds.DNSLabelValid(s) {
 			assert.Empty(t, apivalidation.ValidateNamespaceName(s, false), "%q", s)
+		}
+	})
+}
+
+// FuzzFinalizersValid checks that FinalizersValid passes no finalizers ValidateFinalizers
+// refuses.
+func FuzzFinalizersValid(f *testing.F) {
+	f.Add("example.com/cleanup", "orphan")
+	f.Add("orphan", "foregroundDeletion")
+	f.Add("a/b/c", "-x")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		fins := []string{a, b}
+		if kinds.FinalizersValid(fins) {
+			assert.Empty(t, apivalidation.ValidateFinalizers(fins, field.NewPath("finalizers")), "%q", fins)
 		}
 	})
 }

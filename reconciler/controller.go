@@ -11,6 +11,7 @@ import (
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/metrics"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/clock"
 )
 
@@ -20,14 +21,11 @@ type Source interface {
 	Watch(ctx context.Context, opts cache.WatchOptions) (*cache.Watcher, error)
 }
 
-// Config configures a Controller. Store, Resource and Reconciler are required; zero values
+// Tuning is how a controller runs: its workers, resync, retries and pace, and the metrics,
+// log and clock it runs with. A server gives every controller it runs the same Tuning (the
+// Application's, the simulated workloads', each Controller object's: package hooks). Zero values
 // are documented defaults.
-type Config struct {
-	Store      Source
-	Resource   cache.GroupResource
-	Reconciler Reconciler
-	// Name labels metrics and logs. Empty means the resource name.
-	Name string
+type Tuning struct {
 	// Workers is how many keys are reconciled at once. Zero means 2.
 	Workers int
 	// ResyncInterval enqueues every object this often; zero disables resync.
@@ -46,6 +44,17 @@ type Config struct {
 	Logger *slog.Logger
 	// Clock times requeues, backoff and resync. Nil means the real clock.
 	Clock clock.WithTicker
+}
+
+// Config configures a Controller. Store, Resource and Reconciler are required; zero values
+// are documented defaults.
+type Config struct {
+	Store      Source
+	Resource   cache.GroupResource
+	Reconciler Reconciler
+	// Name labels metrics and logs. Empty means the resource name.
+	Name string
+	Tuning
 }
 
 // Controller watches one resource and reconciles its objects with a work queue.
@@ -311,7 +320,7 @@ func (c *Controller) process(ctx context.Context, q *queue, key cache.Key) Outco
 			out.RequeueAfter = res.RequeueAfter.String()
 			q.AddAfter(key, res.RequeueAfter)
 		}
-	case errors.Is(err, cache.ErrConflict):
+	case IsConflict(err):
 		// Someone wrote the object meanwhile: try again on the new state, not as a failure.
 		out.Result = "conflict"
 		q.Add(key)
@@ -334,4 +343,11 @@ func (c *Controller) process(ctx context.Context, q *queue, key cache.Key) Outco
 	}
 	c.cfg.Metrics.ObserveReconcile(c.cfg.Name, out.Result, d)
 	return out
+}
+
+// IsConflict reports whether err is a 409, which a controller retries at once, not as a failure
+// (SPEC §8): the store's (a resourceVersion that moved on) or the write path's (a precondition
+// such as a uid that no longer matches, apierrors.NewConflict), however wrapped.
+func IsConflict(err error) bool {
+	return errors.Is(err, cache.ErrConflict) || apierrors.IsConflict(err)
 }

@@ -3,6 +3,7 @@ package reconciler_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,9 +12,12 @@ import (
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/cache/cachetest"
+	"github.com/opemu/opemu/metrics"
 	"github.com/opemu/opemu/reconciler"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // runController runs a controller with rec over a fresh store inside the bubble.
@@ -22,7 +26,7 @@ var ctx = context.Background()
 func runController(t *testing.T, rec reconciler.Reconciler, tweak func(*reconciler.Config)) (*cache.Store, *reconciler.Controller, func()) {
 	t.Helper()
 	store := cache.New(cache.Config{})
-	cfg := reconciler.Config{Store: store, Resource: cachetest.Applications, Reconciler: rec, Workers: 4}
+	cfg := reconciler.Config{Store: store, Resource: cachetest.Applications, Reconciler: rec, Tuning: reconciler.Tuning{Workers: 4}}
 	if tweak != nil {
 		tweak(&cfg)
 	}
@@ -66,25 +70,72 @@ func TestOneWorkerPerKeyAndDirtyKeysRunAgain(t *testing.T) {
 	})
 }
 
+// TestConflictsAreNotFailures: a 409 requeues at once without counting as a failure (SPEC §8),
+// whichever layer answered it: the store (a resourceVersion that moved on) or the write path (a
+// uid precondition, registry/update.go), wrapped or not.
 func TestConflictsAreNotFailures(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var calls atomic.Int32
-		rec := reconciler.Func(func(ctx context.Context, key cache.Key) (reconciler.Result, error) {
-			if calls.Add(1) <= 10 {
-				return reconciler.Result{}, &cache.Error{Err: cache.ErrConflict, Key: key}
-			}
-			return reconciler.Result{}, nil
+	gr := schema.GroupResource{Group: cachetest.Applications.Group, Resource: cachetest.Applications.Resource}
+	for _, tc := range []struct {
+		name     string
+		conflict func(key cache.Key) error
+	}{
+		{"store", func(key cache.Key) error { return &cache.Error{Err: cache.ErrConflict, Key: key} }},
+		{"uid precondition", func(key cache.Key) error {
+			return apierrors.NewConflict(gr, key.Name, errors.New("Precondition failed: UID in precondition: a, UID in object meta: b"))
+		}},
+		{"wrapped", func(key cache.Key) error {
+			return fmt.Errorf("update status: %w", apierrors.NewConflict(gr, key.Name, errors.New("the object has been modified")))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var calls atomic.Int32
+				rec := reconciler.Func(func(ctx context.Context, key cache.Key) (reconciler.Result, error) {
+					if calls.Add(1) <= 10 {
+						return reconciler.Result{}, tc.conflict(key)
+					}
+					return reconciler.Result{}, nil
+				})
+				dropped := &dropRecorder{Reconciler: rec}
+				reg := metrics.New()
+				store, _, stop := runController(t, dropped, func(c *reconciler.Config) { c.MaxRetries, c.Metrics = 2, reg })
+				defer stop()
+				start := time.Now()
+				_, err := store.Create(ctx, cachetest.Key("default", "a"), cachetest.App("a", 1), cache.WriteOptions{})
+				require.NoError(t, err)
+				synctest.Wait()
+				assert.Equal(t, int32(11), calls.Load(), "ten conflicts retried at once (no backoff), then success")
+				assert.Equal(t, start, time.Now(), "no time passed")
+				assert.Zero(t, dropped.n.Load(), "conflicts never count toward MaxRetries")
+				assert.Equal(t, 10.0, sample(t, reg, "controller_reconcile_total", "result", "conflict"))
+				assert.Zero(t, sample(t, reg, "controller_reconcile_errors_total", "", ""), "a conflict is not a reconcile error")
+				assert.Zero(t, sample(t, reg, "workqueue_retries_total", "", ""), "nor a rate-limited retry")
+			})
 		})
-		dropped := &dropRecorder{Reconciler: rec}
-		store, _, stop := runController(t, dropped, func(c *reconciler.Config) { c.MaxRetries = 2 })
-		defer stop()
-		_, err := store.Create(ctx, cachetest.Key("default", "a"), cachetest.App("a", 1), cache.WriteOptions{})
-		require.NoError(t, err)
-		time.Sleep(time.Second)
-		synctest.Wait()
-		assert.Equal(t, int32(11), calls.Load(), "ten conflicts retried at once, then success")
-		assert.Zero(t, dropped.n.Load(), "conflicts never count toward MaxRetries")
-	})
+	}
+}
+
+// sample sums the samples of the counter name in reg whose label is value ("" for every sample).
+func sample(t *testing.T, reg *metrics.Registry, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := reg.Gatherer().Gather()
+	require.NoError(t, err)
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			match := label == ""
+			for _, lp := range m.GetLabel() {
+				match = match || (lp.GetName() == label && lp.GetValue() == value)
+			}
+			if match {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }
 
 type dropRecorder struct {

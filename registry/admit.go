@@ -290,6 +290,9 @@ func validate(t Target, obj map[string]any) error {
 		// Valid labels add no error: ValidateObjectMeta need not run its expressions on them.
 		checked.Labels = nil
 	}
+	if kinds.FinalizersValid(meta.Finalizers) {
+		checked.Finalizers = nil // likewise
+	}
 	errs := apivalidation.ValidateObjectMeta(&checked, t.Kind.Namespaced, kinds.NameIsDNSSubdomain, field.NewPath("metadata"))
 	if t.Kind.Schema != nil {
 		errs = append(errs, t.Kind.Schema.Validate(obj)...)

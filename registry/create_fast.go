@@ -14,7 +14,7 @@ import (
 // write is a second stored object per write, so over the in-memory store the recorder's new
 // Events are written as bytes with their index, skipping what Create (create.go) does with a
 // decoded map. Held to the general path by FuzzRecorderEvent (package events: the full path
-// stores the same object) and FuzzEncodeEvent (create_fast_test.go: the bytes are the store
+// stores the same object) and FuzzEncodeEvent (create_fast_internal_test.go: the bytes are the store
 // encoder's).
 
 // CreateEvent stores an Event the recorder built (events.Recorder). Such an Event is valid by

@@ -6,7 +6,7 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/internal/jsonfast"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -22,7 +22,7 @@ func DecodeObject(body []byte) (map[string]any, error) {
 // repeat a key (true whenever that was not checked), so a caller that warns about duplicate
 // fields as kube-apiserver does needs a second, strict decode only when there are some.
 func DecodeObjectDuplicates(body []byte) (obj map[string]any, duplicates bool, err error) {
-	if v, dups, ok := cache.ParseJSON(body); ok {
+	if v, dups, ok := jsonfast.Parse(body); ok {
 		if obj, isObject := v.(map[string]any); isObject {
 			return obj, dups, nil
 		}

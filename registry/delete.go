@@ -15,8 +15,8 @@ import (
 // Delete deletes t's object (SPEC §2): an object with finalizers is marked (deletionTimestamp
 // set, generation bumped: a MODIFIED event) and goes when an update empties its finalizers;
 // deleting a marked object again changes nothing; any other object is removed at once.
-// removed says which happened; the object returned is its state after the call. A namespace's
-// deletion cascades (namespace.go).
+// removed says which happened; the object returned is its state after the call. A namespace
+// is marked Terminating first (namespace.go).
 func (s *Store) Delete(ctx context.Context, t Target, pre cache.Preconditions, o Options) (*cache.Object, bool, error) {
 	t, err := s.storageTarget(t)
 	if err != nil {
@@ -88,19 +88,17 @@ func (s *Store) deleteObject(ctx context.Context, t Target, pre cache.Preconditi
 		return nil, false, err
 	}
 	if removing && !o.DryRun {
-		s.afterRemove(ctx, t.Kind, t.Key)
+		s.afterRemove(t.Kind, t.Key)
 	}
 	return obj, removing, nil
 }
 
 // afterRemove finishes what the removal of key, an object of k, leaves: its kind's Limit
-// counts it no more, and a Terminating namespace whose last object it was goes.
-func (s *Store) afterRemove(ctx context.Context, k *kinds.Kind, key cache.Key) {
+// counts it no more. (A Terminating namespace whose last object went is the namespace
+// controller's.)
+func (s *Store) afterRemove(k *kinds.Kind, key cache.Key) {
 	if k.Limit != nil {
 		k.Limit.Removed(key)
-	}
-	if key.Namespace != "" {
-		_, _ = s.finishNamespace(ctx, key.Namespace)
 	}
 }
 
@@ -121,7 +119,7 @@ func (s *Store) expireOne(ctx context.Context, k *kinds.Kind, key cache.Key) err
 	if err != nil {
 		return err
 	}
-	s.afterRemove(ctx, k, key)
+	s.afterRemove(k, key)
 	return nil
 }
 

@@ -8,11 +8,17 @@
 //
 // The rules every kind shares live here: uid, timestamps and generation; name and UID checks;
 // finalizers (a delete marks, the last finalizer's removal removes); implicit namespaces, the
-// Terminating phase and the cascade of a namespace's deletion; the status and scale views; the
+// system namespaces and a namespace's Terminating phase (its content is the namespace
+// controller's to delete, package namespaces); the status, scale and finalize views; the
 // Events a client's write records (SPEC §7). What differs per kind is looked up in its
 // kinds.Kind (schema, subresources, create defaults, lifecycle, TTL, limit), never tested by
 // name. The one exception is a shortcut behind its own door: create_fast.go stores the
 // recorder's Events without the steps they need not take (DESIGN.md, "Shortcuts").
+//
+// Reads and watches start here too: a read's resourceVersion semantics and paging (read.go),
+// and a watch's (watch.go: where it starts, the consistent read before initial events, a
+// view's selectors and objects, the 410 of a version that cannot be served); the server only
+// frames and times what a Watcher gives.
 //
 // The server calls Store for HTTP clients; opemu's own components (the controller, the event
 // recorder, the lease lock) write through a Client over the same path, so what they store

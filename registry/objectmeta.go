@@ -2,19 +2,13 @@ package registry
 
 import (
 	"encoding/json"
-	"time"
 
-	apivalidation "k8s.io/apimachinery/pkg/api/validation"
-
-	"github.com/opemu/opemu/kinds"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // objectMetaOf decodes a JSON object's metadata into ObjectMeta, as Kubernetes does before
-// validating it. The common shape (string fields, an integer generation, a creation time,
-// string maps for labels and annotations, a list of finalizers) is read directly; anything
-// else goes through a JSON round trip, which also gives its errors.
+// validating it: through a JSON round trip, which also gives its errors, unless the common
+// shape is read directly (simpleObjectMeta, objectmeta_fast.go).
 func objectMetaOf(md map[string]any) (metav1.ObjectMeta, error) {
 	if meta, ok := simpleObjectMeta(md); ok {
 		return meta, nil
@@ -26,151 +20,4 @@ func objectMetaOf(md map[string]any) (metav1.ObjectMeta, error) {
 	}
 	err = json.Unmarshal(raw, &meta)
 	return meta, err
-}
-
-// simpleObjectMeta reads md when every field it holds is of the common shape; ok is false
-// (and nothing is to be trusted) otherwise.
-func simpleObjectMeta(md map[string]any) (meta metav1.ObjectMeta, ok bool) {
-	for k, v := range md {
-		switch k {
-		case "name", "generateName", "namespace", "uid", "resourceVersion":
-			s, isString := v.(string)
-			if !isString {
-				return meta, false
-			}
-			switch k {
-			case "name":
-				meta.Name = s
-			case "generateName":
-				meta.GenerateName = s
-			case "namespace":
-				meta.Namespace = s
-			case "uid":
-				meta.UID = types.UID(s)
-			case "resourceVersion":
-				meta.ResourceVersion = s
-			}
-		case "generation":
-			switch n := v.(type) {
-			case json.Number:
-				g, err := n.Int64()
-				if err != nil {
-					return meta, false
-				}
-				meta.Generation = g
-			case int64: // stamped by the write path itself
-				meta.Generation = n
-			default:
-				return meta, false
-			}
-		case "creationTimestamp":
-			s, isString := v.(string)
-			if !isString {
-				return meta, false
-			}
-			ts, err := time.Parse(time.RFC3339, s)
-			if err != nil {
-				return meta, false
-			}
-			meta.CreationTimestamp = metav1.NewTime(ts.Local())
-		case "labels", "annotations":
-			m, isMap := v.(map[string]any)
-			if !isMap {
-				return meta, false
-			}
-			out := make(map[string]string, len(m))
-			for mk, mv := range m {
-				s, isString := mv.(string)
-				if !isString {
-					return meta, false
-				}
-				out[mk] = s
-			}
-			if k == "labels" {
-				meta.Labels = out
-			} else {
-				meta.Annotations = out
-			}
-		case "finalizers":
-			l, isList := v.([]any)
-			if !isList {
-				return meta, false
-			}
-			out := make([]string, len(l))
-			for i, e := range l {
-				s, isString := e.(string)
-				if !isString {
-					return meta, false
-				}
-				out[i] = s
-			}
-			meta.Finalizers = out
-		default:
-			return meta, false
-		}
-	}
-	return meta, true
-}
-
-// metaQuicklyValid reports whether md (an object's metadata, of a namespaced kind or not)
-// certainly passes ValidateObjectMeta as validate calls it: the usual fields in the usual
-// shapes, checked without regular expressions or building an ObjectMeta. False means it may
-// not, and validate asks apimachinery, which also words the errors. FuzzMetaQuicklyValid checks
-// it never passes metadata apimachinery refuses.
-func metaQuicklyValid(md map[string]any, namespaced bool) bool {
-	name, _ := md["name"].(string)
-	if name == "" || kinds.NameIsDNSSubdomain(name, false) != nil {
-		return false
-	}
-	ns, _ := md["namespace"].(string)
-	if namespaced != (ns != "") || namespaced && !kinds.DNSLabelValid(ns) {
-		return false
-	}
-	for k, v := range md {
-		switch k {
-		case "name", "namespace":
-		case "uid", "resourceVersion":
-			if _, ok := v.(string); !ok {
-				return false
-			}
-		case "generation":
-			n, ok := v.(json.Number)
-			if !ok {
-				return false
-			}
-			if g, err := n.Int64(); err != nil || g < 0 {
-				return false
-			}
-		case "creationTimestamp":
-			s, ok := v.(string)
-			if !ok {
-				return false
-			}
-			if _, err := time.Parse(time.RFC3339, s); err != nil {
-				return false
-			}
-		case "labels", "annotations":
-			m, ok := v.(map[string]any)
-			if !ok {
-				return false
-			}
-			size := 0
-			for mk, mv := range m {
-				s, ok := mv.(string)
-				if !ok || !kinds.QualifiedNameValid(mk) {
-					return false
-				}
-				if k == "labels" && !kinds.LabelValueValid(s) {
-					return false
-				}
-				size += len(mk) + len(s)
-			}
-			if k == "annotations" && size > apivalidation.TotalAnnotationSizeLimitB {
-				return false
-			}
-		default: // generateName, finalizers, ownerReferences, managedFields, ...: apimachinery's
-			return false
-		}
-	}
-	return true
 }

@@ -9,6 +9,7 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/internal/jsonfast"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -102,7 +103,7 @@ func (s *Store) Patch(ctx context.Context, t Target, patchType string, body []by
 		if err := checkDepth(t, cur, "the object"); err != nil {
 			return nil, err
 		}
-		doc, err := cache.EncodeJSON(cur)
+		doc, err := jsonfast.Marshal(cur)
 		if err != nil {
 			return nil, err
 		}

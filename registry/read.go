@@ -69,6 +69,8 @@ func View(t Target, o *cache.Object) ([]byte, error) {
 
 // ListOptions is a parsed list request (SPEC §4.2).
 type ListOptions struct {
+	// Label and Field select objects; nil means everything. Field names are the listed kind's
+	// (a view's are renamed into the stored kind's here).
 	Label labels.Selector
 	Field fields.Selector
 	// Limit is the page size; zero means everything.
@@ -131,7 +133,11 @@ func (s *Store) List(ctx context.Context, t Target, q ListOptions) ([]*cache.Obj
 			return nil, metav1.ListMeta{}, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, current))
 		}
 	}
-	opts := []cache.ListOption{cache.InNamespace(t.Key.Namespace), cache.MatchingLabels(q.Label), cache.MatchingFields(q.Field), cache.Limit(q.Limit)}
+	field, err := storageFields(t, q.Field)
+	if err != nil {
+		return nil, metav1.ListMeta{}, err
+	}
+	opts := []cache.ListOption{cache.InNamespace(t.Key.Namespace), cache.MatchingLabels(q.Label), cache.MatchingFields(field), cache.Limit(q.Limit)}
 	listRV := uint64(0)
 	if q.Continue != nil {
 		if err := st.CheckResourceVersion(q.Continue.RV, t.Key.GroupResource()); err != nil {

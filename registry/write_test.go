@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opemu/opemu/app/apptest"
 	"github.com/opemu/opemu/application"
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/cache/cachetest"
@@ -44,7 +45,7 @@ func appObj(replicas any, image string) map[string]any {
 
 func TestCreateRunsTheAdmissionOrder(t *testing.T) {
 	t.Parallel()
-	env := registrytest.New(t, registrytest.Options{})
+	env := apptest.New(t, apptest.Options{})
 	res, err := env.Registry.Create(ctx, appTarget(t, env), appObj(json.Number("2"), "nginx:1.27"), registry.Options{FieldValidation: "Warn"})
 	require.NoError(t, err)
 	got := cachetest.Decode(t, res.Object)
@@ -58,7 +59,7 @@ func TestCreateRunsTheAdmissionOrder(t *testing.T) {
 
 func TestCreateRejections(t *testing.T) {
 	t.Parallel()
-	env := registrytest.New(t, registrytest.Options{})
+	env := apptest.New(t, apptest.Options{})
 	tg := appTarget(t, env)
 	tests := []struct {
 		name string
@@ -104,7 +105,7 @@ func TestUpdateRetriesWhenAnotherWriteWins(t *testing.T) {
 		return webhooks.Allowed()
 	})
 	storage = cache.New(cache.Config{})
-	env := registrytest.New(t, registrytest.Options{Storage: storage, Admission: &webhooks.Chain{Mutating: []webhooks.Named{{Name: "racer", Handler: racer}}}})
+	env := apptest.New(t, apptest.Options{Options: registrytest.Options{Storage: storage, Admission: &webhooks.Chain{Mutating: []webhooks.Named{{Name: "racer", Handler: racer}}}}})
 	tg := appTarget(t, env)
 	_, err := env.Registry.Create(ctx, tg, appObj(json.Number("1"), "nginx:1"), registry.Options{})
 	require.NoError(t, err)
@@ -131,7 +132,7 @@ func TestUpdateRetriesWhenAnotherWriteWins(t *testing.T) {
 // the same schema validation as a client's write (SPEC §6), so an invalid status is a 422.
 func TestControllerWritesAreValidated(t *testing.T) {
 	t.Parallel()
-	env := registrytest.New(t, registrytest.Options{})
+	env := apptest.New(t, apptest.Options{})
 	client := env.Registry.Client(application.Source)
 	key := cachetest.Key("default", "web")
 	o, err := client.Create(ctx, key, cachetest.App("web", 1))
@@ -210,9 +211,9 @@ func TestAKindsTTLGoesWithEveryWrite(t *testing.T) {
 // not the client's write, so the deadline that stops that write does not stop it.
 func TestRejectionEventsOutliveTheRequestsDeadline(t *testing.T) {
 	t.Parallel()
-	env := registrytest.New(t, registrytest.Options{Events: func(c *registry.Client) registry.EventRecorder {
+	env := apptest.New(t, apptest.Options{Options: registrytest.Options{Events: func(c *registry.Client) registry.EventRecorder {
 		return events.New(events.Config{Client: c})
-	}})
+	}}})
 	late, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
 	defer cancel()
 	_, err := env.Registry.Create(late, appTarget(t, env), appObj(json.Number("101"), "nginx:1"), registry.Options{})

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/kinds"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -16,7 +18,7 @@ import (
 
 // toStatus maps any error a handler returns to the Kubernetes Status the client gets. It is
 // the only place errors become HTTP answers.
-func toStatus(err error) *metav1.Status {
+func (s *Server) toStatus(err error) *metav1.Status {
 	var st metav1.Status
 	var apiStatus apierrors.APIStatus
 	var cerr *cache.Error
@@ -24,7 +26,11 @@ func toStatus(err error) *metav1.Status {
 	case errors.As(err, &apiStatus):
 		st = apiStatus.Status()
 	case errors.As(err, &cerr):
-		st = cacheStatus(cerr)
+		st = cacheStatus(cerr, s.cfg.Kinds)
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+		// A request whose context ended before its work did (its deadline passed, or its
+		// client left): kube-apiserver's finisher answers 504 with the context's error.
+		st = apierrors.NewTimeoutError("request did not complete within requested timeout - "+err.Error(), 0).ErrStatus
 	case errors.Is(err, echo.ErrNotFound):
 		// kube-apiserver's answer for a route or resource it does not serve: "the server could
 		// not find the requested resource" with empty details.
@@ -32,7 +38,7 @@ func toStatus(err error) *metav1.Status {
 	case errors.Is(err, echo.ErrMethodNotAllowed):
 		st = apierrors.NewMethodNotSupported(schema.GroupResource{}, "").ErrStatus
 		st.Message = "the server does not allow this method on the requested resource"
-		st.Details = nil
+		st.Details = &metav1.StatusDetails{}
 	default:
 		var maxErr *http.MaxBytesError
 		if errors.As(err, &maxErr) {
@@ -53,8 +59,10 @@ func toStatus(err error) *metav1.Status {
 	return &st
 }
 
-// cacheStatus words a store error as the kube-apiserver would for the same failure.
-func cacheStatus(e *cache.Error) metav1.Status {
+// cacheStatus words a store error as the kube-apiserver would for the same failure. Its details
+// name the object as kube-apiserver's do: by resource (404, 409) or, for a 422, by the group and
+// Kind served (apierrors.NewInvalid), found in served.
+func cacheStatus(e *cache.Error, served *kinds.Registry) metav1.Status {
 	gr := schema.GroupResource{Group: e.Key.Group, Resource: e.Key.Resource}
 	name := e.Key.Name
 	switch {
@@ -73,7 +81,7 @@ func cacheStatus(e *cache.Error) metav1.Status {
 		if e.Field != "" {
 			path = field.NewPath(e.Field)
 		}
-		return apierrors.NewInvalid(schema.GroupKind{Group: e.Key.Group, Kind: e.Key.Resource}, name,
+		return apierrors.NewInvalid(groupKind(served, e.Key.GroupResource()), name,
 			field.ErrorList{field.Forbidden(path, e.Message)}).ErrStatus
 	case errors.Is(e, cache.ErrClosed):
 		return apierrors.NewServiceUnavailable("the server is shutting down").ErrStatus
@@ -87,12 +95,31 @@ func cacheStatus(e *cache.Error) metav1.Status {
 	return apierrors.NewInternalError(e).ErrStatus
 }
 
-// errorHandler is the one echo.HTTPErrorHandler: every failure leaves as a Status.
+// groupKind is the group and Kind served as gr; the resource stands for the Kind of a resource
+// no longer served (its CRD went during the request).
+func groupKind(served *kinds.Registry, gr cache.GroupResource) schema.GroupKind {
+	if k, ok := served.Resource(gr); ok {
+		return schema.GroupKind{Group: k.Group, Kind: k.Kind}
+	}
+	return schema.GroupKind{Group: gr.Group, Kind: gr.Resource}
+}
+
+// errPageNotFound is the 404 of a path outside the API kube-apiserver builds in (an unknown
+// group, a CRD group's unknown version or resource, a path no handler serves): the plain-text
+// page of Go's http.NotFound, as kube-apiserver answers it, not a Status.
+var errPageNotFound = errors.New("404 page not found")
+
+// errorHandler is the one echo.HTTPErrorHandler: every failure leaves as a Status (but
+// errPageNotFound, which leaves as kube-apiserver's plain-text page).
 func (s *Server) errorHandler(c *echo.Context, err error) {
 	if resp, _ := echo.UnwrapResponse(c.Response()); resp != nil && resp.Committed {
 		return
 	}
-	st := toStatus(err)
+	if errors.Is(err, errPageNotFound) {
+		http.NotFound(c.Response(), c.Request())
+		return
+	}
+	st := s.toStatus(err)
 	if st.Code == http.StatusInternalServerError {
 		s.log.Error("internal error", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
 	}

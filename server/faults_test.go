@@ -1,8 +1,12 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptrace"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,6 +129,22 @@ func TestFaultDelay(t *testing.T) {
 	m := status(t, e.do("GET", appsPath+"/web", "", ""), http.StatusGatewayTimeout, "Timeout")
 	assert.Contains(t, m["message"], `Fault "stuck-gets" delays it by 1h0m0s`)
 	e.waitInjected("slow-lists", 1)
+
+	// The deadline ended that request alone: a write on its keep-alive connection is served.
+	// (A read deadline on a request without a body once cancelled the connection's context,
+	// so every later request on it began cancelled: a slow GET /openapi/v2 under load made
+	// the next DELETE a 500.)
+	reused := false
+	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{GotConn: func(c httptrace.GotConnInfo) { reused = c.Reused }})
+	req, err := http.NewRequestWithContext(ctx, "POST", e.http.URL+appsPath, strings.NewReader(app("after", 1, "nginx:1")))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := e.http.Client().Do(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.True(t, reused, "the write went over the timed-out request's connection")
+	assert.Equal(t, http.StatusCreated, resp.StatusCode, "%s", body)
 }
 
 // TestFaultEndsKubernetesWatches: a watch Fault ends the stream after closeAfter, with a 410

@@ -1,8 +1,8 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -11,29 +11,26 @@ import (
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/registry"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // The Kubernetes watch protocol (`?watch=true`, SPEC §4.2): newline-delimited
-// {"type","object"} events, flushed when the watcher's channel is drained.
+// {"type","object"} events, served by the watch loop (watch.go).
 
 // watchQuery is a parsed Kubernetes watch request.
 type watchQuery struct {
-	registry.ListOptions
-	timeout           time.Duration // 0: until the client leaves
-	bookmarks         bool
-	sendInitialEvents *bool
+	registry.WatchOptions
+	timeout time.Duration // 0: until the client leaves
 }
 
 func parseWatchQuery(c *echo.Context, t registry.Target) (watchQuery, error) {
 	q := c.Request().URL.Query()
-	lq, err := listQuery(q, t)
+	lq, err := parseListQuery(q, t.Kind.Selectable)
 	if err != nil {
 		return watchQuery{}, err
 	}
-	wq := watchQuery{ListOptions: lq}
-	if wq.bookmarks, err = queryBool(q, "allowWatchBookmarks"); err != nil {
+	wq := watchQuery{WatchOptions: registry.WatchOptions{Label: lq.Label, Field: lq.Field, ResourceVersion: lq.ResourceVersion}}
+	if wq.AllowWatchBookmarks, err = queryBool(q, "allowWatchBookmarks"); err != nil {
 		return wq, err
 	}
 	if v := q.Get("timeoutSeconds"); v != "" {
@@ -43,155 +40,34 @@ func parseWatchQuery(c *echo.Context, t registry.Target) (watchQuery, error) {
 		}
 		wq.timeout = time.Duration(n) * time.Second
 	}
-	wq.sendInitialEvents, err = queryBoolPtr(q, "sendInitialEvents")
+	wq.SendInitialEvents, err = queryBoolPtr(q, "sendInitialEvents")
 	return wq, err
 }
 
-// kubeWatch streams t's changes as the kube-apiserver does. A resourceVersion of "" or "0"
-// starts with synthetic ADDED events for the current objects; N starts after N, or answers an
-// ERROR event with a 410 Status when N is no longer (or never was) served.
+// kubeWatch streams t's changes as the kube-apiserver does (registry.Store.Watch says which):
+// events, bookmarks every BookmarkInterval and just before a timeoutSeconds close when
+// allowWatchBookmarks is set, and an ERROR event with a 410 Status when the watch cannot go on.
 func (s *Server) kubeWatch(c *echo.Context, t registry.Target) error {
 	wq, err := parseWatchQuery(c, t)
 	if err != nil {
 		return err
 	}
-	opts := cache.WatchOptions{
-		Resources: []cache.GroupResource{t.Key.GroupResource()},
-		Namespace: t.Key.Namespace,
-		Label:     wq.Label,
-		Field:     wq.Field,
+	f := &kubeFrames{kind: t.Kind.Kind, apiVersion: t.Kind.GroupVersion()}
+	if wantsTable(c.Request()) {
+		f.table, f.includeObject, f.now = t.Kind, c.QueryParam("includeObject"), s.cfg.Clock.Now
 	}
-	rv, _ := cache.ParseResourceVersion(wq.ResourceVersion)
-	initialEnd := wq.sendInitialEvents != nil && *wq.sendInitialEvents
-	switch {
-	case wq.sendInitialEvents != nil:
-		opts.SendInitialEvents = *wq.sendInitialEvents
-		if !opts.SendInitialEvents {
-			opts.ResourceVersion = rv
-		}
-	case rv == 0:
-		opts.SendInitialEvents = true
-	default:
-		opts.ResourceVersion = rv
+	tm := watchTiming{timeout: wq.timeout}
+	if wq.AllowWatchBookmarks {
+		tm.bookmarks = s.cfg.BookmarkInterval
 	}
-	r := c.Request()
-	release, err := s.acquireWatch()
-	if err != nil {
-		return err
-	}
-	defer release()
-	if opts.SendInitialEvents && wq.ResourceVersion == "" {
-		// "Get state and start at most recent": the state is a consistent read, as a list's.
-		if err := s.cfg.Store.WaitUntilFresh(r.Context(), 0); err != nil {
-			return err
-		}
-	}
-	w, werr := s.cfg.Store.Watch(r.Context(), opts)
-	if werr != nil && !errors.Is(werr, cache.ErrGone) {
-		return werr
-	}
-	if w != nil {
-		defer w.Stop()
-	}
-	s.cfg.Metrics.WatchStarted("kubernetes")
-	defer s.cfg.Metrics.WatchEnded("kubernetes")
-
-	resp := c.Response()
-	resp.Header().Set("Content-Type", "application/json")
-	resp.Header().Set("Cache-Control", "no-cache, private")
-	resp.WriteHeader(http.StatusOK)
-	fw, closeStream := s.openStream(resp)
-	defer closeStream()
-	kw := &kubeWriter{frameWriter: fw, kind: t.Kind.Kind, apiVersion: t.Kind.GroupVersion()}
-	if t.Kind.Conversion != nil {
-		kw.view = &t
-	}
-	if wantsTable(r) {
-		kw.table, kw.includeObject, kw.now = t.Kind, c.QueryParam("includeObject"), s.cfg.Clock.Now
-	}
-	if werr != nil {
-		_ = kw.status(toStatus(werr))
-		return nil
-	}
-	if err := kw.flush(); err != nil {
-		return nil
-	}
-
-	var timeout <-chan time.Time
-	if wq.timeout > 0 {
-		tm := time.NewTimer(wq.timeout)
-		defer tm.Stop()
-		timeout = tm.C
-	}
-	var bookmark <-chan time.Time
-	if wq.bookmarks {
-		tk := time.NewTicker(s.cfg.BookmarkInterval)
-		defer tk.Stop()
-		bookmark = tk.C
-	}
-	inj := faultOf(c)
-	faulted, stopFault := watchFault(inj)
-	defer stopFault()
-	events := w.Events()
-	for {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				switch err := w.Err(); {
-				case errors.Is(err, cache.ErrTooSlow):
-					_ = kw.status(toStatus(apierrors.NewResourceExpired("watch fell behind; relist")))
-				case errors.Is(err, cache.ErrGone):
-					_ = kw.status(toStatus(err))
-				}
-				return nil
-			}
-			if ev.Type == cache.Bookmark {
-				if initialEnd && wq.bookmarks {
-					if kw.bookmark(ev.ResourceVersion, true) != nil {
-						return nil
-					}
-				}
-			} else if kw.event(ev) != nil {
-				return nil
-			}
-			if len(events) == 0 && kw.flush() != nil {
-				return nil
-			}
-		case <-bookmark:
-			if rv, ok := w.Progress(); ok {
-				if kw.bookmark(rv, false) != nil || kw.flush() != nil {
-					return nil
-				}
-			}
-		case <-timeout:
-			if wq.bookmarks {
-				if rv, ok := w.Progress(); ok {
-					_ = kw.bookmark(rv, false)
-					_ = kw.flush()
-				}
-			}
-			return nil
-		case <-faulted:
-			// A Fault ends the stream (SPEC §16), with a 410 ERROR event when it expires it.
-			if inj.Watch.Expire {
-				_ = kw.status(toStatus(inj.ExpiredStatus()))
-			}
-			inj.WatchDone(true)
-			return nil
-		case <-s.stopWatches:
-			return nil
-		case <-r.Context().Done():
-			return nil
-		}
-	}
+	return s.serveWatch(c, "kubernetes", func(ctx context.Context) (*registry.Watcher, error) {
+		return s.cfg.Registry.Watch(ctx, t, wq.WatchOptions)
+	}, f, tm)
 }
 
-// kubeWriter writes Kubernetes watch events.
-type kubeWriter struct {
-	*frameWriter
+// kubeFrames writes Kubernetes watch events.
+type kubeFrames struct {
 	kind, apiVersion string
-	// view, when set, converts each object into a view kind (kinds.Conversion).
-	view *registry.Target
 	// table, when set, sends each object as a one-row Table; only the first carries the column
 	// definitions, as kube-apiserver does.
 	table         *kinds.Kind
@@ -200,51 +76,70 @@ type kubeWriter struct {
 	headersSent   bool
 }
 
-func (kw *kubeWriter) event(ev cache.Event) error {
-	obj := ev.Object.Raw()
-	if kw.view != nil && kw.table == nil {
-		var err error
-		if obj, err = registry.View(*kw.view, ev.Object); err != nil {
-			return err
-		}
+var _ watchFrames = (*kubeFrames)(nil)
+
+func (*kubeFrames) header(h http.Header) {
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-cache, private")
+}
+
+func (*kubeFrames) open(*frameWriter) error { return nil }
+
+func (*kubeFrames) ping(*frameWriter) error { return nil }
+
+// event writes {"type":...,"object":...} around the object as the watched kind shows it (a
+// Table row when asked for); the bookmark ending the initial events is annotated
+// k8s.io/initial-events-end.
+func (kf *kubeFrames) event(fw *frameWriter, ev registry.Event) error {
+	if ev.Type == cache.Bookmark {
+		return kf.writeBookmark(fw, ev.ResourceVersion, true)
 	}
-	if kw.table != nil {
-		tbl, err := table(kw.table, []*cache.Object{ev.Object}, metav1.ListMeta{ResourceVersion: strconv.FormatUint(ev.ResourceVersion, 10)}, kw.includeObject, !kw.headersSent, kw.now())
+	var obj []byte
+	var err error
+	if kf.table != nil {
+		tbl, err := table(kf.table, []*cache.Object{ev.Object}, metav1.ListMeta{ResourceVersion: strconv.FormatUint(ev.ResourceVersion, 10)}, kf.includeObject, !kf.headersSent, kf.now())
 		if err != nil {
 			return err
 		}
-		kw.headersSent = true
+		kf.headersSent = true
 		if obj, err = json.Marshal(tbl); err != nil {
 			return err
 		}
+	} else if obj, err = ev.JSON(); err != nil {
+		return err
 	}
-	b := &kw.buf
+	b := &fw.buf
 	b.Reset()
 	b.WriteString(`{"type":"`)
 	b.WriteString(string(ev.Type))
 	b.WriteString(`","object":`)
 	b.Write(obj)
 	b.WriteString("}\n")
-	return kw.write(b.Bytes())
+	return fw.write(b.Bytes())
 }
 
-// bookmark writes a BOOKMARK carrying only kind, apiVersion and the resourceVersion; the one
-// ending the initial events is annotated k8s.io/initial-events-end.
-func (kw *kubeWriter) bookmark(rv uint64, initialEnd bool) error {
+// bookmark writes a BOOKMARK at rv.
+func (kf *kubeFrames) bookmark(fw *frameWriter, rv uint64) error {
+	return kf.writeBookmark(fw, rv, false)
+}
+
+// writeBookmark writes a BOOKMARK carrying only kind, apiVersion and the resourceVersion; the
+// one ending the initial events is annotated k8s.io/initial-events-end.
+func (kf *kubeFrames) writeBookmark(fw *frameWriter, rv uint64, initialEnd bool) error {
 	md := map[string]any{"resourceVersion": strconv.FormatUint(rv, 10)}
 	if initialEnd {
 		md["annotations"] = map[string]string{"k8s.io/initial-events-end": "true"}
 	}
-	obj, _ := json.Marshal(map[string]any{"kind": kw.kind, "apiVersion": kw.apiVersion, "metadata": md})
-	b := &kw.buf
+	obj, _ := json.Marshal(map[string]any{"kind": kf.kind, "apiVersion": kf.apiVersion, "metadata": md})
+	b := &fw.buf
 	b.Reset()
 	b.WriteString(`{"type":"BOOKMARK","object":`)
 	b.Write(obj)
 	b.WriteString("}\n")
-	return kw.write(b.Bytes())
+	return fw.write(b.Bytes())
 }
 
 // status writes an ERROR event holding st and flushes it.
-func (kw *kubeWriter) status(st any) error {
-	return kw.jsonFrame(`{"type":"ERROR","object":`, st, "}\n")
+func (*kubeFrames) status(fw *frameWriter, st any) error {
+	return fw.jsonFrame(`{"type":"ERROR","object":`, st, "}\n")
 }

@@ -58,7 +58,7 @@ func (s *Server) eventStats(c *echo.Context) error {
 
 // history serves GET .../{name}/history: the object's recent reconciles.
 func (s *Server) history(c *echo.Context, t registry.Target) error {
-	if _, err := s.cfg.Store.Get(c.Request().Context(), t.Key); err != nil {
+	if _, err := s.cfg.Registry.Get(c.Request().Context(), t, "0"); err != nil {
 		return err
 	}
 	items := any([]any{})
@@ -80,9 +80,9 @@ func (s *Server) triggerReconcile(c *echo.Context) error {
 		return err
 	}
 	if t.Sub != "reconcile" {
-		return echo.ErrMethodNotAllowed
+		return methodNotSupported(t, "create")
 	}
-	if _, err := s.cfg.Store.Get(c.Request().Context(), t.Key); err != nil {
+	if _, err := s.cfg.Registry.Get(c.Request().Context(), t, "0"); err != nil {
 		return err
 	}
 	if s.cfg.Controller == nil {

@@ -110,22 +110,7 @@ func answerList(c *echo.Context, t registry.Target, meta metav1.ListMeta, items 
 	return bw.Flush()
 }
 
-// listQuery parses t's list or watch query. The field selector of a view (kinds.Conversion)
-// is renamed into the stored kind's labels, which the store indexes.
+// listQuery parses t's list query (a view's field names are the registry's to rename).
 func listQuery(q map[string][]string, t registry.Target) (registry.ListOptions, error) {
-	lq, err := parseListQuery(q, t.Kind.Selectable)
-	conv := t.Kind.Conversion
-	if err != nil || conv == nil {
-		return lq, err
-	}
-	lq.Field, err = lq.Field.Transform(func(label, value string) (string, string, error) {
-		if l, ok := conv.FieldLabels[label]; ok {
-			return l, value, nil
-		}
-		return label, value, nil
-	})
-	if err != nil {
-		return lq, badRequest("invalid field selector: %v", err)
-	}
-	return lq, nil
+	return parseListQuery(q, t.Kind.Selectable)
 }

@@ -26,12 +26,10 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Config configures a Server. Store, Registry, Kinds, CRDs and Admission are required; every
-// other zero value is documented as a default.
+// Config configures a Server. Registry, Kinds, CRDs and Admission are required; every other
+// zero value is documented as a default.
 type Config struct {
-	// Store serves watches (SSE and the Kubernetes watch protocol).
-	Store cache.Interface
-	// Registry is the write path every other request goes through.
+	// Registry is what every request about objects goes through: reads, writes and watches.
 	Registry *registry.Store
 	// Kinds is every served kind: the server looks each request's kind up there.
 	Kinds *kinds.Registry
@@ -155,12 +153,14 @@ type Server struct {
 	openAPIV2Cache openAPIV2Cache
 	// openapi caches the OpenAPI v3 documents of one generation of the served kinds.
 	openapi openAPICache
+	// discoveryCache keeps discovery of one generation of the served kinds.
+	discoveryCache discoveryCache
 }
 
 // New validates cfg and builds the routes.
 func New(cfg Config) (*Server, error) {
-	if cfg.Store == nil || cfg.Registry == nil || cfg.Kinds == nil || cfg.CRDs == nil || cfg.Admission == nil {
-		return nil, errors.New("server: Store, Registry, Kinds, CRDs and Admission are required")
+	if cfg.Registry == nil || cfg.Kinds == nil || cfg.CRDs == nil || cfg.Admission == nil {
+		return nil, errors.New("server: Registry, Kinds, CRDs and Admission are required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -217,7 +217,9 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.allowedOrigins[origin] = true
 	}
-	s.echo = echo.New()
+	// A path no route serves is answered as kube-apiserver answers it (routeNotFound); a
+	// known path with another method stays a 405.
+	s.echo = echo.NewWithConfig(echo.Config{Router: echo.NewRouter(echo.RouterConfig{AllowOverwritingRoute: true, NotFoundHandler: s.routeNotFound})})
 	s.echo.HTTPErrorHandler = s.errorHandler
 	// A panic in a handler (say, in a library parsing a request) is answered as a 500 Status and
 	// logged by errorHandler, instead of dropping the connection.
@@ -285,7 +287,15 @@ func (s *Server) BeginShutdown() {
 func (s *Server) limit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		r := c.Request()
+		rc := http.NewResponseController(c.Response())
 		if r.Body != nil && r.Body != http.NoBody {
+			// Every request's body must arrive within RequestTimeout: without a deadline a
+			// client that never finishes one would hold the connection and its goroutine
+			// forever. net/http lifts it when the body ends. A request without a body gets
+			// none: net/http is already reading its connection in the background (to notice
+			// a client leaving), and a deadline there would cancel the context of the
+			// connection, so every later request on it would begin cancelled.
+			_ = rc.SetReadDeadline(time.Now().Add(s.cfg.RequestTimeout))
 			body := &eofReader{ReadCloser: r.Body}
 			r.Body = http.MaxBytesReader(c.Response(), body, s.cfg.MaxBody)
 			// net/http reads what is left of a small body before it writes the answer, to keep
@@ -304,10 +314,6 @@ func (s *Server) limit(next echo.HandlerFunc) echo.HandlerFunc {
 				})
 			}
 		}
-		// Every request's body must arrive within RequestTimeout: without a deadline a client
-		// that never finishes one would hold the connection and its goroutine forever.
-		rc := http.NewResponseController(c.Response())
-		_ = rc.SetReadDeadline(time.Now().Add(s.cfg.RequestTimeout))
 		if isWatch(c) {
 			if err := discardBody(r); err != nil {
 				return err

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/opemu/opemu/app/apptest"
 	"github.com/opemu/opemu/application"
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/events"
@@ -35,7 +36,7 @@ type env struct {
 
 const appsPath = "/apis/cloudnative.elide.dev/v1/namespaces/default/applications"
 
-// newEnv serves the standard core (registrytest) over HTTP; tweak may change the server's and
+// newEnv serves the standard core (apptest) over HTTP; tweak may change the server's and
 // the store's configuration first (the server's Admission replaces the Application chain).
 func newEnv(t testing.TB, tweak ...func(*server.Config, *cache.Config)) *env {
 	t.Helper()
@@ -46,6 +47,12 @@ func newEnv(t testing.TB, tweak ...func(*server.Config, *cache.Config)) *env {
 // in-memory store; 0: the default), counting those clients create, as the binary wires it.
 func newEnvWithEventLimit(t testing.TB, limit int, tweak ...func(*server.Config, *cache.Config)) *env {
 	t.Helper()
+	return newEnvOn(t, nil, limit, tweak...)
+}
+
+// newEnvOn is newEnvWithEventLimit over storage (nil: a new cache.Store).
+func newEnvOn(t testing.TB, storage cache.Interface, limit int, tweak ...func(*server.Config, *cache.Config)) *env {
+	t.Helper()
 	cfg := server.Config{}
 	scfg := cache.Config{}
 	for _, f := range tweak {
@@ -53,14 +60,14 @@ func newEnvWithEventLimit(t testing.TB, limit int, tweak ...func(*server.Config,
 	}
 	reg := metrics.New()
 	var recorder *events.Recorder
-	core := registrytest.New(t, registrytest.Options{
-		Store: scfg, Admission: cfg.Admission, Metrics: reg, EventLimit: cmp.Or(limit, events.DefaultLimit),
+	core := apptest.New(t, apptest.Options{Options: registrytest.Options{
+		Storage: storage, Store: scfg, Admission: cfg.Admission, EventLimit: cmp.Or(limit, events.DefaultLimit),
 		Events: func(c *registry.Client) registry.EventRecorder {
 			recorder = events.New(events.Config{Client: c, Host: "test", Metrics: reg})
 			return recorder
 		},
-	})
-	cfg.Store, cfg.Registry, cfg.Kinds, cfg.CRDs, cfg.Admission = core.Storage, core.Registry, core.Kinds, core.CRDs, core.Admission
+	}, Metrics: reg})
+	cfg.Registry, cfg.Kinds, cfg.CRDs, cfg.Admission = core.Registry, core.Kinds, core.CRDs, core.Admission
 	cfg.Events, cfg.Metrics, cfg.PrimaryCRD = recorder, reg, application.CRDName
 	engine, err := faults.New(faults.Config{Client: core.Registry.Client("opemu-faults"), Metrics: reg})
 	require.NoError(t, err)

@@ -1,85 +1,91 @@
 package server
 
 import (
-	"errors"
+	"context"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v5"
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/faults"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
+	"github.com/opemu/opemu/registry"
 )
 
-// SSE (SPEC §5.1): frames are written directly, each under a write deadline, and flushed when
-// the watcher's channel is drained. Fan-out, ordering and resume belong to the store.
+// Watches (SPEC §4.2 and §5) are served by one loop for both protocols: the Kubernetes watch
+// (`?watch=true`, kwatch.go) and SSE (`/watch`, sse.go), each a watchFrames that encodes its
+// frames. Which events a watch gets, from which version, and as which kind is the registry's
+// (registry.Watcher); fan-out and ordering are the store's. The loop owns what is transport:
+// MAX_WATCHES, frames written under a deadline and flushed when the watcher's channel is
+// drained, bookmarks, heartbeats, timeouts, a Fault's end of the stream, and shutdown.
 
-// sseRetry is the reconnection delay browsers are told to use.
-const sseRetry = "retry: 2000\n\n"
+// watchFrames is one protocol's framing. Each method writes one frame through fw; status also
+// flushes it. The loop calls them from the stream's goroutine only.
+type watchFrames interface {
+	// header sets the response's headers.
+	header(h http.Header)
+	// open writes what begins the stream, if anything.
+	open(fw *frameWriter) error
+	// event writes one event of the watch.
+	event(fw *frameWriter, ev registry.Event) error
+	// bookmark writes a bookmark at rv (only called when watchTiming.bookmarks is set).
+	bookmark(fw *frameWriter, rv uint64) error
+	// ping writes a heartbeat (only called when watchTiming.heartbeat is set).
+	ping(fw *frameWriter) error
+	// status writes an ERROR frame holding st and flushes it.
+	status(fw *frameWriter, st any) error
+}
 
-// sseWatch streams changes as Server-Sent Events.
-func (s *Server) sseWatch(c *echo.Context) error {
-	r := c.Request()
-	opts, err := s.parseSSE(r)
-	if err != nil {
-		return err
-	}
+// watchTiming is when a stream writes without an event. Zero durations mean never.
+type watchTiming struct {
+	bookmarks time.Duration // a bookmark this often, and one just before timeout ends the stream
+	heartbeat time.Duration // a ping this often
+	timeout   time.Duration // the stream ends this long after it began
+}
+
+// serveWatch serves one watch: it takes a place among MAX_WATCHES, starts the watch (start's
+// error is answered as a Status, before any frame), then streams it until the client leaves,
+// the server shuts down, the watch ends, the timeout passes or a Fault ends it.
+func (s *Server) serveWatch(c *echo.Context, protocol string, start func(context.Context) (*registry.Watcher, error), frames watchFrames, tm watchTiming) error {
 	release, err := s.acquireWatch()
 	if err != nil {
 		return err
 	}
 	defer release()
-	if opts.SendInitialEvents && opts.ResourceVersion == 0 {
-		// The snapshot is a consistent read, as a list's.
-		if err := s.cfg.Store.WaitUntilFresh(r.Context(), 0); err != nil {
-			return err
-		}
-	}
-	w, err := s.cfg.Store.Watch(r.Context(), opts)
-	var gone bool
-	switch {
-	case errors.Is(err, cache.ErrGone):
-		gone = true
-	case err != nil:
+	r := c.Request()
+	w, err := start(r.Context())
+	if err != nil {
 		return err
-	default:
-		defer w.Stop()
 	}
-	s.cfg.Metrics.WatchStarted("sse")
-	defer s.cfg.Metrics.WatchEnded("sse")
+	defer w.Stop()
+	s.cfg.Metrics.WatchStarted(protocol)
+	defer s.cfg.Metrics.WatchEnded(protocol)
 
-	h := c.Response().Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
-	c.Response().WriteHeader(http.StatusOK)
-	fw, closeStream := s.openStream(c.Response())
+	resp := c.Response()
+	frames.header(resp.Header())
+	resp.WriteHeader(http.StatusOK)
+	fw, closeStream := s.openStream(resp)
 	defer closeStream()
-	sw := &sseWriter{frameWriter: fw}
-	if err := sw.write([]byte(sseRetry)); err != nil {
+	if frames.open(fw) != nil || fw.flush() != nil {
 		return nil
 	}
-	if gone {
-		_ = sw.errorFrame(toStatus(err))
-		return nil
-	}
-	if err := sw.flush(); err != nil {
-		return nil
-	}
-	s.streamSSE(r, w, sw, faultOf(c))
-	return nil
+	s.stream(r.Context(), w, fw, frames, tm, faultOf(c))
+	return nil // once streaming, every end is a normal end of the response
 }
 
-// streamSSE copies events to the client until it leaves, the server shuts down, the watcher
-// closes, or a Fault (inj, may be nil) ends the stream; a watcher closed for falling behind, or
-// expired by a Fault, gets a 410 ERROR frame first.
-func (s *Server) streamSSE(r *http.Request, w *cache.Watcher, sw *sseWriter, inj *faults.Injection) {
-	ping := time.NewTicker(s.cfg.Heartbeat)
-	defer ping.Stop()
+// stream copies w's events to the client until the stream must end (see serveWatch). A watch
+// the registry ends with an error (it fell behind, it could not start at its version, its
+// cache was refilled), or one a Fault expires, gets an ERROR frame with the 410 first.
+func (s *Server) stream(ctx context.Context, w *registry.Watcher, fw *frameWriter, f watchFrames, tm watchTiming, inj *faults.Injection) {
+	bookmark, stopBookmarks := ticker(tm.bookmarks)
+	defer stopBookmarks()
+	ping, stopPings := ticker(tm.heartbeat)
+	defer stopPings()
+	var timeout <-chan time.Time
+	if tm.timeout > 0 {
+		t := time.NewTimer(tm.timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
 	faulted, stopFault := watchFault(inj)
 	defer stopFault()
 	events := w.Events()
@@ -87,133 +93,73 @@ func (s *Server) streamSSE(r *http.Request, w *cache.Watcher, sw *sseWriter, inj
 		select {
 		case ev, ok := <-events:
 			if !ok {
-				switch err := w.Err(); {
-				case errors.Is(err, cache.ErrTooSlow):
-					_ = sw.errorFrame(toStatus(apierrors.NewResourceExpired("watch fell behind; relist")))
-				case errors.Is(err, cache.ErrGone):
-					_ = sw.errorFrame(toStatus(err))
+				if err := w.Err(); err != nil {
+					_ = f.status(fw, s.toStatus(err))
 				}
 				return
 			}
-			if ev.Type != cache.Bookmark {
-				if err := sw.event(ev); err != nil {
-					return
-				}
-			}
-			if len(events) == 0 {
-				if err := sw.flush(); err != nil {
-					return
-				}
-			}
-		case <-ping.C:
-			if sw.write([]byte(": ping\n\n")) != nil || sw.flush() != nil {
+			if deliver(w, fw, f, ev, len(events) == 0) != nil {
 				return
 			}
+		case <-bookmark:
+			if progress(w, fw, f) != nil {
+				return
+			}
+		case <-ping:
+			if f.ping(fw) != nil || fw.flush() != nil {
+				return
+			}
+		case <-timeout:
+			if tm.bookmarks > 0 {
+				_ = progress(w, fw, f)
+			}
+			return
 		case <-faulted:
+			// A Fault ends the stream (SPEC §16), with a 410 ERROR event when it expires it.
 			if inj.Watch.Expire {
-				_ = sw.errorFrame(toStatus(inj.ExpiredStatus()))
+				_ = f.status(fw, s.toStatus(inj.ExpiredStatus()))
 			}
 			inj.WatchDone(true)
 			return
 		case <-s.stopWatches:
 			return
-		case <-r.Context().Done():
+		case <-ctx.Done():
 			return
 		}
 	}
 }
 
-// sseWriter writes SSE frames.
-type sseWriter struct{ *frameWriter }
-
-// event writes `id: <rv>` and `data: {"type":...,"object":...}` around the object's shared bytes.
-func (sw *sseWriter) event(ev cache.Event) error {
-	b := &sw.buf
-	b.Reset()
-	b.WriteString("id: ")
-	b.WriteString(strconv.FormatUint(ev.ResourceVersion, 10))
-	b.WriteString("\ndata: {\"type\":\"")
-	b.WriteString(string(ev.Type))
-	b.WriteString("\",\"object\":")
-	b.Write(ev.Object.Raw())
-	b.WriteString("}\n\n")
-	return sw.write(b.Bytes())
+// deliver writes ev if the client wants it, and flushes when no event follows (drained).
+func deliver(w *registry.Watcher, fw *frameWriter, f watchFrames, ev cache.Event, drained bool) error {
+	if ev, wanted := w.Event(ev); wanted {
+		if err := f.event(fw, ev); err != nil {
+			return err
+		}
+	}
+	if drained {
+		return fw.flush()
+	}
+	return nil
 }
 
-// errorFrame writes an ERROR frame holding st with an empty id, so a browser reconnects from
-// now rather than from a version that cannot be served, and flushes it.
-func (sw *sseWriter) errorFrame(st any) error {
-	return sw.jsonFrame("id:\ndata: {\"type\":\"ERROR\",\"object\":", st, "}\n\n")
+// progress writes and flushes a bookmark when the client has every event up to the store's
+// version (otherwise the events on their way say more).
+func progress(w *registry.Watcher, fw *frameWriter, f watchFrames) error {
+	rv, ok := w.Progress()
+	if !ok {
+		return nil
+	}
+	if err := f.bookmark(fw, rv); err != nil {
+		return err
+	}
+	return fw.flush()
 }
 
-// parseSSE turns the query and Last-Event-ID into watch options. Parsing only.
-func (s *Server) parseSSE(r *http.Request) (cache.WatchOptions, error) {
-	q := r.URL.Query()
-	var opts cache.WatchOptions
-	if err := checkSelectorSizes(q); err != nil {
-		return opts, err
+// ticker is a time.Ticker's channel, or nil (never ready) when d is zero; stop it when done.
+func ticker(d time.Duration) (<-chan time.Time, func()) {
+	if d <= 0 {
+		return nil, func() {}
 	}
-	var err error
-	if opts.Resources, err = s.sseResources(q.Get("kind")); err != nil {
-		return opts, err
-	}
-	opts.Namespace = q.Get("namespace")
-	if sel := q.Get("labelSelector"); sel != "" {
-		if opts.Label, err = labels.Parse(sel); err != nil {
-			return opts, badRequest("unable to parse labelSelector: %v", err)
-		}
-	}
-	if opts.SendInitialEvents, err = queryBool(q, "initial"); err != nil {
-		return opts, err
-	}
-	if v := q.Get("resourceVersion"); v != "" && v != "0" {
-		if opts.ResourceVersion, err = cache.ParseResourceVersion(v); err != nil {
-			return opts, badRequest("resourceVersion %q is not a valid resource version", v)
-		}
-	}
-	if id := strings.TrimSpace(r.Header.Get("Last-Event-ID")); id != "" {
-		if opts.ResourceVersion, err = cache.ParseResourceVersion(id); err != nil || opts.ResourceVersion == 0 {
-			return opts, badRequest("Last-Event-ID %q is not a valid resource version", id)
-		}
-		// A browser resuming a stream it opened with initial=true wants what it missed, not the
-		// snapshot again.
-		opts.SendInitialEvents = false
-	}
-	return opts, nil
-}
-
-// sseResources resolves the `kind` parameter: "" means every custom resource kind, "all" means
-// everything, otherwise a comma-separated list of kinds (by kind, plural, singular or short
-// name, any case).
-func (s *Server) sseResources(names string) ([]cache.GroupResource, error) {
-	if names == "" {
-		var out []cache.GroupResource
-		for _, k := range s.cfg.Kinds.Custom() {
-			out = appendUnique(out, k.GroupResource())
-		}
-		return out, nil
-	}
-	var out []cache.GroupResource
-	for _, name := range strings.Split(names, ",") {
-		if strings.EqualFold(strings.TrimSpace(name), "all") {
-			return nil, nil
-		}
-		grs := s.cfg.Kinds.Resolve(name)
-		if len(grs) == 0 {
-			return nil, badRequest("unknown kind %q: use a custom resource kind, Event, Lease, Namespace or all", strings.ToLower(strings.TrimSpace(name)))
-		}
-		for _, gr := range grs {
-			out = appendUnique(out, gr)
-		}
-	}
-	return out, nil
-}
-
-func appendUnique(l []cache.GroupResource, gr cache.GroupResource) []cache.GroupResource {
-	for _, x := range l {
-		if x == gr {
-			return l
-		}
-	}
-	return append(l, gr)
+	t := time.NewTicker(d)
+	return t.C, t.Stop
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/cache/cachetest"
+	"github.com/opemu/opemu/registry"
 )
 
 // discard is a ResponseWriter that drops the body.
@@ -28,12 +29,12 @@ func BenchmarkSSEEncode(b *testing.B) {
 		b.Fatal(err)
 	}
 	w := &discard{h: http.Header{}}
-	sw := &sseWriter{frameWriter: newFrameWriter(w, time.Second)}
-	ev := cache.Event{Type: cache.Modified, Object: o, ResourceVersion: o.ResourceVersion()}
+	fw := newFrameWriter(w, time.Second)
+	ev := registry.Event{Type: cache.Modified, Object: o, ResourceVersion: o.ResourceVersion()}
 	b.ReportAllocs()
 	b.SetBytes(int64(len(o.Raw())))
 	for b.Loop() {
-		if err := sw.event(ev); err != nil {
+		if err := (sseFrames{}).event(fw, ev); err != nil {
 			b.Fatal(err)
 		}
 	}

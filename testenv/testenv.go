@@ -146,7 +146,7 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("testenv: %w", err)
 	}
-	a, err := app.New(cfg)
+	a, err := app.New(ctx, cfg)
 	if err != nil {
 		_ = ln.Close()
 		return nil, fmt.Errorf("testenv: %w", err)

@@ -1,0 +1,387 @@
+package app
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/opemu/opemu/application"
+	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/crd"
+	"github.com/opemu/opemu/events"
+	"github.com/opemu/opemu/faults"
+	"github.com/opemu/opemu/gc"
+	"github.com/opemu/opemu/hooks"
+	"github.com/opemu/opemu/kinds"
+	"github.com/opemu/opemu/leader"
+	"github.com/opemu/opemu/metrics"
+	"github.com/opemu/opemu/namespaces"
+	"github.com/opemu/opemu/nodes"
+	"github.com/opemu/opemu/reconciler"
+	"github.com/opemu/opemu/registry"
+	"github.com/opemu/opemu/server"
+	"github.com/opemu/opemu/workloads"
+)
+
+// The steps of New, in its order. Each fills the fields of App its name says and may use what
+// the steps before it made.
+
+// newStore opens the store Config.Store names, its watch cache indexing the fields the served
+// kinds select on, and makes those kinds: the built-ins, with the Event kind carrying its rules
+// (its TTL, an etcd lease on etcd, and over the in-memory store only EVENT_LIMIT: on etcd the
+// lease alone bounds Events, as in kube-apiserver). (etcd's store waits for etcd itself, up to
+// its own start timeout.)
+func (a *App) newStore(context.Context) error {
+	cfg := a.cfg
+	eventKind := events.KindConfig{TTL: cfg.EventTTL, Clock: a.clock}
+	if cfg.Store != StoreEtcd {
+		eventKind.Limit = cmp.Or(cfg.EventLimit, events.DefaultLimit)
+	}
+	a.served = kinds.New(events.Kind(eventKind))
+	cc := cache.Config{WatchHistory: cfg.WatchHistory, WatchHistoryBytes: cfg.WatchHistoryBytes, SelectableFields: a.served.AppendFields}
+	switch cfg.Store {
+	case "", StoreMemory:
+		a.store = cache.New(cc)
+		a.closeAll = a.store.Close
+		return nil
+	case StoreEtcd:
+		if openEtcd == nil {
+			return errors.New("app: STORE=etcd needs a binary built with etcd support: go build -tags etcd")
+		}
+		s, closeAll, err := openEtcd(cfg, cc, a.identity, a.log)
+		if err != nil {
+			return err
+		}
+		a.store, a.etcd, a.closeAll = s, s, closeAll
+		return nil
+	}
+	return fmt.Errorf("app: unknown store %q", cfg.Store)
+}
+
+// newKinds serves the built-in kinds (kinds.New, made with the store), the CRD kind, and the
+// built-in CRDs: the Application, Fault and Controller kinds.
+func (a *App) newKinds(context.Context) error {
+	crds, err := crd.New(crd.Config{Kinds: a.served, Drop: a.store.DropResource})
+	if err != nil {
+		return err
+	}
+	a.crds = crds
+	if err := a.served.Add(crds.Kind()); err != nil {
+		return err
+	}
+	for _, c := range []*apiextv1.CustomResourceDefinition{application.CRD(), faults.CRD(), hooks.CRD()} {
+		if err := crds.AddBuiltIn(c); err != nil {
+			return err
+		}
+	}
+	a.metrics.SetResourceCounts(resourceCounts(a.store, a.served))
+	return nil
+}
+
+// newWritePath makes the write path: the built-in admission handlers (the Application's
+// defaulter, validator and image policy), the registry over the store, the Event recorder that
+// writes through it, and the admission webhooks configured in the API, which the write path
+// runs after the built-in handlers (/mutate and /validate serve the built-in ones only).
+func (a *App) newWritePath(context.Context) error {
+	cfg := a.cfg
+	admission, err := application.NewChain(application.ChainConfig{
+		AllowedRegistries: cfg.AllowedRegistries,
+		BlockedImages:     cfg.BlockedImages,
+		Recorder:          a.metrics,
+	})
+	if err != nil {
+		return err
+	}
+	a.admission = admission
+	writeAdmission := *admission
+	// The write path records Events through the recorder, which writes them through the write
+	// path: the write path makes it with the client it writes with.
+	evcfg := events.Config{Host: a.identity, TTL: cfg.EventTTL, Metrics: a.metrics, Logger: a.log, Clock: a.clock}
+	if a.etcd != nil {
+		// An Event written to etcd costs a round trip: the action it records does not wait for it.
+		evcfg.Queue = 10000
+	}
+	a.reg, err = registry.New(registry.Config{
+		Storage: a.store, Kinds: a.served, Admission: &writeAdmission, Clock: a.clock,
+		Events: func(c *registry.Client) registry.EventRecorder {
+			evcfg.Client = c
+			a.recorder = events.New(evcfg)
+			return a.recorder
+		},
+		ReadOnly: a.readOnly,
+		MaxBody:  cfg.MaxBody,
+	})
+	if err != nil {
+		return err
+	}
+	a.webhooks, err = hooks.NewAdmission(hooks.AdmissionConfig{Client: a.reg.Client("opemu-webhooks"), Kinds: a.served, Metrics: a.metrics, Logger: a.log})
+	if err != nil {
+		return err
+	}
+	writeAdmission.Configured = a.webhooks
+	return nil
+}
+
+// readOnly is the write path's Config.ReadOnly: the Lease the file backend mirrors into the
+// store, which only the elector writes (newElector, after the write path it writes through,
+// sets a.mirror; nothing reads it before New returns but opemu's own writes, which it spares).
+func (a *App) readOnly(k cache.Key) bool { return a.mirror != nil && *a.mirror == k }
+
+// newFaults makes the fault engine (SPEC §16), which reads the Fault objects.
+func (a *App) newFaults(context.Context) (err error) {
+	a.faults, err = faults.New(faults.Config{Client: a.reg.Client("opemu-faults"), Clock: a.clock, Metrics: a.metrics, Logger: a.log})
+	return err
+}
+
+// newControllers makes, with Config.EnableController, the built-in controllers (the
+// Application's and the simulated workloads', each a reconciler.Controller with a.tuning) and
+// the Controllers' (hooks.Manager, with the same tuning), and the routes that show and drive
+// them; with either EnableController or EnableCollector, the garbage collector and the
+// namespace controller.
+func (a *App) newControllers(context.Context) error {
+	cfg := a.cfg
+	if cfg.EnableController {
+		app := application.New(application.Config{Client: a.reg.Client(application.Source), Events: a.recorder, RolloutStep: cfg.RolloutStep, Clock: a.clock})
+		wc := workloads.Config{Client: a.reg.Client("opemu-workloads"), Events: a.recorder, RolloutStep: cfg.RolloutStep, JobDuration: cfg.JobDuration, Clock: a.clock}
+		var names []string
+		for _, c := range []struct {
+			name string
+			gr   cache.GroupResource
+			r    reconciler.Reconciler
+		}{
+			{"application", application.Resource, app},
+			{"deployment", workloads.DeploymentResource, workloads.NewDeployments(wc)},
+			{"statefulset", workloads.StatefulSetResource, workloads.NewStatefulSets(wc)},
+			{"job", workloads.JobResource, workloads.NewJobs(wc)},
+		} {
+			ctrl, err := reconciler.New(reconciler.Config{Store: a.store, Resource: c.gr, Reconciler: c.r, Name: c.name, Tuning: a.tuning})
+			if err != nil {
+				return err
+			}
+			a.ctrls, names = append(a.ctrls, ctrl), append(names, c.name)
+		}
+		a.ctrl = a.ctrls[0]
+		var err error
+		a.hooks, err = hooks.NewManager(hooks.Config{
+			Clients: func(manager string) hooks.Client { return a.reg.Client(manager) },
+			Kinds:   a.served, Events: a.recorder, Reserved: names, Tuning: a.tuning,
+		})
+		if err != nil {
+			return err
+		}
+		a.metrics.SetPhaseCounts(func() []metrics.Count {
+			var out []metrics.Count
+			for phase, n := range a.ctrl.PhaseCounts() {
+				out = append(out, metrics.Count{Labels: [2]string{"Application", phase}, Value: float64(n)})
+			}
+			return append(out, a.hooks.PhaseCounts()...)
+		})
+		a.routes = controllerRoutes{ctrl: a.ctrl, app: app, hooks: a.hooks}
+		a.loop = loop{ctrls: func() []*reconciler.Controller {
+			return sortControllers(append(slices.Clone(a.ctrls), a.hooks.Controllers()...))
+		}, kinds: a.served, clk: a.clock}
+	}
+	if cfg.EnableController || cfg.EnableCollector {
+		var err error
+		if a.collector, err = gc.New(gc.Config{Client: a.reg.Client(gc.Source), Kinds: a.served, Events: a.recorder, Logger: a.log, Clock: a.clock}); err != nil {
+			return err
+		}
+		if a.ns, err = namespaces.New(namespaces.Config{Client: a.reg.Client(namespaceController), Tuning: a.tuning}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// The field managers of the cluster's own parts, as Kubernetes names them.
+const (
+	kubeAPIServer       = "kube-apiserver"
+	namespaceController = "namespace-controller"
+)
+
+// newNodes makes the cluster's Nodes (Config.Nodes), whose kubelets write as "kubelet".
+func (a *App) newNodes(context.Context) (err error) {
+	a.nodes, err = nodes.New(nodes.Config{Client: a.reg.Client(nodes.Manager), Count: a.cfg.Nodes, Clock: a.clock, Logger: a.log})
+	return err
+}
+
+// newElector makes the elector when Config.EnableLeaderElection asks for it and this server
+// has leader's work (App.leads). Only the leader runs reconcile workers (and, over a shared
+// store, the Nodes' heartbeats, the kubernetes Service's endpoints and compaction); without an
+// elector this process leads at once.
+func (a *App) newElector(context.Context) error {
+	cfg := a.cfg
+	if !cfg.EnableLeaderElection || !a.leads() {
+		return nil
+	}
+	backend := cfg.LeaseBackend
+	if backend == "" && a.etcd != nil {
+		backend = leader.BackendStore
+	}
+	var err error
+	a.elector, err = leader.New(leader.Config{
+		Backend: backend, Identity: a.identity,
+		LeaseName: cfg.LeaseName, LeaseNamespace: cfg.LeaseNamespace, LeaseFile: cfg.LeaseFile,
+		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
+		Client:           a.reg.Client("leader-elector"),
+		OnStartedLeading: a.lead,
+		OnEvent: func(reason, message string) {
+			a.recorder.Record(context.Background(), events.Event{
+				Object: events.Ref{APIVersion: "coordination.k8s.io/v1", Kind: "Lease", Namespace: a.elector.LeaseNamespace(), Name: a.elector.LeaseName()},
+				Type:   events.TypeNormal, Severity: events.Info, Reason: reason, Message: message, Source: "leader-elector",
+			})
+		},
+		Metrics: a.metrics, Logger: a.log, Clock: a.electionClock(),
+	})
+	if err != nil {
+		return err
+	}
+	if key, ok := a.elector.MirrorKey(); ok {
+		a.mirror = &key
+	}
+	return nil
+}
+
+// electionClock is the elector's clock: Config.Clock, but the real clock when that is a manual
+// one. client-go's elector cannot be given another (v0.37), and the mirror of the file lease is
+// paced with it.
+func (a *App) electionClock() clock.WithTicker {
+	if _, manual := a.clock.(server.ManualClock); manual {
+		return clock.RealClock{}
+	}
+	return a.clock
+}
+
+// bootstrap makes the stored state the server starts from: over etcd, it serves the kinds of
+// the CRDs stored through any replica first; then it creates the system namespaces, the
+// built-in CRDs and Config.Objects through the write path (Registry.Bootstrap: an object that
+// exists is kept), and registers the Nodes that are missing.
+func (a *App) bootstrap(ctx context.Context) error {
+	if a.etcd != nil {
+		var err error
+		if a.crdsAt, err = a.crds.Load(ctx, a.store, a.log); err != nil {
+			return err
+		}
+	}
+	var seeds []any
+	for _, c := range a.crds.BuiltIns() {
+		seeds = append(seeds, c)
+	}
+	if err := a.reg.Bootstrap(ctx, seeds...); err != nil {
+		return err
+	}
+	for _, obj := range a.cfg.Objects {
+		if err := a.reg.Bootstrap(ctx, obj); err != nil {
+			return fmt.Errorf("app: creating %s: %w", describe(obj), err)
+		}
+	}
+	return a.nodes.Register(ctx)
+}
+
+// serverConfig is the HTTP server's configuration over what the steps made (Run adds the
+// tokens).
+func (a *App) serverConfig() server.Config {
+	cfg := a.cfg
+	storeName, storeHealth := StoreMemory, (func(context.Context) error)(nil)
+	if a.etcd != nil {
+		storeName, storeHealth = StoreEtcd, a.etcd.Health
+	}
+	manual, _ := a.clock.(server.ManualClock)
+	var leaderStatus server.LeaderStatus
+	if a.elector != nil {
+		leaderStatus = a.elector
+	}
+	return server.Config{
+		StoreName:   storeName,
+		StoreHealth: storeHealth,
+		Registry:    a.reg,
+		Kinds:       a.served,
+		CRDs:        a.crds,
+		PrimaryCRD:  application.CRDName,
+		Admission:   a.admission,
+		Metrics:     a.metrics,
+		Events:      a.recorder,
+		Controller:  a.routes,
+		Loop:        a.loop,
+		Faults:      a.faults,
+		ManualClock: manual,
+		Leader:      leaderStatus,
+		Logger:      a.log,
+		Identity:    a.identity,
+		Version:     cfg.Version,
+		MaxBody:     cfg.MaxBody,
+		MaxInflight: cfg.MaxInflight,
+		MaxWatches:  cfg.MaxWatches,
+		PProf:       cfg.PProf,
+		Clock:       a.clock,
+
+		AllowedHosts:   cfg.AllowedHosts,
+		AllowedOrigins: cfg.AllowedOrigins,
+		TLS:            cfg.TLS,
+	}
+}
+
+// describe names an object of Config.Objects for an error: its kind and name.
+func describe(obj any) string {
+	var meta struct {
+		Kind     string `json:"kind"`
+		Metadata struct {
+			Namespace string `json:"namespace"`
+			Name      string `json:"name"`
+		} `json:"metadata"`
+	}
+	raw, _ := json.Marshal(obj)
+	_ = json.Unmarshal(raw, &meta)
+	name := meta.Metadata.Name
+	if meta.Metadata.Namespace != "" {
+		name = meta.Metadata.Namespace + "/" + name
+	}
+	return strings.TrimSpace(meta.Kind + " " + strconv.Quote(name))
+}
+
+// resourceCounts feeds resource_count{kind,namespace} from the store's own counts.
+func resourceCounts(store cache.Interface, served *kinds.Registry) func() []metrics.Count {
+	return func() []metrics.Count {
+		counts := store.Counts()
+		out := make([]metrics.Count, 0, len(counts))
+		for _, c := range counts {
+			kind := c.GroupResource.String()
+			if k, ok := served.Resource(c.GroupResource); ok {
+				kind = k.Kind
+			}
+			out = append(out, metrics.Count{Labels: [2]string{kind, c.Namespace}, Value: float64(c.Count)})
+		}
+		return out
+	}
+}
+
+// controllerRoutes serves the controllers' routes (history, reconcile) by resource: the
+// Application controller's for Applications, the Controllers' for the resources they name.
+type controllerRoutes struct {
+	ctrl  *reconciler.Controller
+	app   *application.Reconciler
+	hooks *hooks.Manager
+}
+
+func (c controllerRoutes) Enqueue(key cache.Key) bool {
+	if key.GroupResource() == application.Resource {
+		return c.ctrl.Enqueue(key)
+	}
+	return c.hooks.Enqueue(key)
+}
+
+func (c controllerRoutes) History(key cache.Key) (any, bool) {
+	if key.GroupResource() == application.Resource {
+		return c.app.History(key), true
+	}
+	h, ok := c.hooks.History(key)
+	return h, ok
+}

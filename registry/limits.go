@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -35,14 +35,14 @@ const (
 // bound.
 func (s *Store) maxPatchedBytes() int { return int(2 * s.cfg.MaxBody) }
 
-// jsonPatchOptions bounds a JSON Patch's copies by the request body limit, as kube-apiserver
-// bounds them (JSONPatchMaxCopyBytes): each copy duplicates a subtree, so doubling copies turn
-// a 2 KB patch into gigabytes.
-func (s *Store) jsonPatchOptions() *jsonpatch.ApplyOptions {
-	o := jsonpatch.NewApplyOptions()
-	o.AccumulatedCopySizeLimit = s.cfg.MaxBody
-	return o
-}
+// jsonPatchMaxCopyBytes bounds what a JSON Patch's copies may copy (422 beyond), as
+// kube-apiserver's JSONPatchMaxCopyBytes does, at its default: each copy duplicates a subtree,
+// so doubling copies turn a 2 KB patch into gigabytes. The JSON Patch library kube-apiserver
+// uses (evanphx/json-patch v4) keeps this bound for the whole process; it is set once, before
+// anything patches, as kube-apiserver sets it at start.
+const jsonPatchMaxCopyBytes = 3 << 20
+
+func init() { jsonpatch.AccumulatedCopySizeLimit = jsonPatchMaxCopyBytes }
 
 // checkJSONPatchSize refuses a patch with too many operations for the document it applies to
 // (docBytes 0: before the document is known).

@@ -56,8 +56,8 @@ type Config struct {
 	Clock clock.PassiveClock
 	// NewUID makes metadata.uid. Nil means a random UUID v4.
 	NewUID func() string
-	// MaxBody is the request body limit (MAX_BODY): a JSON Patch's copies may copy at most this
-	// much, and a patched object may be at most twice it. Zero means 3 MiB.
+	// MaxBody is the request body limit (MAX_BODY): a patched object may be at most twice it.
+	// Zero means 3 MiB.
 	MaxBody int64
 	// TTL, when set, says how long after each write an object of gr expires (zero: never), as
 	// kube-apiserver keeps Events for --event-ttl; the store decides how (cache.WriteOptions).
@@ -150,6 +150,11 @@ type Options struct {
 	PropagationPolicy metav1.DeletionPropagation
 	// applying marks a server-side apply: ownership is already recorded.
 	applying bool
+	// decoded says how the object was decoded from the request: the write path then neither
+	// prunes it again nor words its decoding errors otherwise than kube-apiserver's decoder
+	// (decode.go). quote is what a 422 about a patch's result quotes.
+	decoded decodedBy
+	quote   func() string
 }
 
 // Result is what a successful write hands back.

@@ -92,6 +92,7 @@ func New(cfg Config) (*Store, error) {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = defaultMaxBody
 	}
+	boundJSONPatchCopies()
 	return &Store{cfg: cfg, nsSeed: maphash.MakeSeed()}, nil
 }
 

@@ -1,9 +1,7 @@
 package registry
 
 import (
-	"encoding/json"
 	"strings"
-	"time"
 
 	"github.com/opemu/opemu/internal/jsonfast"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -128,19 +126,11 @@ func metaKnown(md any) bool {
 				return false
 			}
 		case "generation", "deletionGracePeriodSeconds":
-			n, ok := v.(json.Number)
-			if !ok {
-				return false
-			}
-			if _, err := n.Int64(); err != nil {
+			if _, ok := int64Of(v); !ok {
 				return false
 			}
 		case "creationTimestamp", "deletionTimestamp":
-			s, ok := v.(string)
-			if !ok {
-				return false
-			}
-			if _, err := time.Parse(time.RFC3339, s); err != nil {
+			if !isTimestamp(v) {
 				return false
 			}
 		case "labels", "annotations":

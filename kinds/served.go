@@ -62,9 +62,9 @@ func servedTypes() []typed {
 		{obj: &networkingv1.Ingress{}, status: true, short: []string{"ing"}, columns: ingressColumns(), validate: validator(validateIngress)},
 		{obj: &networkingv1.NetworkPolicy{}, short: []string{"netpol"}, columns: networkPolicyColumns(), defaults: defaulter(defaultNetworkPolicy), validate: validator(validateNetworkPolicy)},
 		{obj: &policyv1.PodDisruptionBudget{}, status: true, short: []string{"pdb"}, columns: pdbColumns(), validate: validator(validatePDB), nameRule: NameIsPathSegment},
-		{obj: &admissionregistrationv1.ValidatingWebhookConfiguration{}, cluster: true, columns: webhookColumns(), defaults: defaulter(defaultValidatingWebhookConfiguration),
+		{obj: &admissionregistrationv1.ValidatingWebhookConfiguration{}, cluster: true, extension: true, columns: webhookColumns(), defaults: defaulter(defaultValidatingWebhookConfiguration),
 			validate: validator(validateValidatingWebhookConfiguration)},
-		{obj: &admissionregistrationv1.MutatingWebhookConfiguration{}, cluster: true, columns: webhookColumns(), defaults: defaulter(defaultMutatingWebhookConfiguration),
+		{obj: &admissionregistrationv1.MutatingWebhookConfiguration{}, cluster: true, extension: true, columns: webhookColumns(), defaults: defaulter(defaultMutatingWebhookConfiguration),
 			validate: validator(validateMutatingWebhookConfiguration)},
 	}
 }

@@ -74,6 +74,9 @@ type typed struct {
 	gracefulDelete    bool
 	deletePropagation metav1.DeletionPropagation
 	deleteWarning     string
+	// extension puts the kind in the "api-extensions" category (what extends the API:
+	// admission webhooks), as kube-apiserver does.
+	extension bool
 }
 
 // defaulter adapts a function of one Go type to typed.defaults.
@@ -135,6 +138,9 @@ func (ts *typeSet) kind(d typed) *Kind {
 	}
 	if d.all {
 		k.Categories = []string{"all"}
+	}
+	if d.extension {
+		k.Categories = append(k.Categories, "api-extensions")
 	}
 	if d.scale {
 		selector := ".spec.selector"

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/claims"
 	"github.com/opemu/opemu/crd"
 	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/faults"
@@ -93,6 +94,7 @@ type App struct {
 	loop      server.Loop              // pause, step, resume over every controller
 	collector *gc.Collector            // also made when only the collector is on
 	ns        *namespaces.Controller   // the namespace controller, made with the collector
+	claims    *claims.Controller       // the pvc-protection controller, made with the collector
 	// newNodes
 	nodes *nodes.Nodes
 	// newElector: nil when election is off.
@@ -225,7 +227,7 @@ func (a *App) leads() bool {
 }
 
 // lead is the work of the leader, until ctx ends: every controller (the Application's and the
-// simulated workloads'), the garbage collector and the namespace controller, each starting
+// simulated workloads'), the garbage collector, the namespace and pvc-protection controllers, each starting
 // with a full list (a full resync); over a shared store also the Nodes' heartbeats, the
 // kubernetes Service's endpoints (pointed at this replica) and etcd's compaction (one replica
 // does each for all). It returns once they all have, so the elector
@@ -238,6 +240,7 @@ func (a *App) lead(ctx context.Context) {
 	if a.collector != nil {
 		wg.Go(func() { _ = a.collector.Run(ctx) })
 		wg.Go(func() { _ = a.ns.Run(ctx) })
+		wg.Go(func() { _ = a.claims.Run(ctx) })
 	}
 	if a.hooks != nil {
 		wg.Go(func() { _ = a.hooks.Lead(ctx) })

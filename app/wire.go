@@ -15,6 +15,7 @@ import (
 
 	"github.com/opemu/opemu/application"
 	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/claims"
 	"github.com/opemu/opemu/crd"
 	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/faults"
@@ -195,6 +196,9 @@ func (a *App) newControllers(context.Context) error {
 			return err
 		}
 		if a.ns, err = namespaces.New(namespaces.Config{Client: a.reg.Client(namespaceController), Tuning: a.tuning}); err != nil {
+			return err
+		}
+		if a.claims, err = claims.New(claims.Config{Client: a.reg.Client(claims.Name), Tuning: a.tuning}); err != nil {
 			return err
 		}
 	}

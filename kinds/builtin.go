@@ -10,9 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The built-in kinds served beside custom resources since the start (SPEC §3) that have no
-// schema: the write path checks their metadata only, and keeps the rest as sent (v1 Events
-// carry opemu's severity). The kinds of SPEC §14, and Namespace, are in served.go; the rules
+// The built-in kinds served beside custom resources since the start (SPEC §3) that are kept as
+// sent (v1 Events carry opemu's severity): no pruning or defaults, kube-apiserver's validation
+// rules only (builtin_rules.go). The kinds of SPEC §14, and Namespace, are in served.go; the rules
 // of Namespaces their Go type cannot say are here.
 
 // Namespaces, Events and Leases are where the built-in kinds are stored.
@@ -132,8 +132,27 @@ func EventKind() *Kind {
 			// When an Event written through events.k8s.io (no lastTimestamp) was last seen.
 			{Name: "series.lastObservedTime"}, {Name: "eventTime"},
 		},
-		StrategicPatch: &corev1.Event{},
-		Protobuf:       true,
+		StrategicPatch:      &corev1.Event{},
+		Protobuf:            true,
+		NameRule:            NameIsPathSegment,
+		AllowCreateOnUpdate: true,
+		Canonicalize:        eventShape,
+		Schema:              rulesOnly[corev1.Event]{check: validateCoreEvent},
+	}
+}
+
+// eventShape gives a v1 Event the fields its Go type always encodes (times as null, the
+// reporting strings as ""), as kube-apiserver stores every Event in that shape.
+func eventShape(obj map[string]any) {
+	for _, k := range []string{"eventTime", "firstTimestamp", "lastTimestamp"} {
+		if _, ok := obj[k]; !ok {
+			obj[k] = nil
+		}
+	}
+	for _, k := range []string{"reportingComponent", "reportingInstance"} {
+		if _, ok := obj[k]; !ok {
+			obj[k] = ""
+		}
 	}
 }
 
@@ -141,8 +160,10 @@ func EventKind() *Kind {
 func LeaseKind() *Kind {
 	return &Kind{
 		Group: "coordination.k8s.io", Version: "v1", Kind: "Lease", ListKind: "LeaseList", Plural: "leases", Singular: "lease", Namespaced: true,
-		Columns:        []Column{NameColumn, PathColumn("Holder", ".spec.holderIdentity", "string", 0), AgeColumn("Age")},
-		StrategicPatch: &coordinationv1.Lease{},
-		Protobuf:       true,
+		Columns:             []Column{NameColumn, PathColumn("Holder", ".spec.holderIdentity", "string", 0), AgeColumn("Age")},
+		StrategicPatch:      &coordinationv1.Lease{},
+		Protobuf:            true,
+		AllowCreateOnUpdate: true,
+		Schema:              rulesOnly[coordinationv1.Lease]{check: validateLease},
 	}
 }

@@ -62,6 +62,10 @@ type Kind struct {
 	// PrepareForCreate, when set, fills what the kind's API strategy fills on create before
 	// validation (e.g. a Namespace's phase). It may change obj.
 	PrepareForCreate func(obj map[string]any)
+	// PrepareStamped, when set, fills on create what needs the new object's name and uid, once
+	// the write path has set them and before validation (a Job's generated selector, as its
+	// strategy's PrepareForCreate makes it). It may change obj.
+	PrepareStamped func(obj map[string]any)
 	// Canonicalize, when set, runs on creates and updates after validation, right before each
 	// store write, as kube-apiserver's strategies' Canonicalize does: a name generateName made
 	// is final only then (a Namespace's kubernetes.io/metadata.name label follows it). It may
@@ -91,6 +95,53 @@ type Kind struct {
 	// EVENT_LIMIT over the in-memory store). The write path asks it for room before every
 	// create and tells it of every write and removal.
 	Limit Limit
+
+	// NameRule, when set, is the rule of the kind's names (and, with prefix, of its
+	// generateName), as its API strategy's validation has it: a DNS label for Services and
+	// Namespaces, any path segment for RBAC objects. Nil means NameIsDNSSubdomain, most kinds'.
+	NameRule func(name string, prefix bool) []string
+	// AllowCreateOnUpdate says a PUT of an object that does not exist creates it (kube-apiserver's
+	// strategies' AllowCreateOnUpdate: Services, Endpoints, Events, Leases, RBAC objects).
+	AllowCreateOnUpdate bool
+	// ReturnDeletedObject says a DELETE that removes an object answers the object rather than a
+	// Status (kube-apiserver's stores' ReturnDeletedObject: Pods, Services, PVCs...).
+	ReturnDeletedObject bool
+	// GracefulDelete says the kind's objects are deleted gracefully, as Pods are: one removed at
+	// once (no grace period left) goes marked, with its deletionTimestamp, a grace period of 0
+	// and its generation moved, which its DELETE answer and DELETED event show.
+	GracefulDelete bool
+	// DeletePropagation, when set, is the propagation policy of a DELETE that gives none, for
+	// an object that has no garbage collector finalizer yet (the strategy's
+	// DefaultGarbageCollectionPolicy: Orphan for batch/v1 Jobs); DeleteWarning is the warning
+	// such a DELETE gets.
+	DeletePropagation metav1.DeletionPropagation
+	DeleteWarning     string
+	// Warning, when set, is sent with every request of this version of the kind (a
+	// deprecation: "v1 Endpoints is deprecated in v1.33+; ...").
+	Warning string
+}
+
+// NameValidator is the rule of the kind's names: NameRule, or NameIsDNSSubdomain.
+func (k *Kind) NameValidator() func(name string, prefix bool) []string {
+	if k.NameRule != nil {
+		return k.NameRule
+	}
+	return NameIsDNSSubdomain
+}
+
+// Warner is implemented by schemas that warn about objects they accept (kube-apiserver's
+// strategies' WarningsOnCreate and WarningsOnUpdate): the write path sends the warnings of every
+// create and update that passed validation.
+type Warner interface {
+	Warnings(obj map[string]any) []string
+}
+
+// UpdateValidator is implemented by schemas with rules on changes (immutable fields): the write
+// path calls ValidateUpdate in place of Validate when an object replaces a stored one.
+type UpdateValidator interface {
+	// ValidateUpdate checks obj as Validate does, and what may not change from old, the stored
+	// object (not modified).
+	ValidateUpdate(obj, old map[string]any) field.ErrorList
 }
 
 // Schema validates, prunes and defaults the objects of a kind, as Kubernetes does for a

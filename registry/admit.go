@@ -59,8 +59,11 @@ func (s *Store) admit(ctx context.Context, r admitRequest) ([]string, error) {
 			return nil, err
 		}
 	}
-	if err := validate(r.t, r.obj, r.o); err != nil {
+	if err := validate(r.t, r.obj, r.old, r.o); err != nil {
 		return nil, err
+	}
+	if w, ok := r.t.Kind.Schema.(kinds.Warner); ok {
+		warnings = append(warnings, w.Warnings(r.obj)...)
 	}
 	if req != nil {
 		req.Name = stringOf(metadataOf(r.obj)["name"])
@@ -82,7 +85,7 @@ func (s *Store) admitStatus(ctx context.Context, t Target, obj, cur map[string]a
 		return nil, err
 	}
 	if !s.cfg.Admission.HasConfigured() {
-		return warnings, validate(t, obj, o)
+		return warnings, validate(t, obj, nil, o)
 	}
 	req := s.admissionRequest(t, webhooks.Update, obj, cur, o)
 	mres, err := s.cfg.Admission.Apply(ctx, req)
@@ -98,7 +101,7 @@ func (s *Store) admitStatus(ctx context.Context, t Target, obj, cur map[string]a
 			return nil, err
 		}
 	}
-	if err := validate(t, obj, o); err != nil {
+	if err := validate(t, obj, nil, o); err != nil {
 		return nil, err
 	}
 	vres := s.cfg.Admission.Validate(ctx, req)
@@ -244,12 +247,13 @@ func pruneUnknown(t Target, obj map[string]any, o Options) ([]string, error) {
 	})
 }
 
-// validate checks metadata as Kubernetes' ObjectMeta rules say and the object against the
-// kind's schema; every failure is one cause of a 422.
+// validate checks metadata as Kubernetes' ObjectMeta rules say (the name by the kind's rule)
+// and the object against the kind's schema, as a change of old (the stored object) when old is
+// not nil; every failure is one cause of a 422.
 //
 // Null label and annotation values are written as "", as decoding into ObjectMeta does in
 // Kubernetes, so nothing stored holds a null where clients expect a string.
-func validate(t Target, obj map[string]any, o Options) error {
+func validate(t Target, obj, old map[string]any, o Options) error {
 	md := metadataOf(obj)
 	for _, f := range []string{"labels", "annotations"} {
 		if m, ok := md[f].(map[string]any); ok {
@@ -260,15 +264,13 @@ func validate(t Target, obj map[string]any, o Options) error {
 			}
 		}
 	}
-	if metaQuicklyValid(md, t.Kind.Namespaced) {
-		if t.Kind.Schema == nil {
-			return nil
-		}
-		if errs := t.Kind.Schema.Validate(obj); len(errs) > 0 {
+	nameRule := t.Kind.NameValidator()
+	if metaQuicklyValid(md, t.Kind.Namespaced) && (t.Kind.NameRule == nil || nameRule(stringOf(md["name"]), false) == nil) {
+		if errs := validateSchema(t, obj, old); len(errs) > 0 {
 			if err := typedDecodeError(t, obj, o); err != nil {
 				return err
 			}
-			return apierrors.NewInvalid(t.groupKind(), stringOf(md["name"]), errs)
+			return apierrors.NewInvalid(t.groupKind(), stringOf(md["name"]), uniqueErrors(t, errs))
 		}
 		return nil
 	}
@@ -287,17 +289,44 @@ func validate(t Target, obj map[string]any, o Options) error {
 	if kinds.FinalizersValid(meta.Finalizers) {
 		checked.Finalizers = nil // likewise
 	}
-	errs := apivalidation.ValidateObjectMeta(&checked, t.Kind.Namespaced, kinds.NameIsDNSSubdomain, field.NewPath("metadata"))
-	if t.Kind.Schema != nil {
-		errs = append(errs, t.Kind.Schema.Validate(obj)...)
-	}
+	errs := apivalidation.ValidateObjectMeta(&checked, t.Kind.Namespaced, nameRule, field.NewPath("metadata"))
+	errs = append(errs, validateSchema(t, obj, old)...)
 	if len(errs) > 0 {
 		if err := typedDecodeError(t, obj, o); err != nil {
 			return err
 		}
-		return apierrors.NewInvalid(t.groupKind(), meta.Name, errs)
+		return apierrors.NewInvalid(t.groupKind(), meta.Name, uniqueErrors(t, errs))
 	}
 	return nil
+}
+
+// uniqueErrors drops the repeated errors of a built-in kind (the same field, reason and
+// message), as kube-apiserver reports two of a template's labels with the same bad value once.
+func uniqueErrors(t Target, errs field.ErrorList) field.ErrorList {
+	if len(errs) < 2 || !t.Kind.BuiltIn() {
+		return errs
+	}
+	seen := make(map[string]bool, len(errs))
+	out := errs[:0:0]
+	for _, e := range errs {
+		if k := e.Error(); !seen[k] {
+			seen[k] = true
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// validateSchema checks obj against t's schema: as a change of old, the stored object, when
+// the schema has rules on changes (kinds.UpdateValidator) and old is not nil.
+func validateSchema(t Target, obj, old map[string]any) field.ErrorList {
+	if t.Kind.Schema == nil {
+		return nil
+	}
+	if uv, ok := t.Kind.Schema.(kinds.UpdateValidator); ok && old != nil {
+		return uv.ValidateUpdate(obj, old)
+	}
+	return t.Kind.Schema.Validate(obj)
 }
 
 // admissionDenied is the error a denial answers: 403 Forbidden with the handler's message, or

@@ -54,6 +54,9 @@ func (s *Store) Create(ctx context.Context, t Target, obj map[string]any, o Opti
 			key.Name = generateName(prefix)
 		}
 		s.stampCreate(key, md)
+		if t.Kind.PrepareStamped != nil {
+			t.Kind.PrepareStamped(obj)
+		}
 		return nil
 	}})
 	if err != nil {

@@ -18,6 +18,11 @@ import (
 // removed says which happened; the object returned is its state after the call. A namespace
 // is marked Terminating first (namespace.go).
 func (s *Store) Delete(ctx context.Context, t Target, pre cache.Preconditions, o Options) (*cache.Object, bool, error) {
+	obj, removed, err := s.delete(ctx, t, pre, o)
+	return obj, removed, viewError(t, err)
+}
+
+func (s *Store) delete(ctx context.Context, t Target, pre cache.Preconditions, o Options) (*cache.Object, bool, error) {
 	t, err := s.storageTarget(t)
 	if err != nil {
 		return nil, false, err
@@ -61,7 +66,7 @@ func (s *Store) deleteObject(ctx context.Context, t Target, pre cache.Preconditi
 	removing := false
 	obj, err := s.cfg.Storage.GuaranteedUpdate(ctx, t.Key, pre, func(cur *cache.Object) (cache.Update, error) {
 		removing = false
-		finalizers, changed := gcFinalizers(cur.Finalizers(), o.PropagationPolicy)
+		finalizers, changed := gcFinalizers(cur.Finalizers(), o.PropagationPolicy, t.Kind.DeletePropagation)
 		switch {
 		case cur.Deleting() && !changed:
 			return cache.Update{}, nil
@@ -75,13 +80,19 @@ func (s *Store) deleteObject(ctx context.Context, t Target, pre cache.Preconditi
 				md["finalizers"] = toAnySlice(finalizers)
 			}
 			if !cur.Deleting() {
-				md["deletionTimestamp"] = s.now()
-				md["deletionGracePeriodSeconds"] = json.Number("0")
-				md["generation"] = json.Number(strconv.FormatInt(cur.Generation()+1, 10))
+				s.markDeleted(md, cur)
 			}
 			return cache.Update{Object: obj}, nil
 		}
 		removing = true
+		if t.Kind.GracefulDelete && !cur.Deleting() {
+			obj, err := cur.Decode()
+			if err != nil {
+				return cache.Update{}, err
+			}
+			s.markDeleted(metadataOf(obj), cur)
+			return cache.Update{Object: obj, Remove: true}, nil
+		}
 		return cache.Update{Remove: true}, nil
 	}, storeOptions(t.Kind, o))
 	if err != nil {
@@ -91,6 +102,13 @@ func (s *Store) deleteObject(ctx context.Context, t Target, pre cache.Preconditi
 		s.afterRemove(t.Kind, t.Key)
 	}
 	return obj, removing, nil
+}
+
+// markDeleted marks md, the metadata of cur, as being deleted with no grace period left.
+func (s *Store) markDeleted(md map[string]any, cur *cache.Object) {
+	md["deletionTimestamp"] = s.now()
+	md["deletionGracePeriodSeconds"] = json.Number("0")
+	md["generation"] = json.Number(strconv.FormatInt(cur.Generation()+1, 10))
 }
 
 // afterRemove finishes what the removal of key, an object of k, leaves: its kind's Limit
@@ -152,8 +170,9 @@ func (s *Store) DeleteCollection(ctx context.Context, t Target, q ListOptions, p
 // kube-apiserver computes them (deletionFinalizersForGarbageCollection): Orphan adds
 // metav1.FinalizerOrphanDependents and removes metav1.FinalizerDeleteDependents, Foreground the
 // other way round, Background removes both; no policy keeps whichever the object has (the first
-// of the two in its list). changed says the set of finalizers differs from cur.
-func gcFinalizers(cur []string, policy metav1.DeletionPropagation) (out []string, changed bool) {
+// of the two in its list), or when it has neither the kind's default def (a batch/v1 Job's
+// Orphan). changed says the set of finalizers differs from cur.
+func gcFinalizers(cur []string, policy, def metav1.DeletionPropagation) (out []string, changed bool) {
 	orphan, foreground := false, false
 	switch policy {
 	case metav1.DeletePropagationOrphan:
@@ -166,6 +185,9 @@ func gcFinalizers(cur []string, policy metav1.DeletionPropagation) (out []string
 				orphan, foreground = f == metav1.FinalizerOrphanDependents, f == metav1.FinalizerDeleteDependents
 				break
 			}
+		}
+		if !orphan && !foreground {
+			orphan, foreground = def == metav1.DeletePropagationOrphan, def == metav1.DeletePropagationForeground
 		}
 	}
 	out = make([]string, 0, len(cur)+1)

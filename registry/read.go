@@ -23,7 +23,8 @@ func (s *Store) Get(ctx context.Context, t Target, rv string) (*cache.Object, er
 	if err := s.fresh(ctx, rv); err != nil {
 		return nil, err
 	}
-	return s.cfg.Storage.Get(ctx, t.Key)
+	o, err := s.cfg.Storage.Get(ctx, t.Key)
+	return o, viewError(t, err)
 }
 
 // fresh makes the store's reads at least as new as a read with resourceVersion rv asks: every

@@ -123,7 +123,11 @@ func (s *Server) updateObject(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return answerWrite(c, t, res, http.StatusOK)
+	code := http.StatusOK
+	if res.Created {
+		code = http.StatusCreated
+	}
+	return answerWrite(c, t, res, code)
 }
 
 func (s *Server) patchObject(c *echo.Context) error {
@@ -161,11 +165,12 @@ func (s *Server) deleteObject(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	warnDelete(c, t, o)
 	obj, removed, err := s.cfg.Registry.Delete(c.Request().Context(), t, pre, o)
 	if err != nil {
 		return err
 	}
-	if !removed {
+	if !removed || t.Kind.ReturnDeletedObject {
 		body, err := registry.View(t, obj)
 		if err != nil {
 			return err
@@ -198,11 +203,20 @@ func (s *Server) deleteCollection(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	warnDelete(c, t, o)
 	objs, meta, err := s.cfg.Registry.DeleteCollection(c.Request().Context(), t, q, pre, o)
 	if err != nil {
 		return err
 	}
 	return answerList(c, t, meta, objs)
+}
+
+// warnDelete sends the kind's warning for a delete that names no propagation policy (a
+// batch/v1 Job's pods are orphaned by default).
+func warnDelete(c *echo.Context, t registry.Target, o registry.Options) {
+	if o.PropagationPolicy == "" && t.Kind.DeleteWarning != "" {
+		setWarnings(c, []string{t.Kind.DeleteWarning})
+	}
 }
 
 // parseDeleteOptions reads an optional DeleteOptions body (JSON, YAML or protobuf) as

@@ -28,6 +28,9 @@ func (s *Server) parseTarget(c *echo.Context) (registry.Target, error) {
 		// its generic 404, which clients read as "not served" (RESTMapper: no matches for kind).
 		return registry.Target{}, s.notServed(group)
 	}
+	if k.Warning != "" {
+		setWarnings(c, []string{k.Warning}) // a deprecated version: every request is told
+	}
 	t := registry.Target{Kind: k, Sub: c.Param("sub")}
 	gr := k.GroupResource() // a view's objects are stored as another kind's
 	t.Key = cache.Key{Group: gr.Group, Resource: gr.Resource, Namespace: c.Param("namespace"), Name: c.Param("name")}

@@ -26,6 +26,16 @@ type rulesOnly[T any] struct {
 
 func (rulesOnly[T]) Prune(map[string]any) []string { return nil }
 
+func (rulesOnly[T]) keptAsSent() {}
+
+// Prunes reports whether s removes what its kind does not declare; the schemas of kinds kept as
+// sent (v1 Event, Lease) only validate, so their Prune says nothing of the fields their Go type
+// lacks.
+func Prunes(s Schema) bool {
+	_, kept := s.(interface{ keptAsSent() })
+	return !kept
+}
+
 func (rulesOnly[T]) Default(map[string]any) {}
 
 func (r rulesOnly[T]) Validate(obj map[string]any) field.ErrorList {

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"github.com/opemu/opemu/kinds"
 	"strings"
 
 	"github.com/opemu/opemu/internal/jsonfast"
@@ -66,8 +67,8 @@ func vouch(t Target, bt bodyType, obj map[string]any, fieldValidation string) (u
 		return unknown, true
 	case bt.goType != nil:
 		// The Go type's own unknown fields come in the order of the body, which only the
-		// general way knows; a kind or a Scale served without a schema cannot say.
-		if t.Kind.Schema == nil || t.Sub == "scale" {
+		// general way knows; a kind or a Scale served without a schema that prunes cannot say.
+		if t.Kind.Schema == nil || t.Sub == "scale" || !kinds.Prunes(t.Kind.Schema) {
 			return nil, false
 		}
 		if len(t.Kind.Schema.Prune(obj)) > 0 && fieldValidation != "Ignore" {

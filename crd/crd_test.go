@@ -90,16 +90,16 @@ func TestValidate(t *testing.T) {
 	}{
 		{"valid", `{"spec":{"replicas":3,"image":"nginx"}}`, nil},
 		{"replicas over the maximum", `{"spec":{"replicas":150,"image":"nginx"}}`, []string{"spec.replicas|FieldValueInvalid"}},
-		{"negative replicas", `{"spec":{"replicas":-1,"image":"nginx"}}`, []string{"spec.replicas|FieldValueInvalid"}},
-		{"fractional replicas", `{"spec":{"replicas":2.5,"image":"nginx"}}`, []string{"spec.replicas|FieldValueTypeInvalid"}},
-		{"string replicas", `{"spec":{"replicas":"3","image":"nginx"}}`, []string{"spec.replicas|FieldValueTypeInvalid"}},
+		{"negative replicas", `{"spec":{"replicas":-1,"image":"nginx"}}`, []string{"spec.replicas|FieldValueInvalid", ".spec.replicas|FieldValueInvalid"}}, // and the scale path's check
+		{"fractional replicas", `{"spec":{"replicas":2.5,"image":"nginx"}}`, []string{"<nil>|FieldValueInvalid", "spec.replicas|FieldValueTypeInvalid", ".spec.replicas|FieldValueInvalid"}}, // the format's check has no field, in kube-apiserver too
+		{"string replicas", `{"spec":{"replicas":"3","image":"nginx"}}`, []string{"spec.replicas|FieldValueTypeInvalid", ".spec.replicas|FieldValueInvalid"}},
 		{"missing image", `{"spec":{"replicas":3}}`, []string{"spec.image|FieldValueRequired"}},
 		{"empty image", `{"spec":{"replicas":3,"image":""}}`, []string{"spec.image|FieldValueInvalid"}},
 		{"bad strategy", `{"spec":{"replicas":3,"image":"x","strategy":"Foo"}}`, []string{"spec.strategy|FieldValueNotSupported"}},
 		{"config values are strings", `{"spec":{"replicas":3,"image":"x","config":{"a":1}}}`, []string{"spec.config.a|FieldValueTypeInvalid"}},
 		{"spec null", `{"spec":null}`, []string{"spec|FieldValueTypeInvalid"}},
 		{"spec missing", `{}`, []string{"spec|FieldValueRequired"}},
-		{"spec an array", `{"spec":[1]}`, []string{"spec|FieldValueTypeInvalid"}},
+		{"spec an array", `{"spec":[1]}`, []string{"spec|FieldValueTypeInvalid", ".spec.replicas|FieldValueInvalid"}},
 		{"bad phase", `{"spec":{"replicas":1,"image":"x"},"status":{"phase":"Sleeping"}}`, []string{"status.phase|FieldValueNotSupported"}},
 		{"condition without status", `{"spec":{"replicas":1,"image":"x"},"status":{"conditions":[{"type":"Ready"}]}}`, []string{"status.conditions[0].status|FieldValueRequired"}},
 		{"two errors", `{"spec":{"replicas":101,"image":""}}`, []string{"spec.image|FieldValueInvalid", "spec.replicas|FieldValueInvalid"}},
@@ -137,7 +137,7 @@ func TestValidateMessages(t *testing.T) {
 	k := applicationKind(t).Schema
 	errs := k.Validate(decode(t, `{"spec":{"replicas":150,"image":"nginx"}}`))
 	require.Len(t, errs, 1)
-	assert.Equal(t, "spec.replicas: Invalid value: 150: must be less than or equal to 100", errs[0].Error())
+	assert.Equal(t, "spec.replicas: Invalid value: 150: spec.replicas in body should be less than or equal to 100", errs[0].Error())
 }
 
 func TestPrune(t *testing.T) {

@@ -3,15 +3,17 @@ package crd
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
-// quick is a schema's fast check: compiled from the same JSON Schema document the validator
-// compiles, it knows the keywords structural schemas mostly use and walks an object without
-// allocating. It answers only "valid" (then the validator would find nothing) or "do not
-// know": a value it cannot vouch for, a keyword it does not know, anything unusual. Validate
-// then asks the validator, which also words the errors. FuzzQuickValid checks that it never
-// calls valid what the validator refuses.
+// quick is a schema's fast check: compiled from the schema (translated into a JSON Schema
+// document, see translate), it knows the keywords structural schemas mostly use and walks an
+// object without allocating or converting its numbers. It answers only "valid" (then
+// apiextensions' OpenAPI schema validator would find nothing) or "do not know": a value it
+// cannot vouch for, a keyword it does not know, anything unusual. Validate then asks the
+// validator, which also words the errors. FuzzQuickValid checks that it never calls valid what
+// the validator refuses.
 type quick struct {
 	unsupported bool  // a keyword quick does not know: never vouch for a value here
 	types       uint8 // typeObject | ...; 0 means any type
@@ -45,6 +47,53 @@ const (
 var typeBits = map[string]uint8{
 	"object": typeObject, "array": typeArray, "string": typeString, "integer": typeInteger,
 	"number": typeNumber, "boolean": typeBoolean, "null": typeNull,
+}
+
+// translate rewrites the OpenAPI extensions of a schema document (the JSON of a
+// JSONSchemaProps, numbers as json.Number) into the JSON Schema keywords quick knows:
+// `nullable` allows null (of the type: an enum must still list it), `x-kubernetes-int-or-string` allows an integer or a string, other
+// `x-kubernetes-*` keys (which the validator does not check) are dropped. Annotations
+// (`default`, `description`, `example`) stay; they do not validate.
+func translate(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			if strings.HasPrefix(k, "x-kubernetes-") || k == "nullable" || k == "example" || k == "externalDocs" {
+				continue
+			}
+			switch k {
+			case "properties", "patternProperties", "definitions":
+				m, _ := e.(map[string]any)
+				props := make(map[string]any, len(m))
+				for name, s := range m {
+					props[name] = translate(s)
+				}
+				out[k] = props
+			default:
+				out[k] = translate(e)
+			}
+		}
+		if ios, _ := v["x-kubernetes-int-or-string"].(bool); ios {
+			delete(out, "type")
+			delete(out, "anyOf")
+			out["anyOf"] = []any{map[string]any{"type": "integer"}, map[string]any{"type": "string"}}
+		}
+		if nullable, _ := v["nullable"].(bool); nullable {
+			// null passes the type, not an enum that does not list it (as in the validator).
+			if t, ok := out["type"].(string); ok {
+				out["type"] = []any{t, "null"}
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = translate(e)
+		}
+		return out
+	}
+	return v
 }
 
 // compileQuick compiles doc (a translated schema, see translate) into a quick check.

@@ -87,6 +87,15 @@ type Schema interface {
 	OpenAPI() *apiextv1.JSONSchemaProps
 }
 
+// UpdateSchema is a Schema whose rules read the stored object on updates (a CRD's CEL
+// transition rules, validation ratcheting). The write path calls ValidateUpdate instead of
+// Validate for every write of an existing object: update, patch, apply and the subresources.
+type UpdateSchema interface {
+	// ValidateUpdate checks obj (metadata excepted), which replaces old; sub is the
+	// subresource written ("", "status" or "scale"). Neither object is modified.
+	ValidateUpdate(obj, old map[string]any, sub string) field.ErrorList
+}
+
 // Lifecycle lets a kind act on the writes of its objects: the part of an API strategy that
 // changes what the server itself does. Every method is called by the write path only, with no
 // lock held.

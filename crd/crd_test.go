@@ -90,7 +90,7 @@ func TestValidate(t *testing.T) {
 	}{
 		{"valid", `{"spec":{"replicas":3,"image":"nginx"}}`, nil},
 		{"replicas over the maximum", `{"spec":{"replicas":150,"image":"nginx"}}`, []string{"spec.replicas|FieldValueInvalid"}},
-		{"negative replicas", `{"spec":{"replicas":-1,"image":"nginx"}}`, []string{"spec.replicas|FieldValueInvalid", ".spec.replicas|FieldValueInvalid"}}, // and the scale path's check
+		{"negative replicas", `{"spec":{"replicas":-1,"image":"nginx"}}`, []string{"spec.replicas|FieldValueInvalid", ".spec.replicas|FieldValueInvalid"}},                                   // and the scale path's check
 		{"fractional replicas", `{"spec":{"replicas":2.5,"image":"nginx"}}`, []string{"<nil>|FieldValueInvalid", "spec.replicas|FieldValueTypeInvalid", ".spec.replicas|FieldValueInvalid"}}, // the format's check has no field, in kube-apiserver too
 		{"string replicas", `{"spec":{"replicas":"3","image":"nginx"}}`, []string{"spec.replicas|FieldValueTypeInvalid", ".spec.replicas|FieldValueInvalid"}},
 		{"missing image", `{"spec":{"replicas":3}}`, []string{"spec.image|FieldValueRequired"}},

@@ -61,7 +61,7 @@ func (s *Store) admit(ctx context.Context, r admitRequest) ([]string, error) {
 			return nil, err
 		}
 	}
-	if err := validate(r.t, r.obj); err != nil {
+	if err := validate(r.t, r.obj, r.old); err != nil {
 		return nil, err
 	}
 	if req != nil {
@@ -84,7 +84,7 @@ func (s *Store) admitStatus(ctx context.Context, t Target, obj, cur map[string]a
 		return nil, err
 	}
 	if !s.cfg.Admission.HasConfigured() {
-		return warnings, validate(t, obj)
+		return warnings, validate(t, obj, cur)
 	}
 	req := s.admissionRequest(t, webhooks.Update, obj, cur, o)
 	mres, err := s.cfg.Admission.Apply(ctx, req)
@@ -100,7 +100,7 @@ func (s *Store) admitStatus(ctx context.Context, t Target, obj, cur map[string]a
 			return nil, err
 		}
 	}
-	if err := validate(t, obj); err != nil {
+	if err := validate(t, obj, cur); err != nil {
 		return nil, err
 	}
 	vres := s.cfg.Admission.Validate(ctx, req)
@@ -257,11 +257,12 @@ func pruneUnknown(t Target, obj map[string]any, o Options) ([]string, error) {
 }
 
 // validate checks metadata as Kubernetes' ObjectMeta rules say and the object against the
-// kind's schema; every failure is one cause of a 422.
+// kind's schema (an update of old against its UpdateSchema); every failure is one cause of a
+// 422.
 //
 // Null label and annotation values are written as "", as decoding into ObjectMeta does in
 // Kubernetes, so nothing stored holds a null where clients expect a string.
-func validate(t Target, obj map[string]any) error {
+func validate(t Target, obj, old map[string]any) error {
 	md := metadataOf(obj)
 	for _, f := range []string{"labels", "annotations"} {
 		if m, ok := md[f].(map[string]any); ok {
@@ -276,7 +277,7 @@ func validate(t Target, obj map[string]any) error {
 		if t.Kind.Schema == nil {
 			return nil
 		}
-		if errs := t.Kind.Schema.Validate(obj); len(errs) > 0 {
+		if errs := validateSchema(t, obj, old); len(errs) > 0 {
 			return apierrors.NewInvalid(t.groupKind(), stringOf(md["name"]), errs)
 		}
 		return nil
@@ -295,12 +296,20 @@ func validate(t Target, obj map[string]any) error {
 	}
 	errs := apivalidation.ValidateObjectMeta(&checked, t.Kind.Namespaced, kinds.NameIsDNSSubdomain, field.NewPath("metadata"))
 	if t.Kind.Schema != nil {
-		errs = append(errs, t.Kind.Schema.Validate(obj)...)
+		errs = append(errs, validateSchema(t, obj, old)...)
 	}
 	if len(errs) > 0 {
 		return apierrors.NewInvalid(t.groupKind(), meta.Name, errs)
 	}
 	return nil
+}
+
+// validateSchema checks obj against t's schema: a create, or an update of old.
+func validateSchema(t Target, obj, old map[string]any) field.ErrorList {
+	if us, ok := t.Kind.Schema.(kinds.UpdateSchema); ok && old != nil {
+		return us.ValidateUpdate(obj, old, t.Sub)
+	}
+	return t.Kind.Schema.Validate(obj)
 }
 
 // admissionDenied is the error a denial answers: 403 Forbidden with the handler's message, or

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/cel/common"
+	"k8s.io/apiserver/pkg/warning"
 )
 
 // schema is one version's schema: the kinds.Schema of that version's Kind. Its objects are
@@ -174,8 +175,8 @@ func numbersOfDefaults(s *structuralschema.Structural) {
 	numbersOfDefaults(s.Items)
 }
 
-// ctx is the context of the CEL validator's calls: it reads nothing from it but cancellation
-// (its runtime cost budget bounds it) and warnings, which are not collected.
+// ctx is the context of the validators' calls: they read nothing from it but cancellation
+// (the runtime cost budget bounds CEL) and a warning recorder (updates give one).
 var ctx = context.Background()
 
 // Prune removes, in place, every field the structural schema does not know (apiextensions'
@@ -236,21 +237,21 @@ func (s *schema) Validate(obj map[string]any) field.ErrorList {
 	if c.listTypes {
 		errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, c.structural, u)...)
 	}
-	return append(errs, c.validateRules(u, nil, errs)...)
+	return append(errs, c.validateRules(ctx, u, nil, errs)...)
 }
 
 // ValidateUpdate checks obj replacing old, as kube-apiserver's custom resource strategy's
 // ValidateUpdate does, or its status strategy's for sub "status" (only status against the
-// schema): with ratcheting (a value unchanged from old is not refused for the schema's rules)
-// and with old as oldSelf in transition rules.
-func (s *schema) ValidateUpdate(obj, old map[string]any, sub string) field.ErrorList {
+// schema): with ratcheting (a value unchanged from old is not refused for the schema's rules;
+// a rule it breaks is a warning) and with old as oldSelf in transition rules.
+func (s *schema) ValidateUpdate(obj, old map[string]any, sub string) (field.ErrorList, []string) {
 	c, err := s.compiled()
 	if err != nil {
-		return field.ErrorList{field.InternalError(nil, err)}
+		return field.ErrorList{field.InternalError(nil, err)}, nil
 	}
 	valid := c.quick.valid(obj)
 	if valid && s.quicklyScaled(obj) && c.cel == nil && !c.listTypes && (!c.embedded || sub == "status") {
-		return nil
+		return nil, nil
 	}
 	u := toUnstructured(obj).(map[string]any)
 	uOld := toUnstructured(old).(map[string]any)
@@ -281,13 +282,20 @@ func (s *schema) ValidateUpdate(obj, old map[string]any, sub string) field.Error
 			errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, c.structural, u)...)
 		}
 	}
-	return append(errs, c.validateRules(u, uOld, errs, cel.WithRatcheting(correlated))...)
+	var warnings warnings
+	errs = append(errs, c.validateRules(warning.WithWarningRecorder(ctx, &warnings), u, uOld, errs, cel.WithRatcheting(correlated))...)
+	return errs, warnings
 }
+
+// warnings collects the CEL validator's warnings (warning.Recorder).
+type warnings []string
+
+func (w *warnings) AddWarning(_, text string) { *w = append(*w, text) }
 
 // validateRules evaluates the x-kubernetes-validations rules on u (old: uOld, nil on create)
 // within the runtime cost budget, unless errs has an error that makes rules meaningless (a
 // missing field, a value of the wrong type or over a length limit), as the strategy does.
-func (c *compiled) validateRules(u, uOld map[string]any, errs field.ErrorList, opts ...cel.Option) field.ErrorList {
+func (c *compiled) validateRules(ctx context.Context, u, uOld map[string]any, errs field.ErrorList, opts ...cel.Option) field.ErrorList {
 	if c.cel == nil {
 		return nil
 	}

@@ -92,8 +92,9 @@ type Schema interface {
 // Validate for every write of an existing object: update, patch, apply and the subresources.
 type UpdateSchema interface {
 	// ValidateUpdate checks obj (metadata excepted), which replaces old; sub is the
-	// subresource written ("", "status" or "scale"). Neither object is modified.
-	ValidateUpdate(obj, old map[string]any, sub string) field.ErrorList
+	// subresource written ("", "status" or "scale"). Neither object is modified. The warnings
+	// are failures let through (a rule ratcheted: old broke it the same way).
+	ValidateUpdate(obj, old map[string]any, sub string) (field.ErrorList, []string)
 }
 
 // Lifecycle lets a kind act on the writes of its objects: the part of an API strategy that

@@ -61,9 +61,11 @@ func (s *Store) admit(ctx context.Context, r admitRequest) ([]string, error) {
 			return nil, err
 		}
 	}
-	if err := validate(r.t, r.obj, r.old); err != nil {
+	w, err := validate(r.t, r.obj, r.old)
+	if err != nil {
 		return nil, err
 	}
+	warnings = append(warnings, w...)
 	if req != nil {
 		req.Name = stringOf(metadataOf(r.obj)["name"])
 		vres := s.cfg.Admission.Validate(ctx, req)
@@ -84,7 +86,8 @@ func (s *Store) admitStatus(ctx context.Context, t Target, obj, cur map[string]a
 		return nil, err
 	}
 	if !s.cfg.Admission.HasConfigured() {
-		return warnings, validate(t, obj, cur)
+		w, err := validate(t, obj, cur)
+		return append(warnings, w...), err
 	}
 	req := s.admissionRequest(t, webhooks.Update, obj, cur, o)
 	mres, err := s.cfg.Admission.Apply(ctx, req)
@@ -100,9 +103,11 @@ func (s *Store) admitStatus(ctx context.Context, t Target, obj, cur map[string]a
 			return nil, err
 		}
 	}
-	if err := validate(t, obj, cur); err != nil {
+	w, err := validate(t, obj, cur)
+	if err != nil {
 		return nil, err
 	}
+	warnings = append(warnings, w...)
 	vres := s.cfg.Admission.Validate(ctx, req)
 	warnings = append(warnings, vres.Warnings...)
 	if !vres.Allowed {
@@ -258,11 +263,11 @@ func pruneUnknown(t Target, obj map[string]any, o Options) ([]string, error) {
 
 // validate checks metadata as Kubernetes' ObjectMeta rules say and the object against the
 // kind's schema (an update of old against its UpdateSchema); every failure is one cause of a
-// 422.
+// 422. The warnings are the schema's (failures it let through).
 //
 // Null label and annotation values are written as "", as decoding into ObjectMeta does in
 // Kubernetes, so nothing stored holds a null where clients expect a string.
-func validate(t Target, obj, old map[string]any) error {
+func validate(t Target, obj, old map[string]any) ([]string, error) {
 	md := metadataOf(obj)
 	for _, f := range []string{"labels", "annotations"} {
 		if m, ok := md[f].(map[string]any); ok {
@@ -275,16 +280,17 @@ func validate(t Target, obj, old map[string]any) error {
 	}
 	if metaQuicklyValid(md, t.Kind.Namespaced) {
 		if t.Kind.Schema == nil {
-			return nil
+			return nil, nil
 		}
-		if errs := validateSchema(t, obj, old); len(errs) > 0 {
-			return apierrors.NewInvalid(t.groupKind(), stringOf(md["name"]), errs)
+		errs, warnings := validateSchema(t, obj, old)
+		if len(errs) > 0 {
+			return nil, apierrors.NewInvalid(t.groupKind(), stringOf(md["name"]), errs)
 		}
-		return nil
+		return warnings, nil
 	}
 	meta, err := objectMetaOf(md)
 	if err != nil {
-		return badRequest("metadata: %v", err)
+		return nil, badRequest("metadata: %v", err)
 	}
 	checked := meta
 	if kinds.LabelsValid(meta.Labels) {
@@ -295,21 +301,25 @@ func validate(t Target, obj, old map[string]any) error {
 		checked.Finalizers = nil // likewise
 	}
 	errs := apivalidation.ValidateObjectMeta(&checked, t.Kind.Namespaced, kinds.NameIsDNSSubdomain, field.NewPath("metadata"))
+	var warnings []string
 	if t.Kind.Schema != nil {
-		errs = append(errs, validateSchema(t, obj, old)...)
+		var schemaErrs field.ErrorList
+		schemaErrs, warnings = validateSchema(t, obj, old)
+		errs = append(errs, schemaErrs...)
 	}
 	if len(errs) > 0 {
-		return apierrors.NewInvalid(t.groupKind(), meta.Name, errs)
+		return nil, apierrors.NewInvalid(t.groupKind(), meta.Name, errs)
 	}
-	return nil
+	return warnings, nil
 }
 
-// validateSchema checks obj against t's schema: a create, or an update of old.
-func validateSchema(t Target, obj, old map[string]any) field.ErrorList {
+// validateSchema checks obj against t's schema: a create, or an update of old (whose schema
+// may let failures through as warnings).
+func validateSchema(t Target, obj, old map[string]any) (field.ErrorList, []string) {
 	if us, ok := t.Kind.Schema.(kinds.UpdateSchema); ok && old != nil {
 		return us.ValidateUpdate(obj, old, t.Sub)
 	}
-	return t.Kind.Schema.Validate(obj)
+	return t.Kind.Schema.Validate(obj), nil
 }
 
 // admissionDenied is the error a denial answers: 403 Forbidden with the handler's message, or

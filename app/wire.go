@@ -118,6 +118,8 @@ func (a *App) newWritePath(context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A deleted CRD's custom resources are deleted through the write path (crd/delete.go).
+	a.crds.UseClient(a.reg.Client("apiextensions-apiserver"))
 	evcfg := events.Config{
 		Client: a.reg.Client("opemu-events"), Host: a.identity, Limit: cfg.EventLimit, TTL: cfg.EventTTL,
 		Metrics: a.metrics, Logger: a.log, Clock: a.clock,

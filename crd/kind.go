@@ -92,8 +92,8 @@ func (l lifecycle) BeforeDelete(_ context.Context, name string) error {
 	return nil
 }
 
-// AfterWrite serves the stored CRD's kinds, or stops serving a removed one's and drops its
-// objects.
+// AfterWrite serves the stored CRD's kinds, cleans a deleted one up (delete.go), or stops
+// serving a removed one's and drops what is left of its objects.
 func (l lifecycle) AfterWrite(ctx context.Context, o *cache.Object, removed bool) error {
 	name := o.Key().Name
 	if l.r.IsBuiltIn(name) {
@@ -117,8 +117,13 @@ func (l lifecycle) AfterWrite(ctx context.Context, o *cache.Object, removed bool
 	if err := json.Unmarshal(o.Raw(), &c); err != nil {
 		return err
 	}
-	_, errs, err := l.r.serve(&c)
-	return statusOf(name, errs, err)
+	if _, errs, err := l.r.serve(&c); err != nil || len(errs) > 0 {
+		return statusOf(name, errs, err)
+	}
+	if c.DeletionTimestamp != nil {
+		return l.r.cleanUp(ctx, &c)
+	}
+	return nil
 }
 
 // replaceBody puts everything but metadata of c into obj.

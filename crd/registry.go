@@ -12,6 +12,7 @@ import (
 	"github.com/opemu/opemu/kinds"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -48,6 +49,10 @@ type Registry struct {
 	// CRDs cannot take the same names.
 	mu     sync.Mutex
 	byName map[string]*entry
+	// cleaning are the deleted CRDs being cleaned up now (cleanUp), guarded by mu.
+	cleaning map[string]bool
+
+	client Client // set once by UseClient, before serving
 }
 
 // New returns an empty registry.
@@ -55,7 +60,7 @@ func New(cfg Config) (*Registry, error) {
 	if cfg.Kinds == nil {
 		return nil, errors.New("crd: Kinds is required")
 	}
-	return &Registry{cfg: cfg, byName: map[string]*entry{}}, nil
+	return &Registry{cfg: cfg, byName: map[string]*entry{}, cleaning: map[string]bool{}}, nil
 }
 
 // AddBuiltIn registers a CRD the server itself defines (the Application CRD): it is served
@@ -63,7 +68,7 @@ func New(cfg Config) (*Registry, error) {
 func (r *Registry) AddBuiltIn(c *apiextv1.CustomResourceDefinition) error {
 	c = c.DeepCopy()
 	defaultCRD(c)
-	e, err := prepare(c, true)
+	e, err := r.prepare(c, true)
 	if err != nil {
 		return err
 	}
@@ -96,7 +101,7 @@ func (r *Registry) Register(c *apiextv1.CustomResourceDefinition) (*apiextv1.Cus
 
 // serve compiles c, a CRD already validated (stored, or checked by Check), and serves its kinds.
 func (r *Registry) serve(c *apiextv1.CustomResourceDefinition) (*apiextv1.CustomResourceDefinition, field.ErrorList, error) {
-	e, err := prepare(c, false)
+	e, err := r.prepare(c, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -136,7 +141,7 @@ func (r *Registry) Check(c, old *apiextv1.CustomResourceDefinition) (*apiextv1.C
 	if err != nil || len(errs) > 0 {
 		return nil, nil, errs, err
 	}
-	e, err := prepare(c, false)
+	e, err := r.prepare(c, false)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -237,16 +242,20 @@ func (r *Registry) installLocked(e *entry) {
 	r.cfg.Kinds.Replace(e.crd.Name, e.served, e.storage)
 }
 
-// prepare turns each version of c, a valid CRD, into a Kind with its schema compiled (lazily:
-// on first use).
-func prepare(c *apiextv1.CustomResourceDefinition, lazy bool) (*entry, error) {
+// prepare turns each version of c, a valid CRD, into a Kind with its schema compiled (for a
+// built-in CRD lazily: on first use, and with no Lifecycle: it is never deleted).
+func (r *Registry) prepare(c *apiextv1.CustomResourceDefinition, builtIn bool) (*entry, error) {
 	e := &entry{crd: c}
+	var lc kinds.Lifecycle
+	if !builtIn {
+		lc = objects{r: r, crd: c.Name, gr: k8sschema.GroupResource{Group: c.Spec.Group, Resource: c.Spec.Names.Plural}, terminating: c.DeletionTimestamp != nil}
+	}
 	for _, v := range c.Spec.Versions {
 		k := &kinds.Kind{
 			Group: c.Spec.Group, Version: v.Name, Kind: c.Spec.Names.Kind, ListKind: c.Spec.Names.ListKind,
 			Plural: c.Spec.Names.Plural, Singular: c.Spec.Names.Singular,
 			ShortNames: c.Spec.Names.ShortNames, Categories: c.Spec.Names.Categories,
-			Namespaced: c.Spec.Scope == apiextv1.NamespaceScoped, CRDName: c.Name,
+			Namespaced: c.Spec.Scope == apiextv1.NamespaceScoped, CRDName: c.Name, Lifecycle: lc,
 		}
 		k.Columns = []kinds.Column{kinds.NameColumn}
 		for _, pc := range v.AdditionalPrinterColumns {
@@ -263,7 +272,7 @@ func prepare(c *apiextv1.CustomResourceDefinition, lazy bool) (*entry, error) {
 			k.Scale = v.Subresources.Scale
 		}
 		if v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
-			s, err := newSchema(v.Schema.OpenAPIV3Schema, k.Scale, lazy)
+			s, err := newSchema(v.Schema.OpenAPIV3Schema, k.Scale, builtIn)
 			if err != nil {
 				return nil, fmt.Errorf("crd %s: version %s: %w", c.Name, v.Name, err)
 			}

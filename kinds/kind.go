@@ -107,9 +107,19 @@ type Lifecycle interface {
 	BeforeWrite(ctx context.Context, obj, old map[string]any, dryRun bool) ([]string, error)
 	// BeforeDelete may refuse to delete the object name (an error with its Status).
 	BeforeDelete(ctx context.Context, name string) error
-	// AfterWrite is called once obj has been stored (removed: it is gone). An error is
-	// returned to the client, though the write stands.
+	// AfterWrite is called once obj has been stored (removed: it is gone; a delete that only
+	// marked it calls it with obj marked). An error is returned to the client, though the
+	// write stands.
 	AfterWrite(ctx context.Context, obj *cache.Object, removed bool) error
+}
+
+// DeleteMarker is a Lifecycle whose objects a delete marks the kind's own way, as
+// kube-apiserver's CRD storage marks a deleted CRD: MarkDeleted changes obj, the stored object
+// about to get its deletionTimestamp (a finalizer of the kind's, a status condition), and the
+// kind's AfterWrite, called with the marked object, cleans up and removes that finalizer. Such
+// a mark sets no deletionGracePeriodSeconds and keeps the generation.
+type DeleteMarker interface {
+	MarkDeleted(obj map[string]any)
 }
 
 // Conversion makes a kind a view of objects stored as another kind (Storage's storage version).

@@ -16,7 +16,6 @@ import (
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	structurallisttype "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
 	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
-	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
@@ -56,6 +55,9 @@ type compiled struct {
 	// defaults is structural again, its defaults' numbers as json.Number, the form objects are
 	// decoded into here: defaulting copies them into objects.
 	defaults *structuralschema.Structural
+	// prune and fill are structural and defaults compiled for the walks of pruning and
+	// defaulting (structural_fast.go).
+	prune, fill *node
 	// validator is the OpenAPI schema validator; status validates the status property alone,
 	// for /status writes (nil when the schema has none).
 	validator, status apiservervalidation.SchemaValidator
@@ -109,6 +111,7 @@ func compileSchema(props *apiextv1.JSONSchemaProps) (*compiled, error) {
 	}
 	c := &compiled{structural: ss, defaults: ss.DeepCopy()}
 	numbersOfDefaults(c.defaults)
+	c.prune, c.fill = compileNode(c.structural), compileNode(c.defaults)
 	if c.validator, _, err = apiservervalidation.NewSchemaValidator(in); err != nil {
 		return nil, err
 	}
@@ -183,14 +186,15 @@ var ctx = context.Background()
 // pruning, metadata and embedded resources' type and object meta kept) and returns their
 // dotted paths, sorted ("spec.foo", "spec.items[0].x"); then it removes nulls the schema does
 // not allow where no default will replace them, coerces the metadata of embedded resources,
-// and writes every number as kube-apiserver's decoding would (canonicalNumbers).
+// and writes every number as kube-apiserver's decoding would (canonicalNumbers). The walks
+// are structural_fast.go's, held to apiextensions' by FuzzPruneDefault.
 func (s *schema) Prune(obj map[string]any) []string {
 	c, err := s.compiled()
 	if err != nil {
 		return nil
 	}
-	unknown := structuralpruning.PruneWithOptions(obj, c.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
-	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, c.structural)
+	unknown := pruneRoot(obj, c.prune)
+	pruneNulls(obj, c.prune)
 	if c.embedded {
 		// An error here is invalid metadata of an embedded resource, which validation reports.
 		_, paths := schemaobjectmeta.CoerceWithOptions(nil, obj, c.structural, false, schemaobjectmeta.CoerceOptions{ReturnUnknownFieldPaths: true})
@@ -204,13 +208,13 @@ func (s *schema) Prune(obj map[string]any) []string {
 }
 
 // Default applies the schema's defaults in place (apiextensions' defaulting: missing fields,
-// and nulls the schema does not allow, get a copy of their default).
+// and nulls the schema does not allow, get a copy of their default; structural_fast.go).
 func (s *schema) Default(obj map[string]any) {
 	c, err := s.compiled()
 	if err != nil {
 		return
 	}
-	structuraldefaulting.Default(obj, c.defaults)
+	applyDefaults(obj, c.fill)
 }
 
 // Validate checks a new object, as kube-apiserver's custom resource strategy's Validate does

@@ -31,6 +31,8 @@ type quick struct {
 	maxLen      int // -1: none
 	minItems    int
 	maxItems    int // -1: none
+	minProps    int
+	maxProps    int // -1: none
 	dateTime    bool
 }
 
@@ -102,7 +104,7 @@ func compileQuick(doc any) *quick {
 	if !ok {
 		return &quick{unsupported: true}
 	}
-	q := &quick{maxLen: -1, maxItems: -1}
+	q := &quick{maxLen: -1, maxItems: -1, maxProps: -1}
 	for k, v := range s {
 		if !q.keyword(k, v) {
 			return &quick{unsupported: true}
@@ -217,7 +219,7 @@ func (q *quick) keyword(k string, v any) bool {
 			q.exclMax = b
 		}
 		return true
-	case "minLength", "maxLength", "minItems", "maxItems":
+	case "minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties":
 		n, ok := v.(json.Number)
 		if !ok {
 			return false
@@ -233,8 +235,12 @@ func (q *quick) keyword(k string, v any) bool {
 			q.maxLen = int(i)
 		case "minItems":
 			q.minItems = int(i)
-		default:
+		case "maxItems":
 			q.maxItems = int(i)
+		case "minProperties":
+			q.minProps = int(i)
+		default:
+			q.maxProps = int(i)
 		}
 		return true
 	case "format":
@@ -375,6 +381,9 @@ func (q *quick) validString(s string) bool {
 }
 
 func (q *quick) validObject(m map[string]any) bool {
+	if len(m) < q.minProps || q.maxProps >= 0 && len(m) > q.maxProps {
+		return false
+	}
 	for _, r := range q.required {
 		if _, ok := m[r]; !ok {
 			return false

@@ -32,7 +32,7 @@ properties:
   port: {x-kubernetes-int-or-string: true}
   when: {type: string, format: date-time}
   tags: {type: array, minItems: 1, maxItems: 3, items: {type: string, enum: [x, y]}}
-  labels: {type: object, additionalProperties: {type: string}}
+  labels: {type: object, additionalProperties: {type: string}, minProperties: 1, maxProperties: 2}
   closed:
     type: object
     additionalProperties: false
@@ -102,6 +102,8 @@ func TestQuickVouchesForTheUsual(t *testing.T) {
 		{"keywords", "an exclusive maximum reached", `{"name":"ab","count":7}`, false},
 		{"keywords", "a name too long in runes", `{"name":"éééééé"}`, false},
 		{"keywords", "too many tags", `{"name":"ab","tags":["x","y","x","y"]}`, false},
+		{"keywords", "too many labels", `{"name":"ab","labels":{"a":"1","b":"2","c":"3"}}`, false},
+		{"keywords", "too few labels", `{"name":"ab","labels":{}}`, false},
 		{"keywords", "a closed object's unknown field", `{"name":"ab","closed":{"off":true}}`, false},
 		{"keywords", "a pattern: the validator's", `{"name":"ab","pattern":"aaa"}`, false},
 		{"keywords", "multipleOf: the validator's", `{"name":"ab","multiple":3}`, false},

@@ -128,6 +128,8 @@ func (a *App) newWritePath(context.Context) error {
 		return err
 	}
 	writeAdmission.Configured = a.webhooks
+	// A deleted CRD's custom resources are deleted through the write path (crd/delete.go).
+	a.crds.UseClient(a.reg.Client("apiextensions-apiserver"))
 	return nil
 }
 

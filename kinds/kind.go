@@ -136,14 +136,6 @@ type Warner interface {
 	Warnings(obj map[string]any) []string
 }
 
-// UpdateValidator is implemented by schemas with rules on changes (immutable fields): the write
-// path calls ValidateUpdate in place of Validate when an object replaces a stored one.
-type UpdateValidator interface {
-	// ValidateUpdate checks obj as Validate does, and what may not change from old, the stored
-	// object (not modified).
-	ValidateUpdate(obj, old map[string]any) field.ErrorList
-}
-
 // Schema validates, prunes and defaults the objects of a kind, as Kubernetes does for a
 // structural schema.
 type Schema interface {
@@ -158,6 +150,16 @@ type Schema interface {
 	OpenAPI() *apiextv1.JSONSchemaProps
 }
 
+// UpdateSchema is a Schema whose rules read the stored object on updates (a CRD's CEL
+// transition rules, validation ratcheting; a built-in kind's immutable fields). The write path calls ValidateUpdate instead of
+// Validate for every write of an existing object: update, patch, apply and the subresources.
+type UpdateSchema interface {
+	// ValidateUpdate checks obj (metadata excepted), which replaces old; sub is the
+	// subresource written ("", "status" or "scale"). Neither object is modified. The warnings
+	// are failures let through (a rule ratcheted: old broke it the same way).
+	ValidateUpdate(obj, old map[string]any, sub string) (field.ErrorList, []string)
+}
+
 // Lifecycle lets a kind act on the writes of its objects: the part of an API strategy that
 // changes what the server itself does. Every method is called by the write path only, with no
 // lock held.
@@ -168,8 +170,9 @@ type Lifecycle interface {
 	BeforeWrite(ctx context.Context, obj, old map[string]any, dryRun bool) ([]string, error)
 	// BeforeDelete may refuse to delete the object name (an error with its Status).
 	BeforeDelete(ctx context.Context, name string) error
-	// AfterWrite is called once obj has been stored (removed: it is gone). An error is
-	// returned to the client, though the write stands.
+	// AfterWrite is called once obj has been stored (removed: it is gone; a delete that only
+	// marked it calls it with obj marked). An error is returned to the client, though the
+	// write stands.
 	AfterWrite(ctx context.Context, obj *cache.Object, removed bool) error
 }
 
@@ -187,6 +190,15 @@ type Limit interface {
 	Updated(obj *cache.Object)
 	// Removed tells it the object at key is gone.
 	Removed(key cache.Key)
+}
+
+// DeleteMarker is a Lifecycle whose objects a delete marks the kind's own way, as
+// kube-apiserver's CRD storage marks a deleted CRD: MarkDeleted changes obj, the stored object
+// about to get its deletionTimestamp (a finalizer of the kind's, a status condition), and the
+// kind's AfterWrite, called with the marked object, cleans up and removes that finalizer. Such
+// a mark sets no deletionGracePeriodSeconds and keeps the generation.
+type DeleteMarker interface {
+	MarkDeleted(obj map[string]any)
 }
 
 // Conversion makes a kind a view of objects stored as another kind (Storage's storage version).

@@ -333,17 +333,17 @@ func (s *typedSchema) Validate(obj map[string]any) field.ErrorList {
 
 // ValidateUpdate is Validate, then the kind's rules on changes from old (immutable fields),
 // which only a change outside metadata and status can break: an update of metadata alone
-// decodes nothing more.
-func (s *typedSchema) ValidateUpdate(obj, old map[string]any) field.ErrorList {
+// decodes nothing more. It warns of nothing; sub does not matter.
+func (s *typedSchema) ValidateUpdate(obj, old map[string]any, _ string) (field.ErrorList, []string) {
 	v, errs := s.check(obj)
 	if v == nil || s.validateUpdate == nil || cache.SameSpec(obj, old) {
-		return errs
+		return errs, nil
 	}
 	o, err := s.decode(old)
 	if err != nil {
-		return errs // stored before the kind had its type's rules: nothing to compare with
+		return errs, nil // stored before the kind had its type's rules: nothing to compare with
 	}
-	return append(errs, s.validateUpdate(v, o)...)
+	return append(errs, s.validateUpdate(v, o)...), nil
 }
 
 // Warnings returns what kube-apiserver warns about in obj, an object that passed validation

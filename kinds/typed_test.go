@@ -197,9 +197,10 @@ func TestEventsV1View(t *testing.T) {
 	assert.Equal(t, "deployment-controller", v["deprecatedSource"].(map[string]any)["component"])
 	assert.Equal(t, "2026-11-24T10:01:00.000001Z", v["series"].(map[string]any)["lastObservedTime"])
 	assert.NotContains(t, v, "severity")
-	uv, ok := view.Schema.(kinds.UpdateValidator)
+	uv, ok := view.Schema.(kinds.UpdateSchema)
 	require.True(t, ok)
-	assert.Empty(t, uv.ValidateUpdate(v, v), "the view of an Event a v1 client wrote may be written back")
+	errs, _ := uv.ValidateUpdate(v, v, "")
+	assert.Empty(t, errs, "the view of an Event a v1 client wrote may be written back")
 	assert.NotEmpty(t, view.Schema.Validate(v), "but not created through events.k8s.io: the deprecated fields must be unset")
 
 	back, err := view.Conversion.ToStorage(v, core)

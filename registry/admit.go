@@ -59,9 +59,11 @@ func (s *Store) admit(ctx context.Context, r admitRequest) ([]string, error) {
 			return nil, err
 		}
 	}
-	if err := validate(r.t, r.obj, r.old, r.o); err != nil {
+	w, err := validate(r.t, r.obj, r.old, r.o)
+	if err != nil {
 		return nil, err
 	}
+	warnings = append(warnings, w...)
 	if w, ok := r.t.Kind.Schema.(kinds.Warner); ok {
 		warnings = append(warnings, w.Warnings(r.obj)...)
 	}
@@ -85,7 +87,8 @@ func (s *Store) admitStatus(ctx context.Context, t Target, obj, cur map[string]a
 		return nil, err
 	}
 	if !s.cfg.Admission.HasConfigured() {
-		return warnings, validate(t, obj, nil, o)
+		w, err := validate(t, obj, cur, o)
+		return append(warnings, w...), err
 	}
 	req := s.admissionRequest(t, webhooks.Update, obj, cur, o)
 	mres, err := s.cfg.Admission.Apply(ctx, req)
@@ -101,9 +104,11 @@ func (s *Store) admitStatus(ctx context.Context, t Target, obj, cur map[string]a
 			return nil, err
 		}
 	}
-	if err := validate(t, obj, nil, o); err != nil {
+	w, err := validate(t, obj, cur, o)
+	if err != nil {
 		return nil, err
 	}
+	warnings = append(warnings, w...)
 	vres := s.cfg.Admission.Validate(ctx, req)
 	warnings = append(warnings, vres.Warnings...)
 	if !vres.Allowed {
@@ -249,11 +254,12 @@ func pruneUnknown(t Target, obj map[string]any, o Options) ([]string, error) {
 
 // validate checks metadata as Kubernetes' ObjectMeta rules say (the name by the kind's rule)
 // and the object against the kind's schema, as a change of old (the stored object) when old is
-// not nil; every failure is one cause of a 422.
+// not nil (validateSchema); every failure is one cause of a 422. The warnings are the schema's
+// (failures it let through).
 //
 // Null label and annotation values are written as "", as decoding into ObjectMeta does in
 // Kubernetes, so nothing stored holds a null where clients expect a string.
-func validate(t Target, obj, old map[string]any, o Options) error {
+func validate(t Target, obj, old map[string]any, o Options) ([]string, error) {
 	md := metadataOf(obj)
 	for _, f := range []string{"labels", "annotations"} {
 		if m, ok := md[f].(map[string]any); ok {
@@ -266,20 +272,21 @@ func validate(t Target, obj, old map[string]any, o Options) error {
 	}
 	nameRule := t.Kind.NameValidator()
 	if metaQuicklyValid(md, t.Kind.Namespaced) && (t.Kind.NameRule == nil || nameRule(stringOf(md["name"]), false) == nil) {
-		if errs := validateSchema(t, obj, old); len(errs) > 0 {
+		errs, warnings := validateSchema(t, obj, old)
+		if len(errs) > 0 {
 			if err := typedDecodeError(t, obj, o); err != nil {
-				return err
+				return nil, err
 			}
-			return apierrors.NewInvalid(t.groupKind(), stringOf(md["name"]), uniqueErrors(t, errs))
+			return nil, apierrors.NewInvalid(t.groupKind(), stringOf(md["name"]), uniqueErrors(t, errs))
 		}
-		return nil
+		return warnings, nil
 	}
 	meta, err := objectMetaOf(md)
 	if err != nil {
 		if err := typedDecodeError(t, obj, o); err != nil {
-			return err
+			return nil, err
 		}
-		return badRequest("metadata: %v", err)
+		return nil, badRequest("metadata: %v", err)
 	}
 	checked := meta
 	if kinds.LabelsValid(meta.Labels) {
@@ -290,14 +297,15 @@ func validate(t Target, obj, old map[string]any, o Options) error {
 		checked.Finalizers = nil // likewise
 	}
 	errs := apivalidation.ValidateObjectMeta(&checked, t.Kind.Namespaced, nameRule, field.NewPath("metadata"))
-	errs = append(errs, validateSchema(t, obj, old)...)
+	schemaErrs, warnings := validateSchema(t, obj, old)
+	errs = append(errs, schemaErrs...)
 	if len(errs) > 0 {
 		if err := typedDecodeError(t, obj, o); err != nil {
-			return err
+			return nil, err
 		}
-		return apierrors.NewInvalid(t.groupKind(), meta.Name, uniqueErrors(t, errs))
+		return nil, apierrors.NewInvalid(t.groupKind(), meta.Name, uniqueErrors(t, errs))
 	}
-	return nil
+	return warnings, nil
 }
 
 // uniqueErrors drops the repeated errors of a built-in kind (the same field, reason and
@@ -317,16 +325,17 @@ func uniqueErrors(t Target, errs field.ErrorList) field.ErrorList {
 	return out
 }
 
-// validateSchema checks obj against t's schema: as a change of old, the stored object, when
-// the schema has rules on changes (kinds.UpdateValidator) and old is not nil.
-func validateSchema(t Target, obj, old map[string]any) field.ErrorList {
+// validateSchema checks obj against t's schema: a create, or a change of old, the stored
+// object, when old is not nil and the schema has rules on changes (kinds.UpdateSchema, which
+// may let failures through as warnings).
+func validateSchema(t Target, obj, old map[string]any) (field.ErrorList, []string) {
 	if t.Kind.Schema == nil {
-		return nil
+		return nil, nil
 	}
-	if uv, ok := t.Kind.Schema.(kinds.UpdateValidator); ok && old != nil {
-		return uv.ValidateUpdate(obj, old)
+	if us, ok := t.Kind.Schema.(kinds.UpdateSchema); ok && old != nil {
+		return us.ValidateUpdate(obj, old, t.Sub)
 	}
-	return t.Kind.Schema.Validate(obj)
+	return t.Kind.Schema.Validate(obj), nil
 }
 
 // admissionDenied is the error a denial answers: 403 Forbidden with the handler's message, or

@@ -48,8 +48,8 @@ func (s *Store) delete(ctx context.Context, t Target, pre cache.Preconditions, o
 	if err != nil {
 		return nil, false, err
 	}
-	if lc := t.Kind.Lifecycle; lc != nil && removed && !o.DryRun {
-		if err := lc.AfterWrite(ctx, obj, true); err != nil {
+	if lc := t.Kind.Lifecycle; lc != nil && (removed || obj.Deleting()) && !o.DryRun {
+		if err := lc.AfterWrite(ctx, obj, removed); err != nil {
 			return nil, false, err
 		}
 	}
@@ -58,16 +58,30 @@ func (s *Store) delete(ctx context.Context, t Target, pre cache.Preconditions, o
 }
 
 // deleteObject marks or removes t's object in one GuaranteedUpdate, so the finalizers it
-// decides on are the ones stored at that moment. The propagation policy first sets the
+// decides on are the ones stored at that moment. A kind that marks its objects itself
+// (kinds.DeleteMarker) does so there. The propagation policy first sets the
 // garbage collector's finalizer (gcFinalizers): a delete that orphans or waits for dependents
 // marks the object even when it had no finalizer, and a second delete of a marked object may
 // change its policy (its finalizers) but not its deletionTimestamp, as in kube-apiserver.
 func (s *Store) deleteObject(ctx context.Context, t Target, pre cache.Preconditions, o Options) (*cache.Object, bool, error) {
 	removing := false
+	marker, _ := t.Kind.Lifecycle.(kinds.DeleteMarker)
 	obj, err := s.cfg.Storage.GuaranteedUpdate(ctx, t.Key, pre, func(cur *cache.Object) (cache.Update, error) {
 		removing = false
 		finalizers, changed := gcFinalizers(cur.Finalizers(), o.PropagationPolicy, t.Kind.DeletePropagation)
 		switch {
+		case marker != nil && !cur.Deleting():
+			obj, err := cur.Decode()
+			if err != nil {
+				return cache.Update{}, err
+			}
+			md := metadataOf(obj)
+			if changed {
+				md["finalizers"] = toAnySlice(finalizers)
+			}
+			marker.MarkDeleted(obj)
+			md["deletionTimestamp"] = s.now()
+			return cache.Update{Object: obj}, nil
 		case cur.Deleting() && !changed:
 			return cache.Update{}, nil
 		case len(finalizers) > 0:

@@ -48,7 +48,9 @@ func checkView(t Target, obj, old map[string]any, o Options) ([]string, error) {
 			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), name, msg))
 		}
 	}
-	errs = append(errs, validateSchema(t, obj, old)...)
+	schemaErrs, schemaWarnings := validateSchema(t, obj, old)
+	errs = append(errs, schemaErrs...)
+	warnings = append(warnings, schemaWarnings...)
 	if len(errs) > 0 {
 		gk := schema.GroupKind{Group: t.Kind.Conversion.Storage.Group, Kind: t.Kind.Kind}
 		return nil, apierrors.NewInvalid(gk, stringOf(md["name"]), errs)

@@ -11,6 +11,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1beta1 "k8s.io/api/rbac/v1beta1"
 )
 
 var update = flag.Bool("update", false, "rewrite swaggerdoc.json.gz")
@@ -40,7 +43,22 @@ func swaggerDocs() map[string]map[string]string {
 	for _, k := range typedKinds(ts) {
 		walk(ts.of(k.Schema.(*typedSchema).t))
 	}
+	// The types whose descriptions the Table columns of other kinds carry, as kube-apiserver's
+	// printers take them.
+	for _, obj := range []any{&corev1.Event{}, &coordinationv1.Lease{}, &rbacv1beta1.RoleBinding{}, &rbacv1beta1.ClusterRoleBinding{}} {
+		walk(ts.of(reflect.TypeOf(obj).Elem()))
+	}
 	return out
+}
+
+// TestColumnDescriptions checks that every built-in kind's columns are described, as
+// kube-apiserver's printers describe them.
+func TestColumnDescriptions(t *testing.T) {
+	for _, k := range Builtins() {
+		for _, c := range k.Columns {
+			assert.NotEmpty(t, c.Definition().Description, "%s's column %s", k.Kind, c.Def.Name)
+		}
+	}
 }
 
 // TestSwaggerDocs keeps swaggerdoc.json.gz equal to the SwaggerDoc methods of the types the

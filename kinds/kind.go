@@ -272,9 +272,3 @@ func fieldValue(obj map[string]any, path string) string {
 		return string(b)
 	}
 }
-
-// Selectable reports whether a field selector on this kind may name label.
-func (k *Kind) Selectable(label string) bool {
-	_, _, err := k.ConvertFieldLabel(label, "")
-	return err == nil
-}

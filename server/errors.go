@@ -38,7 +38,7 @@ func (s *Server) toStatus(err error) *metav1.Status {
 	case errors.Is(err, echo.ErrMethodNotAllowed):
 		st = apierrors.NewMethodNotSupported(schema.GroupResource{}, "").ErrStatus
 		st.Message = "the server does not allow this method on the requested resource"
-		st.Details = nil
+		st.Details = &metav1.StatusDetails{}
 	default:
 		var maxErr *http.MaxBytesError
 		if errors.As(err, &maxErr) {
@@ -117,7 +117,7 @@ func (s *Server) errorHandler(c *echo.Context, err error) {
 	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
 	}
-	if werr := c.JSON(int(st.Code), st); werr != nil {
+	if werr := writeStatus(c, st); werr != nil {
 		s.log.Debug("writing error response", "err", werr)
 	}
 }

@@ -60,12 +60,15 @@ func FuzzDecodeObject(f *testing.F) {
 }
 
 func FuzzListQuery(f *testing.F) {
+	_, tg := newFuzzServer(f)
+	f.Add("limit=-1&continue=eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MSwic3RhcnQiOiJhXHUwMDAwIn0&resourceVersionMatch=Exact&resourceVersion=0")
+	f.Add("labelSelector=tier%3D(web&fieldSelector=spec.x%3D1&watch=true&sendInitialEvents=true")
 	f.Fuzz(func(t *testing.T, raw string) {
 		q, err := url.ParseQuery(raw)
 		if err != nil {
 			return
 		}
-		_, err = parseListQuery(q, func(l string) bool { return l != "spec.x" })
+		_, err = listQuery(q, tg)
 		requireClientError(t, err)
 	})
 }

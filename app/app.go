@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"sync"
-	"time"
 
 	"k8s.io/utils/clock"
 
@@ -20,6 +19,8 @@ import (
 	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/leader"
 	"github.com/opemu/opemu/metrics"
+	"github.com/opemu/opemu/namespaces"
+	"github.com/opemu/opemu/nodes"
 	"github.com/opemu/opemu/reconciler"
 	"github.com/opemu/opemu/registry"
 	"github.com/opemu/opemu/server"
@@ -91,11 +92,16 @@ type App struct {
 	routes    server.Controller        // the controllers' routes (history, reconcile)
 	loop      server.Loop              // pause, step, resume over every controller
 	collector *gc.Collector            // also made when only the collector is on
+	ns        *namespaces.Controller   // the namespace controller, made with the collector
+	// newNodes
+	nodes *nodes.Nodes
 	// newElector: nil when election is off.
 	elector *leader.Elector
 	mirror  *cache.Key // the Lease the file backend mirrors into the store (read-only to clients)
 	// bootstrap
 	crdsAt uint64 // the version the stored CRDs were loaded at (etcd)
+	// Run: the kubernetes Service of Run's listener (lead reads it once Run has set it).
+	apiService apiService
 
 	// server is the HTTP server's configuration; Run completes it (tokens depend on the
 	// listener) and serves it.
@@ -112,9 +118,11 @@ type App struct {
 //     the admission webhooks configured in the API.
 //  4. newFaults: the fault engine.
 //  5. newControllers: the Application controller, the simulated workloads' controllers, the
-//     Controllers' (hooks) and the garbage collector, as Config asks.
-//  6. newElector: leader election, when asked for and there is something to lead.
-//  7. bootstrap: the CRDs other replicas stored (etcd), the built-in CRDs, Config.Objects.
+//     Controllers' (hooks), the garbage collector and the namespace controller, as Config asks.
+//  6. newNodes: the cluster's Nodes (Config.Nodes).
+//  7. newElector: leader election, when asked for and there is something to lead.
+//  8. bootstrap: the CRDs other replicas stored (etcd), the system namespaces, the built-in
+//     CRDs, Config.Objects, the Nodes that are missing.
 //
 // Nothing runs until Run, which adds the HTTP server. ctx bounds what wiring waits for (loading
 // the stored CRDs, the bootstrap writes) and is not kept. On error nothing is left open.
@@ -132,7 +140,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Metrics: a.metrics, Logger: a.log, Clock: a.clock,
 	}
 	for _, step := range []func(context.Context) error{
-		a.newStore, a.newKinds, a.newWritePath, a.newFaults, a.newControllers, a.newElector, a.bootstrap,
+		a.newStore, a.newKinds, a.newWritePath, a.newFaults, a.newControllers, a.newNodes, a.newElector, a.bootstrap,
 	} {
 		if err := step(ctx); err != nil {
 			a.closeStore()
@@ -163,6 +171,14 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 		_ = ln.Close()
 		return err
 	}
+	// The kubernetes Service exists when the server serves. With the memory store this server
+	// is the cluster and keeps it pointing here; replicas sharing etcd create what is missing
+	// and the leader points it at itself (lead).
+	a.apiService = newAPIService(a.reg.Client(kubeAPIServer), ln.Addr(), a.clock)
+	if err := a.apiService.ensure(ctx, a.etcd == nil); err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("app: the kubernetes Service: %w", err)
+	}
 	if a.cfg.Ready != nil {
 		a.cfg.Ready()
 	}
@@ -171,7 +187,10 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if a.etcd == nil {
+		// This process is its cluster: its kubelets and its API server's own objects are its.
 		wg.Go(func() { _ = a.recorder.Run(ctx) })
+		wg.Go(func() { _ = a.nodes.Run(ctx) })
+		wg.Go(func() { a.apiService.run(ctx) })
 	} else {
 		wg.Go(func() { _ = a.crds.Follow(ctx, a.store, a.crdsAt, a.etcd.EndWatches, a.log) })
 		wg.Go(func() { _ = a.recorder.Work(ctx) })
@@ -198,17 +217,18 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// leads reports whether this server has leader's work (see lead): controllers, the collector,
-// or a shared store's upkeep.
+// leads reports whether this server has leader's work (see lead): controllers, the collector
+// and the namespace controller, or a shared store's upkeep.
 func (a *App) leads() bool {
 	return len(a.ctrls) > 0 || a.collector != nil || a.etcd != nil
 }
 
 // lead is the work of the leader, until ctx ends: every controller (the Application's and the
-// simulated workloads') and the garbage collector, each starting with a full list (a full
-// resync); over a shared store also the finishing of Terminating namespaces, etcd's
-// compaction and the Events' sweep (one replica does each for all). It returns once they all
-// have, so the elector releases the lease only after the workers finished their item.
+// simulated workloads'), the garbage collector and the namespace controller, each starting
+// with a full list (a full resync); over a shared store also the Nodes' heartbeats, the
+// kubernetes Service's endpoints (pointed at this replica), etcd's compaction and the Events'
+// sweep (one replica does each for all). It returns once they all have, so the elector
+// releases the lease only after the workers finished their item.
 func (a *App) lead(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, c := range a.ctrls {
@@ -216,6 +236,7 @@ func (a *App) lead(ctx context.Context) {
 	}
 	if a.collector != nil {
 		wg.Go(func() { _ = a.collector.Run(ctx) })
+		wg.Go(func() { _ = a.ns.Run(ctx) })
 	}
 	if a.hooks != nil {
 		wg.Go(func() { _ = a.hooks.Lead(ctx) })
@@ -223,25 +244,15 @@ func (a *App) lead(ctx context.Context) {
 	if a.etcd != nil {
 		wg.Go(func() { _ = a.recorder.Run(ctx) })
 		wg.Go(func() { _ = a.etcd.RunCompaction(ctx, a.cfg.EtcdCompactionInterval) })
-		wg.Go(func() { a.finishNamespaces(ctx) })
+		wg.Go(func() { _ = a.nodes.Run(ctx) })
+		wg.Go(func() {
+			if err := a.apiService.ensure(ctx, true); err != nil && ctx.Err() == nil {
+				a.log.Warn("the kubernetes Service", "err", err)
+			}
+			a.apiService.run(ctx)
+		})
 	}
 	wg.Wait()
-}
-
-// finishNamespaces finishes Terminating namespaces every second (registry.FinishNamespaces).
-func (a *App) finishNamespaces(ctx context.Context) {
-	t := a.clock.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-		}
-		if err := a.reg.FinishNamespaces(ctx); err != nil && ctx.Err() == nil {
-			a.log.Debug("finishing namespaces", "err", err)
-		}
-	}
 }
 
 // closeStore closes the store (and etcd's client), if it is open.

@@ -35,6 +35,7 @@ func TestRunReleasesEverything(t *testing.T) {
 		{"controller, election in memory", app.Config{EnableController: true, EnableLeaderElection: true, LeaseBackend: leader.BackendMemory, RetryPeriod: 50 * time.Millisecond}},
 		{"controller, election by file", app.Config{EnableController: true, EnableLeaderElection: true, LeaseBackend: leader.BackendFile, LeaseFile: filepath.Join(t.TempDir(), "lease"), RetryPeriod: 50 * time.Millisecond}},
 		{"manual clock", app.Config{EnableController: true, Clock: app.NewManualClock(time.Now())}},
+		{"nodes and the cluster's controllers", app.Config{Nodes: 3, EnableCollector: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := goleak.IgnoreCurrent()

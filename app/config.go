@@ -32,14 +32,21 @@ type Config struct {
 	// LeaseDuration, RenewDeadline and RetryPeriod are client-go's. Zero means 15 s, 10 s, 2 s.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// EnableController runs the built-in controllers: the Application controller, the
-	// simulated workload controllers (Deployments, StatefulSets, Jobs) and the garbage
-	// collector, on the leader.
+	// simulated workload controllers (Deployments, StatefulSets, Jobs), the garbage collector
+	// and the namespace controller, on the leader.
 	EnableController bool
-	// EnableCollector runs the garbage collector (on the leader) even while EnableController
-	// is false: testenv's shape, where the suite's own operator is the controller under test
-	// but an owner's dependents are still collected as in a cluster. False: the collector
-	// runs with the controllers only.
+	// EnableCollector runs the cluster's own controllers, the garbage collector and the
+	// namespace controller (on the leader), even while EnableController is false: testenv's
+	// shape, where the suite's own operator is the controller under test but an owner's
+	// dependents are collected and a deleted namespace finishes as in a cluster. False: they
+	// run with the controllers only (without either, a deleted namespace stays Terminating,
+	// as under a lone kube-apiserver).
 	EnableCollector bool
+	// Nodes is how many Nodes the cluster has (package nodes: opemu-control-plane,
+	// opemu-worker, opemu-worker2, ...), registered Ready by New and heartbeating while the
+	// server runs (on the leader, when replicas share etcd). Zero means none, as under a lone
+	// kube-apiserver; the binary's default is 1.
+	Nodes int
 	// WorkerCount is how many reconcile workers run. Zero means 2.
 	WorkerCount int
 	// ReconcileInterval is the periodic resync; zero disables it.

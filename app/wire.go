@@ -24,6 +24,8 @@ import (
 	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/leader"
 	"github.com/opemu/opemu/metrics"
+	"github.com/opemu/opemu/namespaces"
+	"github.com/opemu/opemu/nodes"
 	"github.com/opemu/opemu/reconciler"
 	"github.com/opemu/opemu/registry"
 	"github.com/opemu/opemu/server"
@@ -150,7 +152,8 @@ func (a *App) newFaults(context.Context) (err error) {
 // newControllers makes, with Config.EnableController, the built-in controllers (the
 // Application's and the simulated workloads', each a reconciler.Controller with a.tuning) and
 // the Controllers' (hooks.Manager, with the same tuning), and the routes that show and drive
-// them; with either EnableController or EnableCollector, the garbage collector.
+// them; with either EnableController or EnableCollector, the garbage collector and the
+// namespace controller.
 func (a *App) newControllers(context.Context) error {
 	cfg := a.cfg
 	if cfg.EnableController {
@@ -199,8 +202,23 @@ func (a *App) newControllers(context.Context) error {
 		if a.collector, err = gc.New(gc.Config{Client: a.reg.Client(gc.Source), Kinds: a.served, Events: a.recorder, Logger: a.log, Clock: a.clock}); err != nil {
 			return err
 		}
+		if a.ns, err = namespaces.New(namespaces.Config{Client: a.reg.Client(namespaceController), Tuning: a.tuning}); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// The field managers of the cluster's own parts, as Kubernetes names them.
+const (
+	kubeAPIServer       = "kube-apiserver"
+	namespaceController = "namespace-controller"
+)
+
+// newNodes makes the cluster's Nodes (Config.Nodes), whose kubelets write as "kubelet".
+func (a *App) newNodes(context.Context) (err error) {
+	a.nodes, err = nodes.New(nodes.Config{Client: a.reg.Client(nodes.Manager), Count: a.cfg.Nodes, Clock: a.clock, Logger: a.log})
+	return err
 }
 
 // newElector makes the elector when Config.EnableLeaderElection asks for it and this server
@@ -251,8 +269,9 @@ func (a *App) electionClock() clock.WithTicker {
 }
 
 // bootstrap makes the stored state the server starts from: over etcd, it serves the kinds of
-// the CRDs stored through any replica first; then it creates the built-in CRDs and
-// Config.Objects through the write path (Registry.Bootstrap: an object that exists is kept).
+// the CRDs stored through any replica first; then it creates the system namespaces, the
+// built-in CRDs and Config.Objects through the write path (Registry.Bootstrap: an object that
+// exists is kept), and registers the Nodes that are missing.
 func (a *App) bootstrap(ctx context.Context) error {
 	if a.etcd != nil {
 		var err error
@@ -272,7 +291,7 @@ func (a *App) bootstrap(ctx context.Context) error {
 			return fmt.Errorf("app: creating %s: %w", describe(obj), err)
 		}
 	}
-	return nil
+	return a.nodes.Register(ctx)
 }
 
 // serverConfig is the HTTP server's configuration over what the steps made (Run adds the

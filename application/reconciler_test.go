@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/opemu/opemu/app/apptest"
 	"github.com/opemu/opemu/application"
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/cache/cachetest"
@@ -16,7 +17,6 @@ import (
 	"github.com/opemu/opemu/metrics"
 	"github.com/opemu/opemu/reconciler"
 	"github.com/opemu/opemu/registry"
-	"github.com/opemu/opemu/registry/registrytest"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -72,7 +72,7 @@ type rig struct {
 
 func newRig(t *testing.T, step time.Duration, tweak ...func(*reconciler.Config)) *rig {
 	t.Helper()
-	env := registrytest.New(t, registrytest.Options{})
+	env := apptest.New(t, apptest.Options{})
 	store := env.Storage
 	rec := &recorder{}
 	app := application.New(application.Config{Client: env.Registry.Client(application.Source), Events: rec, RolloutStep: step})

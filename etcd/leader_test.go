@@ -9,6 +9,7 @@ import (
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/cache/cachetest"
 	"github.com/opemu/opemu/etcd/etcdtest"
+	"github.com/opemu/opemu/namespaces"
 	"github.com/opemu/opemu/registry/registrytest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -48,9 +49,10 @@ func TestRunCompaction(t *testing.T) {
 	}
 }
 
-// TestFinishNamespaces: objects that reached a Terminating namespace behind the deleting
-// replica's back (created through another replica that had not seen the namespace marked) are
-// deleted by the leader's pass, finalizers honoured, and the namespace goes with the last.
+// TestFinishNamespaces: the namespace controller running on one replica finishes a namespace
+// whose objects were created through another (the leader's part over a shared store): each
+// pass deletes what its replica's cache holds once it caught up, finalizers honoured, and the
+// namespace goes once the last finalizer, removed through the other replica, is gone.
 func TestFinishNamespaces(t *testing.T) {
 	t.Parallel()
 	client := etcdtest.Start(t).Client(t)
@@ -59,47 +61,57 @@ func TestFinishNamespaces(t *testing.T) {
 	b := registrytest.New(t, registrytest.Options{Storage: rs[1]})
 	ctx := t.Context()
 	ca, cb := a.Registry.Client("test"), b.Registry.Client("test")
-	_, err := ca.Create(ctx, cachetest.Key("team", "first"), cachetest.App("first", 1))
+	_, err := ca.Create(ctx, configMapKey("team", "first"), configMap("first"))
 	require.NoError(t, err)
 	// Through b, an object with a finalizer and a plain one, both while b saw team Active.
-	held := cachetest.App("held", 1)
+	held := configMap("held")
 	held["metadata"].(map[string]any)["finalizers"] = []any{"example.com/hold"}
 	require.NoError(t, rs[1].WaitUntilFresh(ctx, 0))
-	_, err = cb.Create(ctx, cachetest.Key("team", "held"), held)
+	_, err = cb.Create(ctx, configMapKey("team", "held"), held)
 	require.NoError(t, err)
-	_, err = cb.Create(ctx, cachetest.Key("team", "late"), cachetest.App("late", 1))
+	_, err = cb.Create(ctx, configMapKey("team", "late"), configMap("late"))
 	require.NoError(t, err)
-	// a marks team Terminating; its own cascade would delete only what its cache held at that
-	// moment, so here none runs at all: the leader's pass has everything left to do.
 	nsKey := cache.Key{Resource: "namespaces", Name: "team"}
-	marked, err := rs[0].GuaranteedUpdate(ctx, nsKey, cache.Preconditions{}, func(cur *cache.Object) (cache.Update, error) {
-		obj := cachetest.Decode(t, cur)
-		obj["metadata"].(map[string]any)["deletionTimestamp"] = "2026-11-24T00:00:00Z"
-		obj["status"] = map[string]any{"phase": "Terminating"}
-		return cache.Update{Object: obj}, nil
-	}, cache.WriteOptions{})
+	marked, _, err := ca.Delete(ctx, nsKey, cache.Preconditions{})
 	require.NoError(t, err)
 	require.True(t, marked.Deleting())
 
+	ctrl, err := namespaces.New(namespaces.Config{Client: ca})
+	require.NoError(t, err)
 	require.NoError(t, rs[0].WaitUntilFresh(ctx, 0))
-	require.NoError(t, a.Registry.FinishNamespaces(ctx))
+	done, err := ctrl.Sync(ctx, "team")
+	require.NoError(t, err)
+	assert.False(t, done, "held is left")
 	for _, name := range []string{"first", "late"} {
-		_, err := rs[0].Get(ctx, cachetest.Key("team", name))
+		_, err := rs[0].Get(ctx, configMapKey("team", name))
 		assert.ErrorIs(t, err, cache.ErrNotFound, "%s was deleted", name)
 	}
-	h, err := rs[0].Get(ctx, cachetest.Key("team", "held"))
+	h, err := rs[0].Get(ctx, configMapKey("team", "held"))
 	require.NoError(t, err)
 	assert.True(t, h.Deleting(), "held is marked, its finalizer honoured")
-	_, err = rs[0].Get(ctx, nsKey)
+	ns, err := rs[0].Get(ctx, nsKey)
 	require.NoError(t, err, "the namespace stays while held is there")
+	assert.Contains(t, string(ns.Raw()), `Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances`)
 
 	// The finalizer goes (through b); the next pass removes the namespace.
-	_, err = rs[1].GuaranteedUpdate(ctx, cachetest.Key("team", "held"), cache.Preconditions{}, func(cur *cache.Object) (cache.Update, error) {
+	_, err = rs[1].GuaranteedUpdate(ctx, configMapKey("team", "held"), cache.Preconditions{}, func(cur *cache.Object) (cache.Update, error) {
 		return cache.Update{Remove: true}, nil
 	}, cache.WriteOptions{})
 	require.NoError(t, err)
 	require.NoError(t, rs[0].WaitUntilFresh(ctx, 0))
-	require.NoError(t, a.Registry.FinishNamespaces(ctx))
+	done, err = ctrl.Sync(ctx, "team")
+	require.NoError(t, err)
+	assert.True(t, done)
 	_, err = rs[0].Get(ctx, nsKey)
 	require.ErrorIs(t, err, cache.ErrNotFound, "the namespace goes with its last object")
+}
+
+// configMapKey is the key of ConfigMap name in namespace ns.
+func configMapKey(ns, name string) cache.Key {
+	return cache.Key{Resource: "configmaps", Namespace: ns, Name: name}
+}
+
+// configMap is the ConfigMap name.
+func configMap(name string) map[string]any {
+	return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name}}
 }

@@ -27,7 +27,8 @@ type ownPathEnv struct {
 
 func newOwnPathEnv(t testing.TB, limit int) ownPathEnv {
 	t.Helper()
-	env := registrytest.New(t, registrytest.Options{})
+	// An empty admission chain: TestRecorderEventsGoThroughAConfiguredChain configures one.
+	env := registrytest.New(t, registrytest.Options{Admission: &webhooks.Chain{}})
 	client := env.Registry.Client("opemu-events")
 	c := clocktesting.NewFakeClock(time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC))
 	rec := events.New(events.Config{Client: client, Host: "pod-1", Limit: limit, Clock: c})

@@ -8,11 +8,11 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/opemu/opemu/app/apptest"
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/faults"
 	"github.com/opemu/opemu/metrics"
 	"github.com/opemu/opemu/registry"
-	"github.com/opemu/opemu/registry/registrytest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,7 +34,7 @@ type rig struct {
 
 func newRig(t *testing.T, roll func() float64) *rig {
 	t.Helper()
-	core := registrytest.New(t, registrytest.Options{})
+	core := apptest.New(t, apptest.Options{})
 	m := metrics.New()
 	e, err := faults.New(faults.Config{Client: core.Registry.Client("faults"), Metrics: m, Rand: roll})
 	require.NoError(t, err)

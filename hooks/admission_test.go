@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opemu/opemu/app/apptest"
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/hooks"
 	"github.com/opemu/opemu/registry"
@@ -86,7 +87,7 @@ type admissionRig struct {
 func newAdmissionRig(t *testing.T) *admissionRig {
 	t.Helper()
 	chain := &webhooks.Chain{}
-	env := registrytest.New(t, registrytest.Options{Admission: chain})
+	env := apptest.New(t, apptest.Options{Options: registrytest.Options{Admission: chain}})
 	adm, err := hooks.NewAdmission(hooks.AdmissionConfig{Client: env.Registry.Client("opemu-webhooks"), Kinds: env.Kinds})
 	require.NoError(t, err)
 	chain.Configured = adm

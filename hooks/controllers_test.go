@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opemu/opemu/app/apptest"
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/hooks"
@@ -178,7 +179,7 @@ func readyHook(req map[string]any) (int, any) {
 	}
 }
 
-// rig is a core (registrytest), a hooks.Manager leading, and an event recorder.
+// rig is a core (apptest), a hooks.Manager leading, and an event recorder.
 type rig struct {
 	env    *registrytest.Env
 	client *registry.Client
@@ -188,7 +189,7 @@ type rig struct {
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	env := registrytest.New(t, registrytest.Options{})
+	env := apptest.New(t, apptest.Options{})
 	r := &rig{env: env, client: env.Registry.Client("test"), events: &recorder{}}
 	r.create(t, crds, "", yamlObj(t, widgetCRD))
 	// The first server-side apply in a process parses client-go's schema of the built-in kinds

@@ -1,40 +1,32 @@
 package kinds
 
 import (
+	"github.com/opemu/opemu/cache"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 )
 
-// The built-in kinds served beside custom resources since the start (SPEC §3). They have no
+// The built-in kinds served beside custom resources since the start (SPEC §3) that have no
 // schema: the write path checks their metadata only, and keeps the rest as sent (v1 Events
-// carry opemu's severity). The kinds of SPEC §14 are in served.go.
+// carry opemu's severity). The kinds of SPEC §14, and Namespace, are in served.go; the rules
+// of Namespaces their Go type cannot say are here.
 
 // Namespaces, Events and Leases are where the built-in kinds are stored.
 var (
-	Namespaces = NamespaceKind().GroupResource()
+	Namespaces = cache.GroupResource{Resource: "namespaces"}
 	Events     = EventKind().GroupResource()
 	Leases     = LeaseKind().GroupResource()
 )
 
-// Builtins returns new copies of the built-in kinds: Namespace, Event and Lease, and the kinds
-// of served.go (the CustomResourceDefinition kind comes from package crd, which owns its
-// rules).
+// Builtins returns new copies of the built-in kinds: Event and Lease, and the kinds of
+// served.go (the CustomResourceDefinition kind comes from package crd, which owns its rules).
 func Builtins() []*Kind {
-	return append([]*Kind{NamespaceKind(), EventKind(), LeaseKind()}, typedKinds(newTypeSet())...)
+	return append([]*Kind{EventKind(), LeaseKind()}, typedKinds(newTypeSet())...)
 }
 
-// NamespaceKind is core/v1 Namespace.
-func NamespaceKind() *Kind {
-	return &Kind{
-		Version: "v1", Kind: "Namespace", ListKind: "NamespaceList", Plural: "namespaces", Singular: "namespace", ShortNames: []string{"ns"},
-		Columns:          namespaceColumns(),
-		Fields:           []Field{{Name: "status.phase"}},
-		StrategicPatch:   &corev1.Namespace{},
-		Protobuf:         true,
-		PrepareForCreate: defaultNamespace,
-		Canonicalize:     labelNamespace,
-	}
-}
+// The finalizer kube-apiserver gives every Namespace (spec.finalizers): the namespace
+// controller removes it once the namespace is empty.
+const NamespaceFinalizer = string(corev1.FinalizerKubernetes)
 
 // labelNamespace sets the kubernetes.io/metadata.name label to the Namespace's name, as
 // kube-apiserver's namespace strategy does in Canonicalize (so a generated name gets it too).
@@ -52,34 +44,59 @@ func labelNamespace(obj map[string]any) {
 		labels = map[string]any{}
 		md["labels"] = labels
 	}
-	labels["kubernetes.io/metadata.name"] = name
+	labels[corev1.LabelMetadataName] = name
 }
 
-// defaultNamespace fills what kube-apiserver's namespace strategy fills: the kubernetes
-// finalizer, phase Active and the kubernetes.io/metadata.name label.
-func defaultNamespace(obj map[string]any) {
-	if _, ok := obj["spec"].(map[string]any); !ok {
-		obj["spec"] = map[string]any{"finalizers": []any{"kubernetes"}}
+// objectAt returns the object at key in obj, made (empty) when absent; ok is false when
+// something else is there, which validation refuses.
+func objectAt(obj map[string]any, key string) (m map[string]any, ok bool) {
+	switch v := obj[key].(type) {
+	case map[string]any:
+		return v, true
+	case nil:
+		m = map[string]any{}
+		obj[key] = m
+		return m, true
 	}
-	st, ok := obj["status"].(map[string]any)
-	if !ok {
-		st = map[string]any{}
-		obj["status"] = st
-	}
-	if st["phase"] == nil {
-		st["phase"] = "Active"
-	}
-	md, ok := obj["metadata"].(map[string]any)
+	return nil, false
+}
+
+// prepareNamespace is kube-apiserver's namespace strategy's PrepareForCreate: the status is
+// phase Active, whatever was sent, and spec.finalizers holds the kubernetes finalizer (added
+// to those sent).
+func prepareNamespace(obj map[string]any) {
+	obj["status"] = map[string]any{"phase": string(corev1.NamespaceActive)}
+	spec, ok := objectAt(obj, "spec")
 	if !ok {
 		return
 	}
-	labels, ok := md["labels"].(map[string]any)
-	if !ok {
-		labels = map[string]any{}
-		md["labels"] = labels
+	finalizers, _ := spec["finalizers"].([]any)
+	for _, f := range finalizers {
+		if f == NamespaceFinalizer {
+			return
+		}
 	}
-	if name, _ := md["name"].(string); name != "" {
-		labels["kubernetes.io/metadata.name"] = name
+	spec["finalizers"] = append(finalizers, NamespaceFinalizer)
+}
+
+// keepNamespaceFinalizers is the namespace strategy's PrepareForUpdate for the main resource:
+// spec.finalizers change only through /finalize (the status, only through /status, is kept by
+// the status subresource's rule).
+func keepNamespaceFinalizers(obj, old map[string]any) {
+	oldSpec, _ := old["spec"].(map[string]any)
+	f, had := oldSpec["finalizers"]
+	spec, ok := obj["spec"].(map[string]any)
+	if !ok {
+		if !had {
+			return
+		}
+		spec = map[string]any{}
+		obj["spec"] = spec
+	}
+	if had {
+		spec["finalizers"] = f
+	} else {
+		delete(spec, "finalizers")
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -435,6 +436,49 @@ func defaultEndpoints(e *corev1.Endpoints) {
 			if p := &e.Subsets[i].Ports[j]; p.Protocol == "" {
 				p.Protocol = corev1.ProtocolTCP
 			}
+		}
+	}
+}
+
+// defaultNamespace sets the kubernetes.io/metadata.name label to the name (SetDefaults_Namespace:
+// so a name too long for a label value is refused for both) and the phase a status without one
+// has (SetDefaults_NamespaceStatus).
+func defaultNamespace(ns *corev1.Namespace) {
+	if ns.Name != "" {
+		if ns.Labels == nil {
+			ns.Labels = map[string]string{}
+		}
+		ns.Labels[corev1.LabelMetadataName] = ns.Name
+	}
+	if ns.Status.Phase == "" {
+		ns.Status.Phase = corev1.NamespaceActive
+	}
+}
+
+// defaultNode fills podCIDRs from podCIDR (the stored form keeps both, podCIDR authoritative,
+// as kube's conversion does) and allocatable from capacity when it is not reported.
+func defaultNode(n *corev1.Node) {
+	s := &n.Spec
+	if s.PodCIDR != "" && (len(s.PodCIDRs) == 0 || s.PodCIDRs[0] != s.PodCIDR) {
+		s.PodCIDRs = []string{s.PodCIDR}
+	}
+	if s.PodCIDR == "" && len(s.PodCIDRs) > 0 {
+		s.PodCIDR = s.PodCIDRs[0]
+	}
+	if st := &n.Status; st.Allocatable == nil && st.Capacity != nil {
+		st.Allocatable = st.Capacity.DeepCopy()
+	}
+}
+
+// defaultEndpointSlice gives every port a name ("") and a protocol (TCP).
+func defaultEndpointSlice(e *discoveryv1.EndpointSlice) {
+	for i := range e.Ports {
+		p := &e.Ports[i]
+		if p.Name == nil {
+			p.Name = ptr.To("")
+		}
+		if p.Protocol == nil {
+			p.Protocol = ptr.To(corev1.ProtocolTCP)
 		}
 	}
 }

@@ -15,8 +15,9 @@ import (
 // How a Go API type (k8s.io/api) looks in JSON, read from the type itself by reflection: its
 // fields with their JSON names, which are required (no omitempty, as kube-openapi decides),
 // their descriptions (the SwaggerDoc methods generated beside every API type, kept in
-// swaggerdoc.json.gz) and patch strategies (struct tags). Typed kinds prune, check and document
-// their objects from this.
+// swaggerdoc.json.gz, read only when the OpenAPI documents are built: the writes a server makes
+// at start do not decode them) and patch strategies (struct tags). Typed kinds prune, check and
+// document their objects from this.
 
 // valueKind is the JSON shape of a Go type.
 type valueKind int
@@ -45,7 +46,6 @@ type goType struct {
 	// ("io.k8s.api.apps.v1.DeploymentSpec"); empty for plain values.
 	name   string
 	format string // OpenAPI format: int32, int64, double, byte, date-time
-	doc    string // the type's own description
 	fields map[string]*goField
 	order  []string // field names, sorted
 	elem   *goType
@@ -57,7 +57,9 @@ type goField struct {
 	typ      *goType
 	required bool
 	pointer  bool // the Go field is a pointer
-	doc      string
+	// docOf is the OpenAPI name of the type that declares the field (an embedded struct's for
+	// a promoted field), whose descriptions hold the field's.
+	docOf string
 	// patchStrategy and patchMergeKey are the strategic merge patch tags.
 	patchStrategy, patchMergeKey string
 }
@@ -118,14 +120,12 @@ func (ts *typeSet) ofLocked(t reflect.Type) *goType {
 	if g.kind != kindObject {
 		if t.Name() != "" && t.PkgPath() != "" {
 			g.name = definitionName(t)
-			g.doc = ts.docs.of(g.name)[""]
 		}
 		return g
 	}
 	switch t.Kind() {
 	case reflect.Struct:
 		g.name = definitionName(t)
-		g.doc = ts.docs.of(g.name)[""]
 		g.fields = map[string]*goField{}
 		ts.addFields(g, t)
 		for n := range g.fields {
@@ -155,7 +155,7 @@ func (ts *typeSet) ofLocked(t reflect.Type) *goType {
 // addFields adds the JSON fields of struct t to g, following encoding/json: embedded structs
 // without a JSON name (`json:",inline"`) promote their fields.
 func (ts *typeSet) addFields(g *goType, t reflect.Type) {
-	docs := ts.docs.of(definitionName(t))
+	declaredIn := definitionName(t)
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
@@ -181,7 +181,7 @@ func (ts *typeSet) addFields(g *goType, t reflect.Type) {
 			omitempty = true
 		}
 		g.fields[name] = &goField{
-			name: name, typ: ts.ofLocked(f.Type), required: !omitempty, pointer: f.Type.Kind() == reflect.Pointer, doc: docs[name],
+			name: name, typ: ts.ofLocked(f.Type), required: !omitempty, pointer: f.Type.Kind() == reflect.Pointer, docOf: declaredIn,
 			patchStrategy: f.Tag.Get("patchStrategy"), patchMergeKey: f.Tag.Get("patchMergeKey"),
 		}
 	}

@@ -32,6 +32,17 @@ type Kind struct {
 	// Status says the kind has the status subresource: writes to the main resource keep the
 	// stored status, writes to /status change only status.
 	Status bool
+	// StatusOnCreate says a create keeps the status it is sent (a kubelet registers its Node
+	// with its status); otherwise a kind with the status subresource starts without one.
+	StatusOnCreate bool
+	// Finalize says the kind has spec.finalizers and the finalize subresource, as a Namespace
+	// has: only a write to /finalize changes spec.finalizers (PrepareForUpdate keeps them on
+	// the main resource, the status subresource keeps the spec), and an object being deleted
+	// is removed only once both its metadata.finalizers and its spec.finalizers are empty.
+	Finalize bool
+	// LabelsGeneration says a change of labels moves metadata.generation too, as a change of
+	// spec does (an EndpointSlice's strategy).
+	LabelsGeneration bool
 	// Scale, when set, is the scale subresource (an autoscaling/v1 Scale view of these paths).
 	Scale *apiextv1.CustomResourceSubresourceScale
 	// Schema checks, prunes and defaults objects. Nil means the kind has no schema: metadata is
@@ -126,6 +137,9 @@ type Field struct {
 	Name string
 	// Path is the value's location; empty means the same as Name ("a.b" is obj.a.b).
 	Path string
+	// Default is the value when the path is absent (a false boolean that omitempty leaves
+	// out of the object is "false" to a selector, as the Go type's field is to kube-apiserver).
+	Default string
 }
 
 // Column is one Table column and how to fill its cell from a decoded object.
@@ -196,7 +210,13 @@ func (k *Kind) AppendFields(dst []string, obj map[string]any) []string {
 		if p == "" {
 			p = f.Name
 		}
-		dst = append(dst, f.Name, fieldValue(obj, p))
+		v := fieldValue(obj, p)
+		if v == "" && f.Default != "" {
+			if _, present := ValueAt(obj, p); !present {
+				v = f.Default
+			}
+		}
+		dst = append(dst, f.Name, v)
 	}
 	return dst
 }

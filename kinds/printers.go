@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // The Table columns kubectl users know for the built-in kinds (kube-apiserver's printers,
@@ -690,3 +691,116 @@ var (
 	eventsV1Fields = eventFields{firstTimestamp: "deprecatedFirstTimestamp", lastTimestamp: "deprecatedLastTimestamp", involved: "regarding",
 		sourceComponent: "deprecatedSource.component", sourceHost: "deprecatedSource.host", reportingController: "reportingController", message: "note", count: "deprecatedCount"}
 )
+
+// nodeColumns are kubectl's for Nodes: Ready or NotReady (Unknown without the condition, with
+// SchedulingDisabled when cordoned), the roles from node-role.kubernetes.io/<role> labels, the
+// kubelet's version, and with -o wide the addresses and what the kubelet reports of its host.
+func nodeColumns() []Column {
+	info := func(name, key string) Column {
+		return docColumn(name, "string", 1, coreV1+"NodeSystemInfo", key, func(obj map[string]any, _ time.Time) any {
+			v := stringAt(obj, "status.nodeInfo."+key)
+			if v == "" {
+				v = "<unknown>"
+			}
+			if arch := stringAt(obj, "status.nodeInfo.architecture"); key == "kernelVersion" && arch != "" {
+				v += " (" + arch + ")"
+			}
+			return v
+		})
+	}
+	address := func(name, typ string) Column {
+		return docColumn(name, "string", 1, coreV1+"NodeStatus", "addresses", func(obj map[string]any, _ time.Time) any {
+			for _, a := range listAt(obj, "status.addresses") {
+				if m, _ := a.(map[string]any); m["type"] == typ {
+					return stringAt(m, "address")
+				}
+			}
+			return none
+		})
+	}
+	return []Column{
+		NameColumn,
+		column("Status", "string", 0, "The status of the node", func(obj map[string]any, _ time.Time) any {
+			status := "Unknown"
+			for _, c := range listAt(obj, "status.conditions") {
+				if m, _ := c.(map[string]any); m["type"] == "Ready" {
+					status = "NotReady"
+					if m["status"] == "True" {
+						status = "Ready"
+					}
+				}
+			}
+			if v, _ := ValueAt(obj, "spec.unschedulable"); v == true {
+				status += ",SchedulingDisabled"
+			}
+			return status
+		}),
+		column("Roles", "string", 0, "The roles of the node", func(obj map[string]any, _ time.Time) any {
+			roles := sets.New[string]()
+			for k, v := range mapAt(obj, "metadata.labels") {
+				if role, ok := strings.CutPrefix(k, "node-role.kubernetes.io/"); ok && role != "" {
+					roles.Insert(role)
+				} else if s, _ := v.(string); k == "kubernetes.io/role" && s != "" {
+					roles.Insert(s)
+				}
+			}
+			if roles.Len() == 0 {
+				return none
+			}
+			return strings.Join(sets.List(roles), ",")
+		}),
+		ageColumn(),
+		docColumn("Version", "string", 0, coreV1+"NodeSystemInfo", "kubeletVersion", stringCell("status.nodeInfo.kubeletVersion")),
+		address("Internal-IP", "InternalIP"),
+		address("External-IP", "ExternalIP"),
+		info("OS-Image", "osImage"),
+		info("Kernel-Version", "kernelVersion"),
+		info("Container-Runtime", "containerRuntimeVersion"),
+	}
+}
+
+// endpointSliceColumns are kubectl's for EndpointSlices: the first three ports and addresses
+// ("+ N more..." beyond), <unset> when there are none.
+func endpointSliceColumns() []Column {
+	const endpointSlice = "io.k8s.api.discovery.v1.EndpointSlice" // (the printers' descriptions are v1beta1's)
+	firstThree := func(list []string) string {
+		switch {
+		case len(list) == 0:
+			return "<unset>"
+		case len(list) > 3:
+			return fmt.Sprintf("%s + %d more...", strings.Join(list[:3], ","), len(list)-3)
+		}
+		return strings.Join(list, ",")
+	}
+	return []Column{
+		NameColumn,
+		docColumn("AddressType", "string", 0, endpointSlice, "addressType", stringCell("addressType")),
+		docColumn("Ports", "string", 0, endpointSlice, "ports", func(obj map[string]any, _ time.Time) any {
+			var out []string
+			for _, p := range listAt(obj, "ports") {
+				m, _ := p.(map[string]any)
+				switch {
+				case m["port"] != nil:
+					out = append(out, strconv.FormatInt(intAt(m, "port"), 10))
+				case m["name"] != nil:
+					out = append(out, stringAt(m, "name"))
+				default:
+					out = append(out, "*")
+				}
+			}
+			return firstThree(out)
+		}),
+		docColumn("Endpoints", "string", 0, endpointSlice, "endpoints", func(obj map[string]any, _ time.Time) any {
+			var out []string
+			for _, e := range listAt(obj, "endpoints") {
+				m, _ := e.(map[string]any)
+				for _, a := range listAt(m, "addresses") {
+					s, _ := a.(string)
+					out = append(out, s)
+				}
+			}
+			return firstThree(out)
+		}),
+		ageColumn(),
+	}
+}

@@ -24,7 +24,8 @@ func TestRegistryServesBuiltInsAndCRDKinds(t *testing.T) {
 	require.True(t, ok)
 	assert.True(t, ns.BuiltIn())
 	assert.Equal(t, kinds.Namespaces, ns.GroupResource())
-	require.Error(t, r.Add(kinds.NamespaceKind()), "a resource is served once")
+	require.Error(t, r.Add(&kinds.Kind{Version: "v1", Kind: "Namespace", ListKind: "NamespaceList", Plural: "namespaces", Singular: "namespace"}),
+		"a resource is served once")
 
 	gen := r.Generation()
 	v1, beta := widget("v1"), widget("v1beta1")
@@ -90,7 +91,9 @@ func TestFieldSet(t *testing.T) {
 	}
 	_, _, err := k.ConvertFieldLabel("spec.size", "x")
 	assert.EqualError(t, err, "field label not supported: spec.size", "a field is selected by its name")
-	_, _, err = kinds.NamespaceKind().ConvertFieldLabel("metadata.namespace", "x")
+	ns, ok := kinds.New().Lookup("", "v1", "namespaces")
+	require.True(t, ok)
+	_, _, err = ns.ConvertFieldLabel("metadata.namespace", "x")
 	assert.EqualError(t, err, "field label not supported: metadata.namespace", "a cluster-scoped kind with fields of its own")
 	_, _, err = kinds.LeaseKind().ConvertFieldLabel("spec.holderIdentity", "x")
 	assert.EqualError(t, err, `"spec.holderIdentity" is not a known field selector: only "metadata.name", "metadata.namespace"`)
@@ -103,11 +106,31 @@ func TestFieldSet(t *testing.T) {
 	assert.Equal(t, "2", set["count"])
 }
 
-func TestNamespaceDefaults(t *testing.T) {
+func TestNamespaceRules(t *testing.T) {
 	t.Parallel()
-	obj := map[string]any{"metadata": map[string]any{"name": "team"}}
-	kinds.NamespaceKind().PrepareForCreate(obj)
-	assert.Equal(t, map[string]any{"finalizers": []any{"kubernetes"}}, obj["spec"])
-	assert.Equal(t, "Active", obj["status"].(map[string]any)["phase"])
+	ns, ok := kinds.New().Lookup("", "v1", "namespaces")
+	require.True(t, ok)
+	assert.True(t, ns.Status)
+	assert.True(t, ns.Finalize)
+
+	obj := map[string]any{"metadata": map[string]any{"name": "team"}, "spec": map[string]any{"finalizers": []any{"example.com/x"}},
+		"status": map[string]any{"phase": "Terminating"}}
+	ns.PrepareForCreate(obj)
+	assert.Equal(t, map[string]any{"finalizers": []any{"example.com/x", "kubernetes"}}, obj["spec"], "the kubernetes finalizer is added")
+	assert.Equal(t, map[string]any{"phase": "Active"}, obj["status"], "a new namespace is Active, whatever was sent")
+	ns.Canonicalize(obj)
 	assert.Equal(t, "team", obj["metadata"].(map[string]any)["labels"].(map[string]any)["kubernetes.io/metadata.name"])
+
+	next := map[string]any{"spec": map[string]any{"finalizers": []any{}}}
+	ns.PrepareForUpdate(next, obj)
+	assert.Equal(t, []any{"example.com/x", "kubernetes"}, next["spec"].(map[string]any)["finalizers"],
+		"an update of the main resource keeps spec.finalizers")
+}
+
+func TestFieldDefault(t *testing.T) {
+	t.Parallel()
+	no, ok := kinds.New().Lookup("", "v1", "nodes")
+	require.True(t, ok)
+	assert.Equal(t, fields.Set{"spec.unschedulable": "false"}, no.FieldSet(map[string]any{"spec": map[string]any{}}), "false when omitted")
+	assert.Equal(t, fields.Set{"spec.unschedulable": "true"}, no.FieldSet(map[string]any{"spec": map[string]any{"unschedulable": true}}))
 }

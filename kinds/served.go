@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -18,6 +19,12 @@ import (
 
 func servedTypes() []typed {
 	return []typed{
+		{obj: &corev1.Namespace{}, cluster: true, short: []string{"ns"}, status: true, finalize: true, columns: namespaceColumns(),
+			fields: []Field{{Name: "status.phase"}, {Name: "name", Path: "metadata.name"}}, defaults: defaulter(defaultNamespace),
+			prepareForCreate: prepareNamespace, prepareForUpdate: keepNamespaceFinalizers, canonicalize: labelNamespace},
+		{obj: &corev1.Node{}, cluster: true, short: []string{"no"}, status: true, statusOnCreate: true, columns: nodeColumns(),
+			fields: []Field{{Name: "spec.unschedulable", Default: "false"}}, defaults: defaulter(defaultNode), validate: validator(validateNode),
+			prepareForCreate: taintNewNode},
 		{obj: &corev1.ConfigMap{}, short: []string{"cm"}, columns: configMapColumns(), validate: validator(validateConfigMap)},
 		{obj: &corev1.Secret{}, columns: secretColumns(), fields: []Field{{Name: "type"}}, defaults: defaulter(defaultSecret), validate: validator(validateSecret)},
 		{obj: &corev1.ServiceAccount{}, short: []string{"sa"}, columns: serviceAccountColumns()},
@@ -27,6 +34,7 @@ func servedTypes() []typed {
 			prepareForCreate: preparePod},
 		{obj: &corev1.PersistentVolumeClaim{}, status: true, short: []string{"pvc"}, columns: pvcColumns(), defaults: defaulter(defaultPVC)},
 		{obj: &corev1.Endpoints{}, plural: "endpoints", short: []string{"ep"}, columns: endpointsColumns(), defaults: defaulter(defaultEndpoints)},
+		{obj: &discoveryv1.EndpointSlice{}, labelsGeneration: true, columns: endpointSliceColumns(), defaults: defaulter(defaultEndpointSlice)},
 		{obj: &appsv1.Deployment{}, status: true, short: []string{"deploy"}, all: true, scale: true, columns: deploymentColumns(), defaults: defaulter(defaultDeployment), validate: validator(validateDeployment)},
 		{obj: &appsv1.ReplicaSet{}, status: true, short: []string{"rs"}, all: true, scale: true, columns: replicaSetColumns(),
 			defaults: defaulter(defaultReplicaSet), validate: validator(validateReplicaSet)},
@@ -41,8 +49,8 @@ func servedTypes() []typed {
 		{obj: &networkingv1.Ingress{}, status: true, short: []string{"ing"}, columns: ingressColumns()},
 		{obj: &networkingv1.NetworkPolicy{}, short: []string{"netpol"}, columns: networkPolicyColumns(), defaults: defaulter(defaultNetworkPolicy)},
 		{obj: &policyv1.PodDisruptionBudget{}, status: true, short: []string{"pdb"}, columns: pdbColumns()},
-		{obj: &admissionregistrationv1.ValidatingWebhookConfiguration{}, cluster: true, columns: webhookColumns(), defaults: defaulter(defaultValidatingWebhookConfiguration)},
-		{obj: &admissionregistrationv1.MutatingWebhookConfiguration{}, cluster: true, columns: webhookColumns(), defaults: defaulter(defaultMutatingWebhookConfiguration)},
+		{obj: &admissionregistrationv1.ValidatingWebhookConfiguration{}, cluster: true, extension: true, columns: webhookColumns(), defaults: defaulter(defaultValidatingWebhookConfiguration)},
+		{obj: &admissionregistrationv1.MutatingWebhookConfiguration{}, cluster: true, extension: true, columns: webhookColumns(), defaults: defaulter(defaultMutatingWebhookConfiguration)},
 	}
 }
 
@@ -70,6 +78,26 @@ func preparePod(obj map[string]any) {
 		_ = json.Unmarshal(raw, &pod.Spec)
 	}
 	obj["status"] = map[string]any{"phase": string(corev1.PodPending), "qosClass": string(qosClass(&pod.Spec))}
+}
+
+// taintNewNode adds the node.kubernetes.io/not-ready:NoSchedule taint to a new Node unless it
+// has it, as kube-apiserver's TaintNodesByCondition admission does: the node lifecycle
+// controller removes it once the Node is Ready.
+func taintNewNode(obj map[string]any) {
+	spec, ok := objectAt(obj, "spec")
+	if !ok {
+		return
+	}
+	taints, ok := spec["taints"].([]any)
+	if !ok && spec["taints"] != nil {
+		return
+	}
+	for _, t := range taints {
+		if m, _ := t.(map[string]any); m["key"] == corev1.TaintNodeNotReady && m["effect"] == string(corev1.TaintEffectNoSchedule) {
+			return
+		}
+	}
+	spec["taints"] = append(taints, map[string]any{"key": corev1.TaintNodeNotReady, "effect": string(corev1.TaintEffectNoSchedule)})
 }
 
 // qosClass is a pod's QoS class: Guaranteed when every container limits CPU and memory and
@@ -103,8 +131,13 @@ func qosClass(s *corev1.PodSpec) corev1.PodQOSClass {
 	return corev1.PodQOSBurstable
 }
 
+// KubernetesServiceIP is the cluster IP of the default/kubernetes Service: the first of the
+// service range, which kube-apiserver keeps for it.
+const KubernetesServiceIP = "10.96.0.1"
+
 // allocateService gives a new Service what kube-apiserver allocates: a cluster IP (from
-// 10.96.0.0/12, at random: opemu runs no allocator, so two Services may rarely share one), its
+// 10.96.0.0/12, at random but never KubernetesServiceIP: opemu runs no allocator, so two
+// Services may rarely share one), its
 // IP family, and node ports for NodePort and LoadBalancer Services.
 func allocateService(obj map[string]any) {
 	spec, ok := obj["spec"].(map[string]any)
@@ -120,7 +153,9 @@ func allocateService(obj map[string]any) {
 	}
 	ip, _ := spec["clusterIP"].(string)
 	if ip == "" {
-		ip = fmt.Sprintf("10.%d.%d.%d", 96+rand.IntN(16), rand.IntN(256), 1+rand.IntN(254))
+		for ip == "" || ip == KubernetesServiceIP {
+			ip = fmt.Sprintf("10.%d.%d.%d", 96+rand.IntN(16), rand.IntN(256), 1+rand.IntN(254))
+		}
 		spec["clusterIP"] = ip
 	}
 	if _, ok := spec["clusterIPs"]; !ok {

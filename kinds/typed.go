@@ -36,6 +36,12 @@ type typed struct {
 	short   []string
 	all     bool // in the "all" category (`kubectl get all`)
 	status  bool // the status subresource
+	// statusOnCreate keeps the status a create sends (Kind.StatusOnCreate).
+	statusOnCreate bool
+	// finalize is spec.finalizers and the finalize subresource (Kind.Finalize).
+	finalize bool
+	// labelsGeneration moves generation on a change of labels (Kind.LabelsGeneration).
+	labelsGeneration bool
 	// scale is the scale subresource over spec.replicas, status.replicas and spec.selector.
 	scale   bool
 	columns []Column
@@ -47,6 +53,10 @@ type typed struct {
 	validate         func(any) field.ErrorList
 	prepareForCreate func(obj map[string]any)
 	prepareForUpdate func(obj, old map[string]any)
+	canonicalize     func(obj map[string]any)
+	// extension puts the kind in the "api-extensions" category (what extends the API:
+	// admission webhooks), as kube-apiserver does.
+	extension bool
 }
 
 // defaulter adapts a function of one Go type to typed.defaults.
@@ -74,6 +84,9 @@ func (ts *typeSet) kind(d typed) *Kind {
 		Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, ListKind: gvk.Kind + "List",
 		Plural: plural, Singular: lower, ShortNames: d.short, Namespaced: !d.cluster,
 		Status:           d.status,
+		StatusOnCreate:   d.statusOnCreate,
+		Finalize:         d.finalize,
+		LabelsGeneration: d.labelsGeneration,
 		Schema:           &typedSchema{ts: ts, t: t, defaults: d.defaults, validate: d.validate},
 		Columns:          d.columns,
 		StrategicPatch:   d.obj,
@@ -81,10 +94,14 @@ func (ts *typeSet) kind(d typed) *Kind {
 		Protobuf:         true,
 		PrepareForCreate: d.prepareForCreate,
 		PrepareForUpdate: d.prepareForUpdate,
+		Canonicalize:     d.canonicalize,
 		TypeConverter:    ts.smd.converter(),
 	}
 	if d.all {
 		k.Categories = []string{"all"}
+	}
+	if d.extension {
+		k.Categories = append(k.Categories, "api-extensions")
 	}
 	if d.scale {
 		selector := ".spec.selector"

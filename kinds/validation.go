@@ -2,11 +2,13 @@ package kinds
 
 import (
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -209,6 +211,44 @@ func validateKey(k string, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for _, msg := range validation.IsConfigMapKey(k) {
 		errs = append(errs, field.Invalid(p, k, msg))
+	}
+	return errs
+}
+
+// validateNode checks a Node's taints as kube-apiserver's ValidateNode does, under the path
+// it reports them at (metadata.taints, not spec.taints).
+func validateNode(n *corev1.Node) field.ErrorList {
+	p := field.NewPath("metadata", "taints")
+	var errs field.ErrorList
+	seen := map[corev1.TaintEffect]sets.Set[string]{}
+	for i, t := range n.Spec.Taints {
+		tp := p.Index(i)
+		errs = append(errs, metav1validation.ValidateLabelName(t.Key, tp.Child("key"))...)
+		if msgs := validation.IsValidLabelValue(t.Value); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(tp.Child("value"), t.Value, strings.Join(msgs, ";")))
+		}
+		switch t.Effect {
+		case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+		case "":
+			errs = append(errs, field.Required(tp.Child("effect"), ""))
+		default:
+			errs = append(errs, field.NotSupported(tp.Child("effect"), t.Effect,
+				[]corev1.TaintEffect{corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute}))
+		}
+		if seen[t.Effect].Has(t.Key) {
+			// kube-apiserver shows its internal Taint, whose fields have no JSON names.
+			dup := field.Duplicate(tp, struct {
+				Key, Value, Effect string
+				TimeAdded          *metav1.Time
+			}{t.Key, t.Value, string(t.Effect), t.TimeAdded})
+			dup.Detail = "taints must be unique by key and effect pair"
+			errs = append(errs, dup)
+			continue
+		}
+		if seen[t.Effect] == nil {
+			seen[t.Effect] = sets.New[string]()
+		}
+		seen[t.Effect].Insert(t.Key)
 	}
 	return errs
 }

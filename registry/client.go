@@ -108,12 +108,7 @@ func (c *Client) RemoveEvent(ctx context.Context, key cache.Key) error {
 	if errors.Is(err, cache.ErrNotFound) {
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	// The recorder forgot it already: only a Terminating namespace may have waited for it.
-	_, _ = c.s.finishNamespace(ctx, key.Namespace)
-	return nil
+	return err
 }
 
 // Update replaces the object at key with obj (its status is kept when the kind has a status
@@ -140,6 +135,25 @@ func (c *Client) UpdateStatus(ctx context.Context, key cache.Key, obj map[string
 	res, err := c.s.Update(ctx, t, obj, c.options())
 	return res.Object, err
 }
+
+// Finalize writes obj's spec.finalizers (and metadata) through the finalize subresource of a
+// kind that has one (a Namespace): the namespace controller's last step.
+func (c *Client) Finalize(ctx context.Context, key cache.Key, obj map[string]any) (*cache.Object, error) {
+	t, err := c.s.TargetOf(key)
+	if err != nil {
+		return nil, err
+	}
+	if !t.Kind.Finalize {
+		return nil, fmt.Errorf("registry: %s has no finalize subresource", key.GroupResource())
+	}
+	t.Sub = "finalize"
+	res, err := c.s.Update(ctx, t, obj, c.options())
+	return res.Object, err
+}
+
+// Counts returns the store's object counts per resource and namespace (which resources hold
+// objects in a namespace).
+func (c *Client) Counts() []cache.ResourceCount { return c.s.cfg.Storage.Counts() }
 
 // Apply is a server-side apply of obj (with apiVersion, kind and metadata.name; the kind of
 // its apiVersion, any served version) at key, as the client's field manager, taking over any
@@ -183,13 +197,16 @@ func (c *Client) DeletePropagating(ctx context.Context, key cache.Key, pre cache
 	return c.s.Delete(ctx, t, pre, o)
 }
 
-// Bootstrap makes what exists from the start: the default namespace, and objs (the built-in
-// CRDs; typed objects or decoded JSON, each with apiVersion, kind and a name), each unless it
-// exists.
+// Bootstrap makes what exists from the start: the system namespaces (SystemNamespaces), and
+// objs (the built-in CRDs; typed objects or decoded JSON, each with apiVersion, kind and a
+// name), each unless it exists.
 func (s *Store) Bootstrap(ctx context.Context, objs ...any) error {
 	c := s.Client("opemu")
-	all := append([]any{map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": DefaultNamespace}}}, objs...)
-	for _, v := range all {
+	all := make([]any, 0, len(SystemNamespaces)+len(objs))
+	for _, name := range SystemNamespaces {
+		all = append(all, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}})
+	}
+	for _, v := range append(all, objs...) {
 		raw, err := json.Marshal(v)
 		if err != nil {
 			return err

@@ -37,7 +37,7 @@ func (s *Store) Create(ctx context.Context, t Target, obj map[string]any, o Opti
 	if ns := stringOf(md["namespace"]); ns != "" && ns != t.Key.Namespace && t.Kind.Namespaced {
 		return Result{}, badRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
-	if t.Kind.Status {
+	if t.Kind.Status && !t.Kind.StatusOnCreate {
 		delete(obj, "status")
 	}
 	if t.Kind.PrepareForCreate != nil {

@@ -16,8 +16,8 @@ import (
 // Delete deletes t's object (SPEC §2): an object with finalizers is marked (deletionTimestamp
 // set, generation bumped: a MODIFIED event) and goes when an update empties its finalizers;
 // deleting a marked object again changes nothing; any other object is removed at once.
-// removed says which happened; the object returned is its state after the call. A namespace's
-// deletion cascades (namespace.go).
+// removed says which happened; the object returned is its state after the call. A namespace
+// is marked Terminating first (namespace.go).
 func (s *Store) Delete(ctx context.Context, t Target, pre cache.Preconditions, o Options) (*cache.Object, bool, error) {
 	t, err := s.storageTarget(t)
 	if err != nil {
@@ -89,19 +89,16 @@ func (s *Store) deleteObject(ctx context.Context, t Target, pre cache.Preconditi
 		return nil, false, err
 	}
 	if removing && !o.DryRun {
-		s.afterRemove(ctx, t.Key)
+		s.afterRemove(t.Key)
 	}
 	return obj, removing, nil
 }
 
-// afterRemove finishes what a removal leaves: a Terminating namespace whose last object went,
-// an Event no longer counted against the limit.
-func (s *Store) afterRemove(ctx context.Context, key cache.Key) {
+// afterRemove finishes what a removal leaves: an Event no longer counted against the limit.
+// (A Terminating namespace whose last object went is the namespace controller's.)
+func (s *Store) afterRemove(key cache.Key) {
 	if key.GroupResource() == events.Resource && s.cfg.EventLimit != nil {
 		s.cfg.EventLimit.Untrack(key)
-	}
-	if key.Namespace != "" {
-		_, _ = s.finishNamespace(ctx, key.Namespace)
 	}
 }
 

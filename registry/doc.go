@@ -8,7 +8,8 @@
 //
 // The rules every kind shares live here: uid, timestamps and generation; name and UID checks;
 // finalizers (a delete marks, the last finalizer's removal removes); implicit namespaces, the
-// Terminating phase and the cascade of a namespace's deletion; the status and scale views; the
+// system namespaces and a namespace's Terminating phase (its content is the namespace
+// controller's to delete, package namespaces); the status, scale and finalize views; the
 // Events a client's write records (SPEC §7). What differs per kind is looked up in its
 // kinds.Kind (schema, subresources, create defaults, lifecycle), never tested by name.
 //

@@ -5,16 +5,16 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/opemu/opemu/app/apptest"
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/registry"
-	"github.com/opemu/opemu/registry/registrytest"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // FuzzPatch applies arbitrary patches of every type to a stored Application: the result is a
 // Status error or a valid stored object, and a failed patch leaves the object untouched.
 func FuzzPatch(f *testing.F) {
-	env := registrytest.New(f, registrytest.Options{})
+	env := apptest.New(f, apptest.Options{})
 	tg := appTarget(f, env)
 	if _, err := env.Registry.Create(ctx, tg, appObj(json.Number("1"), "nginx:1"), registry.Options{}); err != nil {
 		f.Fatal(err)
@@ -68,7 +68,7 @@ func requireClientError(t *testing.T, err error) {
 // v1 Event): the result is a Status error or an object that passes its kind's schema, and a
 // failed patch leaves the stored object untouched.
 func FuzzBuiltinPatch(f *testing.F) {
-	env := registrytest.New(f, registrytest.Options{})
+	env := apptest.New(f, apptest.Options{})
 	type target struct {
 		t    registry.Target
 		body string

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,9 +47,11 @@ func (s *Store) stampCreate(key cache.Key, md map[string]any) {
 var keptOnUpdate = []string{"name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"}
 
 // stampUpdate makes next the next version of cur (decoded as old): the fields above are kept,
-// generation moves when anything outside metadata and status changed, and while the object is
+// generation moves when anything outside metadata and status changed (or the labels, for a
+// kind whose strategy says so), and while the object is
 // being deleted no finalizer may be added. It reports whether the update removes the object
-// (the last finalizer of one being deleted went).
+// (the last finalizer of one being deleted went, and for a kind with spec.finalizers the last
+// of those too: kube-apiserver's ShouldDeleteNamespaceDuringUpdate).
 func stampUpdate(t Target, cur *cache.Object, old, next map[string]any) (removing bool, err error) {
 	md, oldMD := metadataOf(next), metadataOf(old)
 	for _, f := range keptOnUpdate {
@@ -59,7 +62,7 @@ func stampUpdate(t Target, cur *cache.Object, old, next map[string]any) (removin
 		}
 	}
 	gen := cur.Generation()
-	if !cache.SameSpec(next, old) {
+	if !cache.SameSpec(next, old) || t.Kind.LabelsGeneration && !reflect.DeepEqual(md["labels"], oldMD["labels"]) {
 		gen++
 	}
 	md["generation"] = json.Number(strconv.FormatInt(gen, 10))
@@ -77,7 +80,17 @@ func stampUpdate(t Target, cur *cache.Object, old, next map[string]any) (removin
 		return false, apierrors.NewInvalid(t.groupKind(), t.Key.Name, field.ErrorList{field.Forbidden(field.NewPath("metadata", "finalizers"),
 			"no new finalizers can be added if the object is being deleted, found new finalizers ["+strings.Join(added, " ")+"]")})
 	}
-	return len(finalizers) == 0, nil
+	if len(finalizers) > 0 {
+		return false, nil
+	}
+	return !t.Kind.Finalize || len(specFinalizers(next)) == 0, nil
+}
+
+// specFinalizers are the finalizers in obj's spec (a Namespace's, Kind.Finalize): an object
+// being deleted is removed only once they are gone too.
+func specFinalizers(obj map[string]any) []string {
+	spec, _ := obj["spec"].(map[string]any)
+	return stringSlice(spec["finalizers"])
 }
 
 // nameChars are the characters generateName appends (no vowels, no look-alikes).

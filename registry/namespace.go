@@ -5,21 +5,37 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"sort"
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/kinds"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// Namespace lifecycle (SPEC §2): namespaces exist implicitly (a successful write into one
-// creates it); deleting one marks it Terminating, deletes its objects (honouring finalizers)
-// and removes it once the last is gone; creates into a Terminating namespace get 403; the
-// default namespace cannot be deleted.
+// Namespace lifecycle (SPEC §2), as kube-apiserver's namespace storage and its
+// NamespaceLifecycle admission have it: a DELETE marks a namespace Terminating
+// (deletionTimestamp, phase Terminating, the garbage collector's finalizer of the propagation
+// policy) and answers it; the namespace controller (package namespaces) deletes what is in it,
+// then removes the kubernetes finalizer from spec.finalizers through /finalize, and that
+// update removes the namespace (stampUpdate); a DELETE once spec.finalizers is empty deletes it
+// as any object. Creates into a Terminating namespace get 403; default, kube-system and
+// kube-public cannot be deleted. A write into a namespace that does not exist creates it (the
+// README's declared difference, for now).
 
 // DefaultNamespace exists from the start and cannot be deleted.
 const DefaultNamespace = "default"
+
+// SystemNamespaces are the namespaces kube-apiserver creates at start, which Bootstrap
+// creates: default, kube-system, kube-public and kube-node-lease (the Nodes' Leases).
+var SystemNamespaces = []string{DefaultNamespace, "kube-system", "kube-public", "kube-node-lease"}
+
+// immortal reports whether the namespace name may not be deleted (kube-apiserver's
+// NamespaceLifecycle admission keeps default, kube-system and kube-public).
+func immortal(name string) bool {
+	return name == DefaultNamespace || name == "kube-system" || name == "kube-public"
+}
 
 // lockNamespace takes the namespace's stripe, exclusively or shared, and returns its unlock.
 func (s *Store) lockNamespace(ns string, exclusive bool) func() {
@@ -36,14 +52,19 @@ func namespaceKey(name string) cache.Key {
 	return cache.Key{Group: kinds.Namespaces.Group, Resource: kinds.Namespaces.Resource, Name: name}
 }
 
-// admitIntoNamespace refuses a create into a Terminating namespace and creates a missing one
-// (not for a dry run). The caller holds the namespace's stripe shared.
+// admitIntoNamespace refuses a create into a Terminating namespace, as kube-apiserver's
+// NamespaceLifecycle admission words it, and creates a missing one (not for a dry run). The
+// caller holds the namespace's stripe shared.
 func (s *Store) admitIntoNamespace(ctx context.Context, key cache.Key, o Options) error {
 	ns, err := s.cfg.Storage.Get(ctx, namespaceKey(key.Namespace))
 	switch {
 	case err == nil && ns.Deleting():
-		return apierrors.NewForbidden(schema.GroupResource{Group: key.Group, Resource: key.Resource}, key.Name,
+		forbidden := apierrors.NewForbidden(schema.GroupResource{Group: key.Group, Resource: key.Resource}, key.Name,
 			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", key.Namespace))
+		forbidden.ErrStatus.Details.Causes = append(forbidden.ErrStatus.Details.Causes, metav1.StatusCause{
+			Type: corev1.NamespaceTerminatingCause, Message: fmt.Sprintf("namespace %s is being terminated", key.Namespace), Field: "metadata.namespace",
+		})
+		return forbidden
 	case err == nil || o.DryRun:
 		return nil
 	case !errors.Is(err, cache.ErrNotFound):
@@ -66,129 +87,63 @@ func (s *Store) ensureNamespace(ctx context.Context, name string) error {
 	return err
 }
 
-// deleteNamespace marks the namespace Terminating, deletes every object in it (honouring
-// finalizers), and removes it when nothing is left.
+// deleteNamespace is kube-apiserver's namespace DELETE: the first marks the namespace
+// Terminating and answers it, with the garbage collector's finalizer the propagation policy
+// asks for; while spec.finalizers is not empty a DELETE answers it unchanged; after that it is
+// deleted as any object (removed, or marked while metadata.finalizers hold it). Its content is
+// the namespace controller's to delete (package namespaces). It holds the namespace's stripe
+// exclusively while it marks, so no create slips in behind a Terminating namespace.
 func (s *Store) deleteNamespace(ctx context.Context, t Target, pre cache.Preconditions, o Options) (*cache.Object, bool, error) {
 	name := t.Key.Name
-	if name == DefaultNamespace {
+	if immortal(name) {
 		return nil, false, apierrors.NewForbidden(t.GroupResource(), name, errors.New("this namespace may not be deleted"))
 	}
 	unlock := s.lockNamespace(name, true)
-	marked, err := s.cfg.Storage.GuaranteedUpdate(ctx, t.Key, pre, func(cur *cache.Object) (cache.Update, error) {
-		if cur.Deleting() {
-			return cache.Update{}, nil
+	final := false
+	obj, err := s.cfg.Storage.GuaranteedUpdate(ctx, t.Key, cache.Preconditions{}, func(cur *cache.Object) (cache.Update, error) {
+		if err := namespacePreconditions(t, cur, pre); err != nil {
+			return cache.Update{}, err
 		}
 		obj, err := cur.Decode()
 		if err != nil {
 			return cache.Update{}, err
 		}
-		metadataOf(obj)["deletionTimestamp"] = s.now()
-		obj["status"] = map[string]any{"phase": "Terminating"}
+		if cur.Deleting() {
+			final = len(specFinalizers(obj)) == 0
+			return cache.Update{}, nil
+		}
+		final = false
+		md := metadataOf(obj)
+		md["deletionTimestamp"] = s.now()
+		st, ok := obj["status"].(map[string]any)
+		if !ok {
+			st = map[string]any{}
+			obj["status"] = st
+		}
+		st["phase"] = string(corev1.NamespaceTerminating)
+		if finalizers, changed := gcFinalizers(cur.Finalizers(), o.PropagationPolicy); changed {
+			md["finalizers"] = toAnySlice(finalizers)
+		}
 		return cache.Update{Object: obj}, nil
-	}, cache.WriteOptions{DryRun: o.DryRun})
+	}, s.writeOptions(t.Key, o))
 	unlock()
-	if err != nil || o.DryRun {
-		return marked, false, err
+	if err != nil || !final {
+		return obj, false, err
 	}
-	for _, gr := range s.resourcesIn(name) {
-		res, err := s.cfg.Storage.List(ctx, gr, cache.InNamespace(name))
-		if err != nil {
-			return nil, false, err
-		}
-		for _, obj := range res.Items {
-			ot, err := s.TargetOf(obj.Key())
-			if err != nil {
-				return nil, false, err
-			}
-			if _, _, err := s.deleteObject(ctx, ot, cache.Preconditions{}, Options{Internal: true}); err != nil && !errors.Is(err, cache.ErrNotFound) {
-				return nil, false, err
-			}
-		}
-	}
-	if gone, err := s.finishNamespace(ctx, name); err != nil || gone != nil {
-		return gone, gone != nil, err
-	}
-	now, err := s.cfg.Storage.Get(ctx, t.Key)
-	if errors.Is(err, cache.ErrNotFound) {
-		return marked, true, nil
-	}
-	return now, false, err
+	return s.deleteObject(ctx, t, pre, o)
 }
 
-// resourcesIn returns the resources holding objects in namespace ns, sorted.
-func (s *Store) resourcesIn(ns string) []cache.GroupResource {
-	var grs []cache.GroupResource
-	for _, c := range s.cfg.Storage.Counts() {
-		if c.Namespace == ns && c.Count > 0 {
-			grs = append(grs, c.GroupResource)
-		}
+// namespacePreconditions checks a namespace DELETE's preconditions as kube-apiserver's
+// namespace storage words their failure.
+func namespacePreconditions(t Target, cur *cache.Object, pre cache.Preconditions) error {
+	var msg string
+	switch {
+	case pre.UID != "" && pre.UID != cur.UID():
+		msg = fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s", pre.UID, cur.UID())
+	case pre.ResourceVersion != "" && pre.ResourceVersion != formatRV(cur.ResourceVersion()):
+		msg = fmt.Sprintf("Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %d", pre.ResourceVersion, cur.ResourceVersion())
+	default:
+		return nil
 	}
-	sort.Slice(grs, func(i, j int) bool { return grs[i].String() < grs[j].String() })
-	return grs
-}
-
-// finishNamespace removes a Terminating namespace once no object is left in it; it returns the
-// removed namespace, or nil when there is nothing to do.
-func (s *Store) finishNamespace(ctx context.Context, name string) (*cache.Object, error) {
-	// Every removal calls this: while the namespace is not Terminating (a flag that only ever
-	// goes on, and whose setter finishes the namespace itself after its cascade), answer
-	// without the exclusive stripe, which would wait for every write in flight there.
-	if ns, err := s.cfg.Storage.Get(ctx, namespaceKey(name)); err != nil || !ns.Deleting() {
-		return nil, nil
-	}
-	unlock := s.lockNamespace(name, true)
-	defer unlock()
-	ns, err := s.cfg.Storage.Get(ctx, namespaceKey(name))
-	if err != nil || !ns.Deleting() || len(s.resourcesIn(name)) > 0 {
-		return nil, nil
-	}
-	gone, err := s.cfg.Storage.Delete(ctx, namespaceKey(name), cache.Preconditions{ResourceVersion: formatRV(ns.ResourceVersion())}, cache.WriteOptions{})
-	if errors.Is(err, cache.ErrNotFound) || errors.Is(err, cache.ErrConflict) {
-		return nil, nil
-	}
-	return gone, err
-}
-
-// FinishNamespaces does, once, what the cascade of a namespace's deletion leaves undone when
-// replicas share the store: for every Terminating namespace it deletes the objects still in
-// it (those created through another replica that the deleting one had not seen yet, or left by
-// a replica that stopped mid-cascade), honouring finalizers, and removes the namespace when
-// nothing is left. Only the leader runs it, every second (SPEC §12).
-func (s *Store) FinishNamespaces(ctx context.Context) error {
-	res, err := s.cfg.Storage.List(ctx, kinds.Namespaces)
-	if err != nil {
-		return err
-	}
-	for _, ns := range res.Items {
-		if !ns.Deleting() {
-			continue
-		}
-		name := ns.Key().Name
-		for _, gr := range s.resourcesIn(name) {
-			objs, err := s.cfg.Storage.List(ctx, gr, cache.InNamespace(name))
-			if err != nil {
-				return err
-			}
-			for _, obj := range objs.Items {
-				if obj.Deleting() {
-					continue // marked: its finalizers' owners remove it
-				}
-				ot, err := s.TargetOf(obj.Key())
-				if err != nil {
-					// A resource no longer served (its CRD's drop did not finish): it goes as is.
-					if _, err := s.cfg.Storage.Delete(ctx, obj.Key(), cache.Preconditions{}, cache.WriteOptions{}); err != nil && !errors.Is(err, cache.ErrNotFound) {
-						return err
-					}
-					continue
-				}
-				if _, _, err := s.deleteObject(ctx, ot, cache.Preconditions{}, Options{Internal: true}); err != nil && !errors.Is(err, cache.ErrNotFound) {
-					return err
-				}
-			}
-		}
-		if _, err := s.finishNamespace(ctx, name); err != nil {
-			return err
-		}
-	}
-	return nil
+	return apierrors.NewConflict(t.GroupResource(), t.Key.Name, errors.New(msg))
 }

@@ -34,7 +34,8 @@ func (s *Store) Update(ctx context.Context, t Target, body map[string]any, o Opt
 // GuaranteedUpdate: mutate, the name, namespace, uid and resourceVersion checks, the status
 // rules of the subresource, stamping (kept metadata, generation, finalizer rules), admission,
 // the kind's lifecycle. For the main resource of a kind with a status subresource the stored
-// status is kept; for /status only status changes.
+// status is kept; for /status only status changes; /finalize (a Namespace's) is the main
+// resource's update without the kind's PrepareForUpdate, so spec.finalizers may change.
 func (s *Store) update(ctx context.Context, t Target, o Options, mutate MutateFunc) (Result, error) {
 	if t.Kind.Conversion != nil {
 		return s.updateView(ctx, t, o, mutate)
@@ -104,7 +105,7 @@ func (s *Store) update(ctx context.Context, t Target, o Options, mutate MutateFu
 			}
 			warnings = append(warnings, w...)
 		}
-		if t.Kind.Canonicalize != nil && t.Sub == "" {
+		if t.Kind.Canonicalize != nil && (t.Sub == "" || t.Sub == "finalize") {
 			t.Kind.Canonicalize(next)
 		}
 		if err := beforeCommit(ctx); err != nil {
@@ -123,7 +124,7 @@ func (s *Store) update(ctx context.Context, t Target, o Options, mutate MutateFu
 			}
 		}
 		if removing {
-			s.afterRemove(ctx, t.Key)
+			s.afterRemove(t.Key)
 		}
 	}
 	if changed {

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/opemu/opemu/app/apptest"
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/registry"
-	"github.com/opemu/opemu/registry/registrytest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/fields"
@@ -34,7 +34,7 @@ func next(t *testing.T, w *registry.Watcher) (registry.Event, bool) {
 
 func TestWatchStartsWhereKubernetesDoes(t *testing.T) {
 	t.Parallel()
-	env := registrytest.New(t, registrytest.Options{})
+	env := apptest.New(t, apptest.Options{})
 	tg := appTarget(t, env)
 	res, err := env.Registry.Create(ctx, tg, appObj(json.Number("1"), "nginx:1"), registry.Options{})
 	require.NoError(t, err)
@@ -77,7 +77,7 @@ func TestWatchStartsWhereKubernetesDoes(t *testing.T) {
 
 func TestWatchOfAVersionNotServedStartsClosedWith410(t *testing.T) {
 	t.Parallel()
-	env := registrytest.New(t, registrytest.Options{})
+	env := apptest.New(t, apptest.Options{})
 	w, err := env.Registry.Watch(ctx, appTarget(t, env), registry.WatchOptions{ResourceVersion: "1"})
 	require.NoError(t, err, "a 410 goes in the stream, not as the request's answer")
 	defer w.Stop()
@@ -99,7 +99,7 @@ func TestWatchOfAVersionNotServedStartsClosedWith410(t *testing.T) {
 // gets each stored v1 Event converted.
 func TestWatchOfAView(t *testing.T) {
 	t.Parallel()
-	env := registrytest.New(t, registrytest.Options{})
+	env := apptest.New(t, apptest.Options{})
 	view, ok := env.Kinds.Lookup("events.k8s.io", "v1", "events")
 	require.True(t, ok)
 	core, ok := env.Kinds.Lookup("", "v1", "events")

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/opemu/opemu/app/apptest"
 	"github.com/opemu/opemu/application"
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/cache/cachetest"
@@ -42,7 +43,7 @@ func appObj(replicas any, image string) map[string]any {
 
 func TestCreateRunsTheAdmissionOrder(t *testing.T) {
 	t.Parallel()
-	env := registrytest.New(t, registrytest.Options{})
+	env := apptest.New(t, apptest.Options{})
 	res, err := env.Registry.Create(ctx, appTarget(t, env), appObj(json.Number("2"), "nginx:1.27"), registry.Options{FieldValidation: "Warn"})
 	require.NoError(t, err)
 	got := cachetest.Decode(t, res.Object)
@@ -56,7 +57,7 @@ func TestCreateRunsTheAdmissionOrder(t *testing.T) {
 
 func TestCreateRejections(t *testing.T) {
 	t.Parallel()
-	env := registrytest.New(t, registrytest.Options{})
+	env := apptest.New(t, apptest.Options{})
 	tg := appTarget(t, env)
 	tests := []struct {
 		name string
@@ -102,7 +103,7 @@ func TestUpdateRetriesWhenAnotherWriteWins(t *testing.T) {
 		return webhooks.Allowed()
 	})
 	storage = cache.New(cache.Config{})
-	env := registrytest.New(t, registrytest.Options{Storage: storage, Admission: &webhooks.Chain{Mutating: []webhooks.Named{{Name: "racer", Handler: racer}}}})
+	env := apptest.New(t, apptest.Options{Options: registrytest.Options{Storage: storage, Admission: &webhooks.Chain{Mutating: []webhooks.Named{{Name: "racer", Handler: racer}}}}})
 	tg := appTarget(t, env)
 	_, err := env.Registry.Create(ctx, tg, appObj(json.Number("1"), "nginx:1"), registry.Options{})
 	require.NoError(t, err)
@@ -129,7 +130,7 @@ func TestUpdateRetriesWhenAnotherWriteWins(t *testing.T) {
 // the same schema validation as a client's write (SPEC §6), so an invalid status is a 422.
 func TestControllerWritesAreValidated(t *testing.T) {
 	t.Parallel()
-	env := registrytest.New(t, registrytest.Options{})
+	env := apptest.New(t, apptest.Options{})
 	client := env.Registry.Client(application.Source)
 	key := cachetest.Key("default", "web")
 	o, err := client.Create(ctx, key, cachetest.App("web", 1))

@@ -6,9 +6,9 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/opemu/opemu/app/apptest"
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/registry"
-	"github.com/opemu/opemu/registry/registrytest"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
@@ -36,7 +36,7 @@ func requireClientError(t *testing.T, err error) {
 // newFuzzServer is a server over the standard core, with the Application target.
 func newFuzzServer(t testing.TB) (*Server, registry.Target) {
 	t.Helper()
-	env := registrytest.New(t, registrytest.Options{})
+	env := apptest.New(t, apptest.Options{})
 	s, err := New(Config{Registry: env.Registry, Kinds: env.Kinds, CRDs: env.CRDs, Admission: env.Admission})
 	if err != nil {
 		t.Fatal(err)

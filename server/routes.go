@@ -12,9 +12,10 @@ func (s *Server) routes() {
 	e := s.echo
 	// The product's own routes.
 	e.GET("/", s.root)
-	e.GET("/healthz", s.healthz)
-	e.GET("/readyz", s.readyz)
-	e.GET("/livez", s.healthz)
+	for _, endpoint := range []string{"healthz", "livez", "readyz"} {
+		e.GET("/"+endpoint, s.health(endpoint))
+		e.GET("/"+endpoint+"/:check", s.healthCheckOne(endpoint))
+	}
 	e.GET("/leader", s.leader)
 	e.GET("/crd", s.applicationCRD)
 	e.GET("/crds", s.listCRDs)
@@ -73,7 +74,10 @@ func (s *Server) routes() {
 		e.GET(prefix+"/:resource", s.listObjects)
 		e.POST(prefix+"/:resource", s.createObject)
 		e.DELETE(prefix+"/:resource", s.deleteCollection)
+		e.PUT(prefix+"/:resource", s.writeCollection)
+		e.PATCH(prefix+"/:resource", s.writeCollection)
 		e.GET(prefix+"/:resource/:name", s.getObject)
+		e.POST(prefix+"/:resource/:name", s.createNamed)
 		e.PUT(prefix+"/:resource/:name", s.updateObject)
 		e.PATCH(prefix+"/:resource/:name", s.patchObject)
 		e.DELETE(prefix+"/:resource/:name", s.deleteObject)
@@ -81,6 +85,18 @@ func (s *Server) routes() {
 		e.PUT(prefix+"/:resource/:name/:sub", s.updateObject)
 		e.PATCH(prefix+"/:resource/:name/:sub", s.patchObject)
 		e.POST(prefix+"/:resource/:name/:sub", s.triggerReconcile)
+		e.DELETE(prefix+"/:resource/:name/:sub", s.deleteSubresource)
+	}
+
+	// A Namespace's subresources: /api/v1/namespaces/<name>/status would otherwise meet the
+	// route of a namespaced collection (a resource "status" in namespace <name>).
+	for _, sub := range []string{"status", "finalize"} {
+		path := "/api/:version/namespaces/:name/" + sub
+		e.GET(path, namespaceSubresource(sub, s.getObject))
+		e.PUT(path, namespaceSubresource(sub, s.updateObject))
+		e.PATCH(path, namespaceSubresource(sub, s.patchObject))
+		e.POST(path, methodNotAllowed)
+		e.DELETE(path, methodNotAllowed)
 	}
 
 	if s.cfg.PProf {
@@ -89,5 +105,14 @@ func (s *Server) routes() {
 		e.GET("/debug/pprof/symbol", echo.WrapHandler(http.HandlerFunc(pprof.Symbol)))
 		e.GET("/debug/pprof/trace", echo.WrapHandler(http.HandlerFunc(pprof.Trace)))
 		e.GET("/debug/pprof/*", echo.WrapHandler(http.HandlerFunc(pprof.Index)))
+	}
+}
+
+// namespaceSubresource serves h as the route of namespaces/<name>/<sub>.
+func namespaceSubresource(sub string, h echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		c.SetPathValues(echo.PathValues{{Name: "version", Value: c.Param("version")}, {Name: "resource", Value: "namespaces"},
+			{Name: "name", Value: c.Param("name")}, {Name: "sub", Value: sub}})
+		return h(c)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/opemu/opemu/app/apptest"
 	"github.com/opemu/opemu/application"
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/events"
@@ -33,7 +34,7 @@ type env struct {
 
 const appsPath = "/apis/cloudnative.elide.dev/v1/namespaces/default/applications"
 
-// newEnv serves the standard core (registrytest) over HTTP; tweak may change the server's and
+// newEnv serves the standard core (apptest) over HTTP; tweak may change the server's and
 // the store's configuration first (the server's Admission replaces the Application chain).
 func newEnv(t testing.TB, tweak ...func(*server.Config, *cache.Config)) *env {
 	t.Helper()
@@ -57,7 +58,7 @@ func newEnvOn(t testing.TB, storage cache.Interface, limit int, tweak ...func(*s
 	}
 	reg := metrics.New()
 	late := &events.Late{}
-	core := registrytest.New(t, registrytest.Options{Storage: storage, Store: scfg, Admission: cfg.Admission, Metrics: reg, Events: late, EventLimit: late})
+	core := apptest.New(t, apptest.Options{Options: registrytest.Options{Storage: storage, Store: scfg, Admission: cfg.Admission, Events: late, EventLimit: late}, Metrics: reg})
 	recorder := cfg.Events
 	if recorder == nil {
 		recorder = events.New(events.Config{Client: core.Registry.Client("opemu-events"), Host: "test", Metrics: reg, Limit: limit})

@@ -225,12 +225,12 @@ func TestSSEFiltersAndInitial(t *testing.T) {
 
 	ns := e.watch("?kind=Namespace&initial=true", nil)
 	seen := map[string]bool{}
-	for range 2 {
+	for range 5 { // the system namespaces and team
 		ev, _ := ns.event()
 		assert.Equal(t, "Namespace", ev.Object["kind"])
 		seen[field(ev.Object, "metadata", "name").(string)] = true
 	}
-	assert.True(t, seen["default"] && seen["team"])
+	assert.True(t, seen["default"] && seen["kube-system"] && seen["team"])
 
 	// A label filter: the label change into the selector arrives as ADDED.
 	lw := e.watch("?labelSelector=tier%3Dweb", nil)

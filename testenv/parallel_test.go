@@ -83,7 +83,7 @@ func checkOwnState(t *testing.T, env *testenv.Environment, i int, withCRD bool) 
 	for _, ns := range nss.Items {
 		names = append(names, ns.Name)
 	}
-	assert.ElementsMatch(t, []string{"default", "ns-" + mine}, names)
+	assert.ElementsMatch(t, []string{"default", "kube-system", "kube-public", "kube-node-lease", "ns-" + mine}, names)
 
 	dyn, err := dynamic.NewForConfig(env.Config)
 	require.NoError(t, err)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/opemu/opemu/registry/registrytest"
+	"github.com/opemu/opemu/app/apptest"
 	"github.com/opemu/opemu/server"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,7 +19,7 @@ import (
 
 // TestLabelsApplications runs the example controller against a real opemu server.
 func TestLabelsApplications(t *testing.T) {
-	core := registrytest.New(t, registrytest.Options{})
+	core := apptest.New(t, apptest.Options{})
 	srv, err := server.New(server.Config{Registry: core.Registry, Kinds: core.Kinds, CRDs: core.CRDs, Admission: core.Admission})
 	require.NoError(t, err)
 	hs := httptest.NewServer(srv.Handler())

@@ -1,34 +1,36 @@
-// Package registrytest wires opemu's core for tests, the way package app does for the binary:
-// an in-memory store, the served kinds with the built-in Application, Fault and Controller CRDs, the Application
-// admission chain and the write path, bootstrapped (the default namespace and the built-in
-// CRDs exist). It also holds the conformance suite of the rules of objects (RunRules), which
-// any store behind the write path must pass.
+// Package registrytest wires the write path for tests: an in-memory store (or the store under
+// test), the served kinds, the CRD registry with the built-in CRDs it is given, the admission
+// chain it is given and the write path, bootstrapped (the default namespace and the built-in
+// CRDs exist). It imports nothing above registry, so the tests of the packages below opemu's
+// kinds (events, etcd, leader) use it without them; app/apptest adds opemu's built-in CRDs and
+// the Application admission chain, as package app wires them. It also holds the conformance
+// suite of the rules of objects (RunRules), which any store behind the write path must pass.
 package registrytest
 
 import (
 	"context"
 	"testing"
 
-	"github.com/opemu/opemu/application"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/crd"
-	"github.com/opemu/opemu/faults"
-	"github.com/opemu/opemu/hooks"
 	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/registry"
 	"github.com/opemu/opemu/webhooks"
 )
 
-// Options tweak an Env. The zero value is the binary's defaults.
+// Options tweak an Env. The zero value is a memory store with the built-in kinds only and no
+// admission.
 type Options struct {
 	// Storage is the store under test. Nil means a new cache.Store made with Store.
 	Storage cache.Interface
 	// Store configures the cache.Store made when Storage is nil (SelectableFields is set).
 	Store cache.Config
-	// Admission replaces the Application chain.
+	// BuiltIns are CRDs served from the start, as opemu's own (crd.Registry.AddBuiltIn).
+	BuiltIns []*apiextensionsv1.CustomResourceDefinition
+	// Admission is the admission chain of every write; nil admits everything unchanged.
 	Admission *webhooks.Chain
-	// Metrics observes the Application chain's handler calls; nil records nothing.
-	Metrics webhooks.Recorder
 	// Events records the write path's Events; nil records none.
 	Events registry.EventRecorder
 	// EventLimit counts client-created Events against the recorder's limit; nil counts none.
@@ -75,26 +77,12 @@ func Wire(opts Options) (*Env, error) {
 	if err := served.Add(crds.Kind()); err != nil {
 		return nil, err
 	}
-	if err := crds.AddBuiltIn(application.CRD()); err != nil {
-		return nil, err
-	}
-	if err := crds.AddBuiltIn(faults.CRD()); err != nil {
-		return nil, err
-	}
-	if err := crds.AddBuiltIn(hooks.CRD()); err != nil {
-		return nil, err
-	}
-	chain := opts.Admission
-	if chain == nil {
-		if chain, err = application.NewChain(application.ChainConfig{
-			AllowedRegistries: []string{"docker.io", "gcr.io"},
-			BlockedImages:     []string{"ubuntu", "debian", "alpine"},
-			Recorder:          opts.Metrics,
-		}); err != nil {
+	for _, c := range opts.BuiltIns {
+		if err := crds.AddBuiltIn(c); err != nil {
 			return nil, err
 		}
 	}
-	reg, err := registry.New(registry.Config{Storage: storage, Kinds: served, Admission: chain, Events: opts.Events, EventLimit: opts.EventLimit, ReadOnly: opts.ReadOnly})
+	reg, err := registry.New(registry.Config{Storage: storage, Kinds: served, Admission: opts.Admission, Events: opts.Events, EventLimit: opts.EventLimit, ReadOnly: opts.ReadOnly})
 	if err != nil {
 		return nil, err
 	}
@@ -105,5 +93,5 @@ func Wire(opts Options) (*Env, error) {
 	if err := reg.Bootstrap(context.Background(), seeds...); err != nil {
 		return nil, err
 	}
-	return &Env{Storage: storage, Kinds: served, CRDs: crds, Admission: chain, Registry: reg}, nil
+	return &Env{Storage: storage, Kinds: served, CRDs: crds, Admission: opts.Admission, Registry: reg}, nil
 }

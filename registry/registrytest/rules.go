@@ -374,37 +374,58 @@ func testImplicitNamespaces(t *testing.T, r *rig) {
 
 func testNamespaceDeletion(t *testing.T, r *rig) {
 	r.create("team", "plain", 1)
-	held := Widget("held", 1)
-	md(held)["finalizers"] = []any{"example.com/hold"}
-	_, err := r.client.Create(ctx, WidgetKey("team", "held"), held)
-	require.NoError(t, err)
 
 	ns, removed, err := r.client.Delete(ctx, nsKey("team"), cache.Preconditions{})
 	require.NoError(t, err)
-	assert.False(t, removed, "a held object keeps the namespace")
-	assert.Equal(t, "Terminating", cachetest.Decode(t, ns)["status"].(map[string]any)["phase"])
+	assert.False(t, removed, "a DELETE marks the namespace")
+	obj := cachetest.Decode(t, ns)
+	assert.Equal(t, "Terminating", obj["status"].(map[string]any)["phase"])
+	assert.Equal(t, []any{"kubernetes"}, obj["spec"].(map[string]any)["finalizers"])
+	assert.NotEmpty(t, md(obj)["deletionTimestamp"])
 	_, err = r.s.Get(ctx, WidgetKey("team", "plain"))
-	require.ErrorIs(t, err, cache.ErrNotFound)
-	h, err := r.s.Get(ctx, WidgetKey("team", "held"))
-	require.NoError(t, err)
-	assert.True(t, h.Deleting())
+	require.NoError(t, err, "what is in it is the namespace controller's to delete")
+	_, err = r.modify(WidgetKey("team", "plain"), func(o map[string]any) { md(o)["labels"] = map[string]any{"changed": "yes"} })
+	require.NoError(t, err, "objects in a Terminating namespace may still change")
 
 	_, err = r.client.Create(ctx, WidgetKey("team", "new"), Widget("new", 1))
 	require.True(t, apierrors.IsForbidden(err), "no new content in a Terminating namespace: %v", err)
+	st := err.(apierrors.APIStatus).Status()
+	require.Len(t, st.Details.Causes, 1)
+	assert.Equal(t, metav1.CauseType("NamespaceTerminating"), st.Details.Causes[0].Type)
 
-	_, err = r.modify(WidgetKey("team", "held"), func(o map[string]any) { delete(md(o), "finalizers") })
+	again, removed, err := r.client.Delete(ctx, nsKey("team"), cache.Preconditions{})
+	require.NoError(t, err)
+	assert.False(t, removed, "spec.finalizers hold it")
+	assert.Equal(t, ns.ResourceVersion(), again.ResourceVersion(), "a second DELETE changes nothing")
+
+	// The namespace controller's last step: /finalize empties spec.finalizers, which removes it.
+	_, _, err = r.client.Delete(ctx, WidgetKey("team", "plain"), cache.Preconditions{})
+	require.NoError(t, err)
+	obj = cachetest.Decode(t, again)
+	obj["spec"] = map[string]any{"finalizers": []any{}}
+	_, err = r.client.Finalize(ctx, nsKey("team"), obj)
 	require.NoError(t, err)
 	_, err = r.s.Get(ctx, nsKey("team"))
-	require.ErrorIs(t, err, cache.ErrNotFound, "the namespace goes with its last object")
+	require.ErrorIs(t, err, cache.ErrNotFound, "the namespace goes with its last finalizer")
 
-	_, _, err = r.client.Delete(ctx, nsKey("default"), cache.Preconditions{})
-	require.True(t, apierrors.IsForbidden(err), "default cannot be deleted: %v", err)
+	// A finalizer in metadata (the propagation policy's) holds it past /finalize.
+	r.create("orphans", "x", 1)
+	marked, removed, err := r.client.DeletePropagating(ctx, nsKey("orphans"), cache.Preconditions{}, metav1.DeletePropagationOrphan)
+	require.NoError(t, err)
+	assert.False(t, removed)
+	assert.Equal(t, []string{metav1.FinalizerOrphanDependents}, marked.Finalizers())
+	obj = cachetest.Decode(t, marked)
+	obj["spec"] = map[string]any{}
+	finalized, err := r.client.Finalize(ctx, nsKey("orphans"), obj)
+	require.NoError(t, err)
+	assert.True(t, finalized.Deleting(), "the orphan finalizer holds it")
+	_, err = r.modify(nsKey("orphans"), func(o map[string]any) { delete(md(o), "finalizers") })
+	require.NoError(t, err)
+	_, err = r.s.Get(ctx, nsKey("orphans"))
+	require.ErrorIs(t, err, cache.ErrNotFound)
 
-	// An empty namespace goes at once.
-	r.create("empty", "x", 1)
-	_, _, err = r.client.Delete(ctx, WidgetKey("empty", "x"), cache.Preconditions{})
-	require.NoError(t, err)
-	_, removed, err = r.client.Delete(ctx, nsKey("empty"), cache.Preconditions{})
-	require.NoError(t, err)
-	assert.True(t, removed)
+	for _, name := range []string{"default", "kube-system", "kube-public"} {
+		_, _, err = r.client.Delete(ctx, nsKey(name), cache.Preconditions{})
+		require.True(t, apierrors.IsForbidden(err), "%s cannot be deleted: %v", name, err)
+	}
 }

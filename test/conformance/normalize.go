@@ -96,11 +96,13 @@ var (
 	ipPort = regexp.MustCompile(`\{ip\}:\d+`)
 	hashRE = regexp.MustCompile(`hash=[0-9A-Fa-f]+`)
 	// resourceVersions inside messages: "too old resource version: 5 (7)", "current: 9", "the
-	// ResourceVersion in record (9)", an object quoted in a message as escaped JSON.
+	// ResourceVersion in record (9)", "ResourceVersion in object meta: 9", an object quoted in a
+	// message as escaped JSON.
 	rvInMsg = []*regexp.Regexp{
 		regexp.MustCompile(`(too old resource version: )\d+ \(\d+\)`),
 		regexp.MustCompile(`((?i)resource ?version:? ?"?)\d+`),
 		regexp.MustCompile(`((?i)resourceVersion in (?:record|the precondition) \()\d+`),
+		regexp.MustCompile(`((?i)resourceVersion in (?:precondition|object meta): )\d+`),
 		regexp.MustCompile(`(resourceVersion\\?":\\?")\d+`),
 		regexp.MustCompile(`(Too large resource version: \{rv\}, current: )\d+`),
 	}
@@ -331,7 +333,7 @@ func Normalize(r *Run) RecordedCase {
 		}
 		if len(s.Select) > 0 {
 			if body, ok := t["body"]; ok {
-				t["body"] = selectPaths(body, s.Select)
+				t["body"] = selectPaths(body, s.Select, r.Names)
 			}
 		}
 		if s.Watch != nil && s.Watch.Unordered {
@@ -348,11 +350,17 @@ func Normalize(r *Run) RecordedCase {
 	return rc
 }
 
-// selectPaths keeps the given paths of a body: path → value, "{absent}" where there is none.
-func selectPaths(body any, paths []string) map[string]any {
+// selectPaths keeps the given paths of a body: path → value, "{absent}" where there is none. A
+// path may name the run's namespaces by their variables ({ns}); names maps each run-specific
+// name to its variable.
+func selectPaths(body any, paths []string, names map[string]string) map[string]any {
 	out := make(map[string]any, len(paths))
 	for _, p := range paths {
-		if v, ok := lookup(body, p); ok {
+		real := p
+		for name, v := range names {
+			real = strings.ReplaceAll(real, v, name)
+		}
+		if v, ok := lookup(body, real); ok {
 			out[p] = v
 		} else {
 			out[p] = "{absent}"

@@ -1,0 +1,156 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+func TestKubectl(t *testing.T) {
+	t.Parallel()
+	p := start(t, "ROLLOUT_STEP=0", "ENABLE_LEADER_ELECTION=false")
+	k := p.kubectl(t)
+
+	assert.Contains(t, k.Run("version"), "Server Version: v1.37")
+	res := k.Run("api-resources")
+	for _, want := range []string{"applications", "app,apps", "cloudnative.elide.dev/v1", "namespaces", "events", "leases", "customresourcedefinitions"} {
+		assert.Contains(t, res, want)
+	}
+
+	assert.Contains(t, k.Run("apply", "-f", "examples/application.yaml"), "application.cloudnative.elide.dev/demo created")
+	assert.Contains(t, k.Run("apply", "-f", "examples/application.yaml"), "unchanged")
+	require.Eventually(t, func() bool { return strings.Contains(k.Run("get", "app", "demo"), "Running") }, 10*time.Second, 50*time.Millisecond)
+	get := k.Run("get", "apps")
+	assert.Regexp(t, `NAME\s+REPLICAS\s+READY\s+PHASE\s+AGE`, get)
+	assert.Regexp(t, `demo\s+3\s+3\s+Running`, get)
+
+	// get -w shows the change a patch makes, then we stop it.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := k.Cmd(ctx, "get", "app", "demo", "-w", "--output-watch-events")
+	stdout, err := w.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, w.Start())
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	waitLine := func(sub string) {
+		t.Helper()
+		deadline := time.After(15 * time.Second)
+		for {
+			select {
+			case l, ok := <-lines:
+				require.True(t, ok, "kubectl get -w ended before %q", sub)
+				if strings.Contains(l, sub) {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("kubectl get -w never printed %q", sub)
+			}
+		}
+	}
+	waitLine("demo")
+	assert.Contains(t, k.Run("patch", "app", "demo", "--type=merge", "-p", `{"spec":{"replicas":4}}`), "patched")
+	waitLine("MODIFIED")
+	cancel()
+	_ = w.Wait()
+
+	assert.Contains(t, k.Run("scale", "app", "demo", "--replicas=5"), "scaled")
+	assert.Contains(t, k.Run("label", "app", "demo", "tier=web"), "labeled")
+	assert.Contains(t, k.Run("get", "apps", "-l", "tier=web"), "demo")
+	require.Eventually(t, func() bool {
+		return strings.Contains(k.Run("get", "app", "demo"), "5       Running") || strings.Contains(k.Run("get", "app", "demo", "-o", "jsonpath={.status.readyReplicas}"), "5")
+	}, 10*time.Second, 50*time.Millisecond)
+	desc := k.Run("describe", "app", "demo")
+	assert.Contains(t, desc, "Events:")
+	assert.Contains(t, desc, "FinalizerAdded")
+	assert.Contains(t, k.Run("explain", "applications.spec.replicas"), "Number of replicas")
+	assert.Contains(t, k.Run("get", "events"), "Created")
+
+	assert.Contains(t, k.Run("create", "namespace", "team-b"), "namespace/team-b created")
+	assert.Contains(t, k.Run("get", "ns"), "team-b")
+
+	// A CRD applied at runtime serves its kind at once.
+	assert.Contains(t, k.Run("apply", "-f", "examples/widget-crd.yaml"), "created")
+	assert.Contains(t, k.Run("apply", "-f", "examples/widget.yaml"), "widget.example.com/w1 created")
+	assert.Regexp(t, `w1\s+3`, k.Run("get", "widgets"))
+	assert.Regexp(t, `w1\s+3\s+blue`, k.Run("get", "wd", "-o", "wide"))
+
+	// Server-side apply: spec.replicas was last set by scale and patch, so taking it back needs
+	// --force-conflicts, as on a real cluster.
+	assert.Contains(t, k.Run("apply", "--server-side", "--force-conflicts", "-f", "examples/application.yaml"), "serverside-applied")
+	assert.Equal(t, "3", k.Run("get", "app", "demo", "-o", "jsonpath={.spec.replicas}"))
+
+	// delete waits for the controller's finalizer cleanup, then returns.
+	assert.Contains(t, k.Run("delete", "app", "demo", "--timeout=20s"), `"demo" deleted`)
+	out, _ := k.Cmd(context.Background(), "get", "app", "demo").CombinedOutput()
+	assert.Contains(t, string(out), "NotFound")
+}
+
+// TestKubectlAuth: the checks tools make before acting (kubectl auth can-i, can-i --list, whoami;
+// kubectl sends the reviews as protobuf) are answered: everything is allowed, and a client
+// without credentials is system:anonymous.
+func TestKubectlAuth(t *testing.T) {
+	t.Parallel()
+	p := start(t, "ENABLE_CONTROLLER=false", "ENABLE_LEADER_ELECTION=false")
+	k := p.kubectl(t)
+	assert.Equal(t, "yes\n", k.Run("auth", "can-i", "create", "applications"))
+	assert.Equal(t, "yes\n", k.Run("auth", "can-i", "delete", "namespaces", "--all-namespaces"))
+	assert.Equal(t, "yes\n", k.Run("auth", "can-i", "get", "/healthz"))
+	assert.Regexp(t, `(?m)^\*\.\*\s+\[\]\s+\[\]\s+\[\*\]$`, k.Run("auth", "can-i", "--list"))
+	who := k.Run("auth", "whoami")
+	assert.Regexp(t, `Username\s+system:anonymous`, who)
+	assert.Regexp(t, `Groups\s+\[system:unauthenticated\]`, who)
+}
+
+// TestReviewsNameTheTokenUser: with tokens configured, the reviews name the token's user
+// (client-go's typed clients, which send them as protobuf).
+func TestReviewsNameTheTokenUser(t *testing.T) {
+	t.Parallel()
+	p := start(t, "TOKEN_FILE="+writeTokenFile(t), "ENABLE_CONTROLLER=false", "ENABLE_LEADER_ELECTION=false")
+	rc := p.restConfig()
+	rc.BearerToken = "alice-3f9c2a"
+	cs, err := kubernetes.NewForConfig(rc)
+	require.NoError(t, err)
+	ctx := context.Background()
+	who, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, authenticationv1.UserInfo{Username: "alice", UID: "1001", Groups: []string{"developers", "ops", "system:authenticated"}}, who.Status.UserInfo)
+	can, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "delete", Resource: "namespaces"}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	assert.True(t, can.Status.Allowed)
+}
+
+// TestKubectlExplainOpenAPIV2: `kubectl explain --output=plaintext-openapiv2` reads /openapi/v2
+// (as protobuf) and explains the same schema v3 does.
+func TestKubectlExplainOpenAPIV2(t *testing.T) {
+	t.Parallel()
+	p := start(t, "ENABLE_CONTROLLER=false", "ENABLE_LEADER_ELECTION=false")
+	k := p.kubectl(t)
+	out := k.Run("explain", "--output=plaintext-openapiv2", "applications.spec")
+	assert.Contains(t, out, "KIND:     Application")
+	assert.Regexp(t, `replicas\s+<integer> -required-`, out)
+	assert.Regexp(t, `config\s+<map\[string\]string>`, out)
+	assert.Contains(t, out, "Number of replicas to run")
+	assert.Regexp(t, `(?m)^\s+limits\s+<Object>$`, k.Run("explain", "--output=plaintext-openapiv2", "app.spec", "--recursive"))
+
+	// A CRD applied at runtime is explained too.
+	k.Run("apply", "-f", "examples/widget-crd.yaml")
+	assert.Contains(t, k.Run("explain", "--output=plaintext-openapiv2", "widgets.spec"), "KIND:     Widget")
+}

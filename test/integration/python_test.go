@@ -1,0 +1,79 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/opemu/opemu/test/internal/tool"
+)
+
+// debianPython is the interpreter Debian's python3-kubernetes is installed for. A python3 found
+// on PATH first (pyenv, a virtualenv) may not see it.
+const debianPython = "/usr/bin/python3"
+
+// requirePythonClient returns the Python interpreter that imports the kubernetes client. It
+// fails the test when CI is set and the client is missing (.ci/run installs the Debian package
+// python3-kubernetes), and skips it elsewhere.
+func requirePythonClient(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command(debianPython, "-c", "import kubernetes; print(kubernetes.__version__)").CombinedOutput()
+	if err != nil {
+		tool.Missing(t, "the Python client (.ci/run installs the Debian package python3-kubernetes): %v\n%s", err, out)
+	}
+	t.Logf("python3-kubernetes %s", strings.TrimSpace(string(out)))
+	return debianPython
+}
+
+// kubeconfigFile writes what `opemu kubeconfig` prints for p into a temporary file, unedited.
+func kubeconfigFile(t *testing.T, p *server) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(path, p.kubeconfig(t), 0o600))
+	return path
+}
+
+// TestPythonClient runs testdata/python_client.py against opemu: a watch sees ADDED and
+// MODIFIED (the client sends watch=True), resumes from a resource_version, and typed models
+// without apiVersion/kind create a Namespace named by generateName.
+func TestPythonClient(t *testing.T) {
+	t.Parallel()
+	python := requirePythonClient(t)
+	p := start(t, "ENABLE_CONTROLLER=false", "ENABLE_LEADER_ELECTION=false")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, "testdata/python_client.py", kubeconfigFile(t, p))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "python_client.py:\nstdout:\n%s\nstderr:\n%s", out, &stderr)
+
+	steps := map[string]map[string]any{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &m), "line %q", sc.Text())
+		steps[m["step"].(string)] = m
+	}
+	require.Contains(t, steps, "watch", "stdout:\n%s", out)
+	assert.Equal(t, []any{[]any{"ADDED", "py-app", 1.0}, []any{"MODIFIED", "py-app", 2.0}}, steps["watch"]["events"])
+	assert.NotEmpty(t, steps["watch"]["resourceVersion"])
+	require.Contains(t, steps, "resume")
+	assert.Equal(t, []any{[]any{"MODIFIED", "py-app", 3.0}}, steps["resume"]["events"], "the watch resumes after the version given")
+	require.Contains(t, steps, "namespace")
+	name, _ := steps["namespace"]["name"].(string)
+	assert.Regexp(t, `^py-[a-z0-9]{5}$`, name)
+	assert.Equal(t, "Active", steps["namespace"]["phase"])
+	require.Contains(t, steps, "namespace-watch")
+	assert.Equal(t, []any{[]any{"ADDED", name}}, steps["namespace-watch"]["events"])
+}

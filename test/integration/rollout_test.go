@@ -1,0 +1,185 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/opemu/opemu/test/internal/request"
+)
+
+// TestKubectlRollout: kubectl sees Deployments and StatefulSets roll out and Jobs complete, as
+// on a cluster: `get -w` shows READY climb, `rollout status` returns success after a create, a
+// scale and a new image, `wait --for=condition=complete` returns for a Job.
+func TestKubectlRollout(t *testing.T) {
+	t.Parallel()
+	p := start(t, "ENABLE_LEADER_ELECTION=false", "ROLLOUT_STEP=200ms", "JOB_DURATION=300ms")
+	k := p.kubectl(t)
+
+	// Watch first, so that every step is seen: kubectl lists, then watches from the list's
+	// version, so nothing created once its watch is open (watch_clients says so) is missed,
+	// however slowly kubectl got there.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	watch := k.Cmd(ctx, "get", "deployments", "--watch")
+	stdout, err := watch.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, watch.Start())
+	defer func() { cancel(); _ = watch.Wait() }()
+	lines := bufio.NewScanner(stdout)
+	require.Eventually(t, func() bool {
+		return strings.Contains(request.Metrics(t, p.url("")), `watch_clients{protocol="kubernetes"} 1`)
+	}, 30*time.Second, 20*time.Millisecond, "kubectl get --watch is watching")
+
+	assert.Contains(t, k.Run("create", "deployment", "web", "--image=nginx:1.27", "--replicas=3"), "deployment.apps/web created")
+	ready := regexp.MustCompile(`^web\s+(\d)/3\s+(\d)\s+(\d)\s`)
+	var seen []string
+	for lines.Scan() {
+		if strings.HasPrefix(lines.Text(), "NAME ") {
+			continue // the header comes with the first object
+		}
+		m := ready.FindStringSubmatch(lines.Text())
+		require.NotNil(t, m, "a watch line: %q", lines.Text())
+		if len(seen) == 0 || seen[len(seen)-1] != m[1] {
+			seen = append(seen, m[1])
+		}
+		if m[1] == "3" {
+			break
+		}
+	}
+	assert.Equal(t, []string{"0", "1", "2", "3"}, seen, "READY climbs one replica per step (ceil(3/4) = 1)")
+
+	assert.Contains(t, k.Run("rollout", "status", "deployment/web", "--timeout=30s"), `deployment "web" successfully rolled out`)
+	assert.Contains(t, k.Run("scale", "deployment", "web", "--replicas=5"), "deployment.apps/web scaled")
+	assert.Contains(t, k.Run("rollout", "status", "deployment/web", "--timeout=30s"), `deployment "web" successfully rolled out`)
+	assert.Regexp(t, `web\s+5/5\s+5\s+5\s`, k.Run("get", "deployment", "web"))
+	// Paused, the new template is observed and held at 0 updated replicas, so rollout status
+	// sees the rollout in progress however slowly kubectl starts; resumed, it finishes.
+	assert.Contains(t, k.Run("rollout", "pause", "deployment/web"), "paused")
+	assert.Contains(t, k.Run("set", "image", "deployment/web", "nginx=nginx:1.28"), "image updated")
+	status := k.Cmd(ctx, "rollout", "status", "deployment/web", "--timeout=30s")
+	statusOut, err := status.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, status.Start())
+	progress := bufio.NewScanner(statusOut)
+	var out strings.Builder
+	for progress.Scan() {
+		out.WriteString(progress.Text() + "\n")
+		if strings.Contains(progress.Text(), "new replicas have been updated...") {
+			break
+		}
+	}
+	assert.Contains(t, out.String(), "0 out of 5 new replicas have been updated...", "a new template is rolled out replica by replica")
+	assert.Contains(t, k.Run("rollout", "resume", "deployment/web"), "resumed")
+	for progress.Scan() {
+		out.WriteString(progress.Text() + "\n")
+	}
+	require.NoError(t, status.Wait(), "rollout status:\n%s", out.String())
+	assert.Contains(t, out.String(), `deployment "web" successfully rolled out`)
+	describe := k.Run("describe", "deployment", "web")
+	assert.Regexp(t, `Available\s+True\s+MinimumReplicasAvailable`, describe)
+	assert.Regexp(t, `Progressing\s+True\s+NewReplicaSetAvailable`, describe)
+	assert.Regexp(t, `Normal\s+ScalingReplicaSet\s+.*deployment-controller\s+Scaled up replica set web-`, describe)
+
+	manifest := filepath.Join(t.TempDir(), "sts.yaml")
+	require.NoError(t, os.WriteFile(manifest, []byte(`apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: db
+spec:
+  replicas: 2
+  serviceName: db
+  selector:
+    matchLabels: {app: db}
+  template:
+    metadata:
+      labels: {app: db}
+    spec:
+      containers:
+      - name: db
+        image: postgres:16
+`), 0o600))
+	assert.Contains(t, k.Run("apply", "-f", manifest), "statefulset.apps/db created")
+	assert.Contains(t, k.Run("rollout", "status", "statefulset/db", "--timeout=30s"), "partitioned roll out complete: 2 new pods have been updated")
+	assert.Regexp(t, `db\s+2/2\s`, k.Run("get", "statefulset", "db"))
+
+	assert.Contains(t, k.Run("create", "job", "once", "--image=busybox:1.36", "--", "echo", "hi"), "job.batch/once created")
+	assert.Contains(t, k.Run("wait", "--for=condition=complete", "job/once", "--timeout=30s"), "job.batch/once condition met")
+	assert.Regexp(t, `once\s+Complete\s+1/1\s+\d+m?s`, k.Run("get", "job", "once"))
+	assert.Regexp(t, `Normal\s+Completed\s+job/once\s+Job completed`, k.Run("get", "events", "--field-selector", "involvedObject.name=once"))
+}
+
+// TestKubectlCascade: `kubectl delete --cascade=background|foreground|orphan` of a Deployment
+// owning two ConfigMaps, and the Warning of an owner in another namespace.
+func TestKubectlCascade(t *testing.T) {
+	t.Parallel()
+	p := start(t, "ENABLE_LEADER_ELECTION=false")
+	k := p.kubectl(t)
+	dir := t.TempDir()
+	// owned creates a Deployment and two ConfigMaps it owns (blockOwnerDeletion, as
+	// SetControllerReference sets it), in ns.
+	owned := func(ns, name string) {
+		t.Helper()
+		k.Run("create", "namespace", ns)
+		k.Run("-n", ns, "create", "deployment", name, "--image=nginx:1.27")
+		uid := k.Run("-n", ns, "get", "deployment", name, "-o", "jsonpath={.metadata.uid}")
+		for _, cm := range []string{name + "-a", name + "-b"} {
+			file := filepath.Join(dir, ns+"-"+cm+".yaml")
+			require.NoError(t, os.WriteFile(file, fmt.Appendf(nil, `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: %s
+  ownerReferences:
+  - {apiVersion: apps/v1, kind: Deployment, name: %s, uid: %s, controller: %t, blockOwnerDeletion: true}
+data: {mode: fast}
+`, cm, name, uid, strings.HasSuffix(cm, "-a")), 0o600))
+			k.Run("-n", ns, "apply", "-f", file)
+		}
+	}
+	configMaps := func(ns string) string {
+		return strings.TrimSpace(k.Run("-n", ns, "get", "configmaps", "-o", `jsonpath={range .items[*]}{.metadata.name}:{.metadata.ownerReferences[*].name} {end}`))
+	}
+
+	owned("fg", "web")
+	assert.Contains(t, k.Run("-n", "fg", "delete", "deployment", "web", "--cascade=foreground"), `deployment.apps "web" deleted`)
+	assert.Empty(t, configMaps("fg"), "kubectl returns once the owner is gone, after its blocking dependents")
+
+	owned("bg", "web")
+	assert.Contains(t, k.Run("-n", "bg", "delete", "deployment", "web", "--cascade=background"), `deployment.apps "web" deleted`)
+	require.Eventually(t, func() bool { return configMaps("bg") == "" }, 10*time.Second, 50*time.Millisecond, "the collector deletes the dependents after")
+
+	owned("orphan", "web")
+	assert.Contains(t, k.Run("-n", "orphan", "delete", "deployment", "web", "--cascade=orphan"), `deployment.apps "web" deleted`)
+	assert.Equal(t, "web-a: web-b:", configMaps("orphan"), "the dependents stay, without their owner")
+
+	// A ConfigMap naming the owner of another namespace: collected, with a Warning.
+	owned("team-a", "api")
+	uid := k.Run("-n", "team-a", "get", "deployment", "api", "-o", "jsonpath={.metadata.uid}")
+	k.Run("create", "namespace", "team-b")
+	file := filepath.Join(dir, "cross.yaml")
+	require.NoError(t, os.WriteFile(file, fmt.Appendf(nil, `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: cross
+  namespace: team-b
+  ownerReferences:
+  - {apiVersion: apps/v1, kind: Deployment, name: api, uid: %s}
+`, uid), 0o600))
+	k.Run("apply", "-f", file)
+	require.Eventually(t, func() bool {
+		return strings.Contains(k.Run("get", "events", "-A", "--field-selector", "reason=OwnerRefInvalidNamespace"), "configmap/cross")
+	}, 10*time.Second, 50*time.Millisecond)
+	assert.Contains(t, k.Run("get", "events", "-n", "team-b", "--field-selector", "reason=OwnerRefInvalidNamespace"),
+		fmt.Sprintf(`ownerRef [apps/v1/Deployment, namespace: team-b, name: api, uid: %s] does not exist in namespace "team-b"`, uid))
+	require.Eventually(t, func() bool { return configMaps("team-b") == "" }, 10*time.Second, 50*time.Millisecond)
+	assert.Equal(t, "api-a:api api-b:api", configMaps("team-a"), "the real owner's dependents are untouched")
+}

@@ -253,11 +253,14 @@ func TestControllerRuntimeOperator(t *testing.T) {
 				&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}},
 				&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}},
 			}
-			// left returns the children still stored, and whether each still names an owner.
+			// left returns the children still stored, and whether each still names an owner: read
+			// from the server, as the Application is (the manager's client reads typed objects
+			// from its informers, which may not have seen the garbage collector's last writes
+			// when the Application is gone).
 			left := func() map[string]bool {
 				out := map[string]bool{}
 				for _, ch := range children {
-					if err := c.Get(context.Background(), client.ObjectKeyFromObject(ch), ch); err == nil {
+					if err := mgr.GetAPIReader().Get(context.Background(), client.ObjectKeyFromObject(ch), ch); err == nil {
 						out[fmt.Sprintf("%T %s", ch, ch.GetName())] = len(ch.GetOwnerReferences()) > 0
 					} else {
 						require.True(t, apierrors.IsNotFound(err), "%v", err)

@@ -69,7 +69,7 @@ func (c *WatchCache) Apply(changes []Change) error {
 		case ch.Object != nil:
 			c.applyLocked(Modified, ch.Object, prev, ch.ResourceVersion)
 		case prev != nil:
-			o, err := c.restampLocked(prev, ch.ResourceVersion)
+			o, err := c.restamp(prev, ch.ResourceVersion)
 			if err != nil {
 				return err
 			}
@@ -183,7 +183,7 @@ func (c *WatchCache) Stored(key Key, value []byte, rv uint64) (*Object, error) {
 // metadata.resourceVersion, a stored one has it replaced.
 func (c *WatchCache) AtVersion(o *Object, rv uint64) (*Object, error) {
 	if o.rv != 0 {
-		return c.restampLocked(o, rv) // restampLocked reads only o and c.cfg
+		return c.restamp(o, rv) // restamp reads only o and c.cfg
 	}
 	if raw, ok := insertVersion(o.raw, rv); ok {
 		next := *o

@@ -1,13 +1,9 @@
 package kinds
 
 import (
-	"strings"
-	"time"
-
 	"github.com/opemu/opemu/cache"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // The built-in kinds served beside custom resources since the start (SPEC §3) that are kept as
@@ -110,19 +106,7 @@ func keepNamespaceFinalizers(obj, old map[string]any) {
 func EventKind() *Kind {
 	return &Kind{
 		Version: "v1", Kind: "Event", ListKind: "EventList", Plural: "events", Singular: "event", ShortNames: []string{"ev"}, Namespaced: true,
-		Columns: []Column{
-			lastSeenColumn("lastTimestamp", "series.lastObservedTime", "eventTime"),
-			PathColumn("Type", ".type", "string", 0),
-			PathColumn("Reason", ".reason", "string", 0),
-			{Def: metav1.TableColumnDefinition{Name: "Object", Type: "string"}, Cell: func(obj map[string]any, _ time.Time) any {
-				return strings.ToLower(stringAt(obj, "involvedObject.kind")) + "/" + stringAt(obj, "involvedObject.name")
-			}},
-			PathColumn("Message", ".message", "string", 0),
-			PathColumn("Source", ".source.component", "string", 1),
-			{Def: metav1.TableColumnDefinition{Name: "First Seen", Type: "string", Priority: 1}, Cell: PathCell(".firstTimestamp", "date")},
-			PathColumn("Count", ".count", "integer", 1),
-			{Def: metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Priority: 1}, Cell: NameColumn.Cell},
-		},
+		Columns: eventColumns(coreEventFields),
 		Fields: []Field{
 			{Name: "involvedObject.kind"}, {Name: "involvedObject.namespace"}, {Name: "involvedObject.name"},
 			{Name: "involvedObject.uid"}, {Name: "involvedObject.apiVersion"}, {Name: "involvedObject.resourceVersion"},
@@ -160,7 +144,7 @@ func eventShape(obj map[string]any) {
 func LeaseKind() *Kind {
 	return &Kind{
 		Group: "coordination.k8s.io", Version: "v1", Kind: "Lease", ListKind: "LeaseList", Plural: "leases", Singular: "lease", Namespaced: true,
-		Columns:             []Column{NameColumn, PathColumn("Holder", ".spec.holderIdentity", "string", 0), AgeColumn("Age")},
+		Columns:             leaseColumns(),
 		StrategicPatch:      &coordinationv1.Lease{},
 		Protobuf:            true,
 		AllowCreateOnUpdate: true,

@@ -3,8 +3,6 @@ package kinds
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
-	"time"
 
 	"github.com/opemu/opemu/cache"
 	corev1 "k8s.io/api/core/v1"
@@ -160,36 +158,5 @@ func toMap(v any) (map[string]any, error) {
 	return cache.DecodeJSON(raw)
 }
 
-// eventLastSeen is when an Event was last seen: lastTimestamp, else its series' last
-// observation, else its eventTime (Events written through events.k8s.io have no lastTimestamp).
-func eventLastSeen(last, series, eventTime string) string {
-	for _, t := range []string{last, series, eventTime} {
-		if t != "" {
-			return t
-		}
-	}
-	return ""
-}
-
-// lastSeenColumn shows how long ago an Event was last seen.
-func lastSeenColumn(last, series, eventTime string) Column {
-	return Column{Def: metav1.TableColumnDefinition{Name: "Last Seen", Type: "string"}, Cell: func(obj map[string]any, now time.Time) any {
-		ts := eventLastSeen(stringAt(obj, last), stringAt(obj, series), stringAt(obj, eventTime))
-		if ts == "" {
-			return "<unknown>"
-		}
-		return Age(ts, now)
-	}}
-}
-
-func eventsV1Columns() []Column {
-	return []Column{
-		lastSeenColumn("deprecatedLastTimestamp", "series.lastObservedTime", "eventTime"),
-		PathColumn("Type", ".type", "string", 0),
-		PathColumn("Reason", ".reason", "string", 0),
-		column("Object", "string", 0, func(obj map[string]any, _ time.Time) any {
-			return strings.ToLower(stringAt(obj, "regarding.kind")) + "/" + stringAt(obj, "regarding.name")
-		}),
-		PathColumn("Message", ".note", "string", 0),
-	}
-}
+// eventsV1Columns are the v1 Event's columns over the events.k8s.io fields.
+func eventsV1Columns() []Column { return eventColumns(eventsV1Fields) }

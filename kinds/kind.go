@@ -3,6 +3,7 @@ package kinds
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -230,8 +232,21 @@ type Field struct {
 
 // Column is one Table column and how to fill its cell from a decoded object.
 type Column struct {
-	Def  metav1.TableColumnDefinition
+	Def metav1.TableColumnDefinition
+	// Doc, when Def has no Description, names the one kube-apiserver's printers give the column:
+	// a Go type's OpenAPI name and one of its fields, whose SwaggerDoc it is (read on first use,
+	// see swaggerdoc.go).
+	Doc  [2]string
 	Cell func(obj map[string]any, now time.Time) any
+}
+
+// Definition is the column's definition, its description included.
+func (c Column) Definition() metav1.TableColumnDefinition {
+	d := c.Def
+	if d.Description == "" && c.Doc[0] != "" {
+		d.Description = docTable{}.of(c.Doc[0])[c.Doc[1]]
+	}
+	return d
 }
 
 // GroupVersion returns "group/version" (just "version" for the core group).
@@ -294,21 +309,32 @@ func (k *Kind) AppendFields(dst []string, obj map[string]any) []string {
 	return dst
 }
 
-// Selectable reports whether a field selector on this kind may name label.
-func (k *Kind) Selectable(label string) bool {
-	if label == "metadata.name" || label == "metadata.namespace" {
-		return true
+// ConvertFieldLabel checks a field selector's label as kube-apiserver's scheme does for the
+// kind, and returns it: metadata.name always; metadata.namespace, and the kind's own fields
+// (Fields, a view's FieldLabels). A kind with fields of its own (a CRD's kinds, the built-ins
+// kube-apiserver registers a conversion for) takes metadata.namespace only when namespaced and
+// refuses others with "field label not supported"; the other built-ins take metadata.name and
+// metadata.namespace alone, with apimachinery's default conversion and its message.
+func (k *Kind) ConvertFieldLabel(label, value string) (string, string, error) {
+	own := !k.BuiltIn() || len(k.Fields) > 0 || k.Conversion != nil
+	if !own {
+		return runtime.DefaultMetaV1FieldSelectorConversion(label, value)
 	}
-	if k.Conversion != nil {
-		_, ok := k.Conversion.FieldLabels[label]
-		return ok
-	}
-	for _, f := range k.Fields {
-		if f.Name == label {
-			return true
+	switch {
+	case label == "metadata.name", label == "metadata.namespace" && k.Namespaced:
+		return label, value, nil
+	case k.Conversion != nil:
+		if _, ok := k.Conversion.FieldLabels[label]; ok {
+			return label, value, nil
+		}
+	default:
+		for _, f := range k.Fields {
+			if f.Name == label {
+				return label, value, nil
+			}
 		}
 	}
-	return false
+	return "", "", fmt.Errorf("field label not supported: %s", label)
 }
 
 // ValueAt is the value at a dotted path like ".spec.replicas" (the leading dot optional) in a

@@ -156,28 +156,21 @@ func (s *Store) expireOne(ctx context.Context, k *kinds.Kind, key cache.Key) err
 }
 
 // DeleteCollection deletes every object q selects in t (deletecollection), one Delete each,
-// and returns them: removed ones in their last state, ones held by finalizers marked.
+// and returns them as the list found them, with its ListMeta (as kube-apiserver does): all of
+// them, or with a limit the page it names (a continue token says where the next one starts).
 func (s *Store) DeleteCollection(ctx context.Context, t Target, q ListOptions, pre cache.Preconditions, o Options) ([]*cache.Object, metav1.ListMeta, error) {
-	q.Limit, q.Continue = 0, nil
 	items, meta, err := s.List(ctx, t, q)
 	if err != nil {
 		return nil, meta, err
 	}
-	out := make([]*cache.Object, 0, len(items))
 	for _, it := range items {
 		one := t
 		one.Key = it.Key()
-		obj, _, err := s.Delete(ctx, one, pre, o)
-		if errors.Is(err, cache.ErrNotFound) {
-			continue
-		}
-		if err != nil {
+		if _, _, err := s.Delete(ctx, one, pre, o); err != nil && !errors.Is(err, cache.ErrNotFound) {
 			return nil, meta, err
 		}
-		out = append(out, obj)
 	}
-	meta.ResourceVersion = formatRV(s.cfg.Storage.ResourceVersion())
-	return out, meta, nil
+	return items, meta, nil
 }
 
 // gcFinalizers returns the finalizers an object has after a delete with policy, as

@@ -100,7 +100,7 @@ func TestBadInputMatrix(t *testing.T) {
 		// Strict decoding.
 		{name: "duplicate field, strict", method: "POST", path: appsPath + "?fieldValidation=Strict", body: appJSON(`{"name":"d"}`, `{"replicas":1,"replicas":2,"image":"nginx:1"}`), code: 400, reason: "BadRequest", message: `duplicate field "spec.replicas"`},
 		{name: "unknown field, strict", method: "POST", path: appsPath + "?fieldValidation=Strict", body: appJSON(`{"name":"d"}`, `{"replicas":1,"image":"nginx:1","replica":2}`), code: 400, reason: "BadRequest", message: `unknown field "spec.replica"`},
-		{name: "bad fieldValidation", method: "POST", path: appsPath + "?fieldValidation=Loud", body: appJSON(`{"name":"d"}`, spec), code: 400, reason: "BadRequest"},
+		{name: "bad fieldValidation", method: "POST", path: appsPath + "?fieldValidation=Loud", body: appJSON(`{"name":"d"}`, spec), code: 422, reason: "Invalid", causes: []string{"fieldValidation"}},
 		// Patches.
 		{name: "JSON patch not an array", method: "PATCH", path: obj, ctype: "application/json-patch+json", body: `{"op":"add"}`, code: 400, reason: "BadRequest"},
 		{name: "JSON patch unknown op", method: "PATCH", path: obj, ctype: "application/json-patch+json", body: `[{"op":"frob","path":"/spec"}]`, code: 422, reason: "Invalid"},
@@ -114,9 +114,13 @@ func TestBadInputMatrix(t *testing.T) {
 		{name: "apply without a field manager", method: "PATCH", path: obj, ctype: "application/apply-patch+yaml", body: appJSON(`{"name":"keep-0"}`, spec), code: 422, reason: "Invalid", causes: []string{"fieldManager"}},
 		{name: "patch of nothing", method: "PATCH", path: appsPath + "/missing", ctype: "application/merge-patch+json", body: `{}`, code: 404, reason: "NotFound"},
 		// Reads and watches.
-		{name: "bad limit", method: "GET", path: appsPath + "?limit=-3", code: 400, reason: "BadRequest"},
-		{name: "bad resourceVersion on a watch", method: "GET", path: appsPath + "?watch=true&resourceVersion=abc", code: 400, reason: "BadRequest"},
+		{name: "bad limit", method: "GET", path: appsPath + "?limit=three", code: 400, reason: "BadRequest", message: "strconv.ParseInt"},
+		// kube-apiserver's storage refuses it with an error that is no Status: a 500.
+		{name: "bad resourceVersion on a watch", method: "GET", path: appsPath + "?watch=true&resourceVersion=abc", code: 500, message: `resourceVersion: Invalid value: "abc"`},
 		{name: "bad field selector", method: "GET", path: appsPath + "?fieldSelector=spec.replicas%3D1", code: 400, reason: "BadRequest"},
+		{name: "resourceVersionMatch without resourceVersion", method: "GET", path: appsPath + "?resourceVersionMatch=Exact", code: 422, reason: "Invalid", causes: []string{"resourceVersionMatch"}},
+		{name: "sendInitialEvents without resourceVersionMatch", method: "GET", path: appsPath + "?watch=true&sendInitialEvents=true", code: 422, reason: "Invalid", causes: []string{"resourceVersionMatch"}},
+		{name: "a write on a watch path", method: "POST", path: "/apis/cloudnative.elide.dev/v1/watch/namespaces/default/applications", ctype: "application/json", body: appJSON(`{"name":"w"}`, spec), code: 405, reason: "MethodNotAllowed"},
 		{name: "unicode in a label selector", method: "GET", path: appsPath + "?labelSelector=a%3D%E6%97%A5", code: 400, reason: "BadRequest"},
 	}
 	runStatusCases(t, e, tests)

@@ -35,7 +35,8 @@ func checkSelectorSizes(q map[string][]string) error {
 }
 
 // isWatch reports whether c is long-lived, exempt from MAX_INFLIGHT and the request deadline:
-// GET /watch, a GET of a list route with watch=true (or 1), and the pprof profile and trace.
+// GET /watch, a GET of a list route with watch=true (or 1) or of a /watch/ path of the
+// Kubernetes API, and the pprof profile and trace.
 // A watch parameter on any other request (a POST, a GET of one object) makes it no watch, and
 // one that is not a boolean is not a watch here either (the list handler answers it with a 400).
 func isWatch(c *echo.Context) bool {
@@ -46,6 +47,9 @@ func isWatch(c *echo.Context) bool {
 	switch c.Path() {
 	case "/watch", "/debug/pprof/profile", "/debug/pprof/trace":
 		return true
+	}
+	if strings.Contains(c.Path(), "/watch/") {
+		return true // a /watch/ path of the Kubernetes API
 	}
 	if !strings.HasSuffix(c.Path(), "/:resource") {
 		return false

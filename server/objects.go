@@ -30,18 +30,19 @@ func (s *Server) getObject(c *echo.Context) error {
 	case "reconcile":
 		return echo.ErrMethodNotAllowed
 	}
-	o, err := s.cfg.Registry.Get(c.Request().Context(), t, c.QueryParam("resourceVersion"))
+	out, err := negotiate(c.Request(), t.Kind, false)
 	if err != nil {
 		return err
 	}
-	if t.Sub == "" && wantsTable(c.Request()) {
-		return s.answerTable(c, t, []*cache.Object{o}, metav1.ListMeta{ResourceVersion: formatRV(o.ResourceVersion())})
+	rv := c.QueryParam("resourceVersion")
+	if _, err := cache.ParseResourceVersion(rv); err != nil {
+		return unparsableResourceVersion(rv, err)
 	}
-	body, err := registry.View(t, o)
+	o, err := s.cfg.Registry.Get(c.Request().Context(), t, rv)
 	if err != nil {
 		return err
 	}
-	return writeRaw(c, http.StatusOK, body)
+	return s.answerObject(c, http.StatusOK, t, o, out)
 }
 
 func (s *Server) listObjects(c *echo.Context) error {
@@ -54,7 +55,11 @@ func (s *Server) listObjects(c *echo.Context) error {
 		return err
 	}
 	if watch {
-		return s.kubeWatch(c, t)
+		return s.kubeWatch(c, t, false)
+	}
+	out, err := negotiate(c.Request(), t.Kind, false)
+	if err != nil {
+		return err
 	}
 	q, err := listQuery(c.Request().URL.Query(), t)
 	if err != nil {
@@ -64,36 +69,75 @@ func (s *Server) listObjects(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if wantsTable(c.Request()) {
-		return s.answerTable(c, t, items, meta)
-	}
-	return answerList(c, t, meta, items)
+	return s.answerList(c, t, meta, items, out)
 }
 
-// parseWrite parses what every write handler needs: the target, the write options and the body.
-func (s *Server) parseWrite(c *echo.Context) (registry.Target, registry.Options, []byte, error) {
+// watchObjects serves the /watch/ paths: a watch of the collection, or of one object by name.
+func (s *Server) watchObjects(c *echo.Context) error {
 	t, err := s.parseTarget(c)
 	if err != nil {
-		return t, registry.Options{}, nil, err
+		return err
+	}
+	if t.Sub != "" {
+		return echo.ErrNotFound
+	}
+	return s.kubeWatch(c, t, true)
+}
+
+// answerObject sends o as the client reads t (registry.View) in the negotiated form: the
+// object, its PartialObjectMetadata or a one-row Table (not for /scale, whose answer is
+// always the Scale).
+func (s *Server) answerObject(c *echo.Context, code int, t registry.Target, o *cache.Object, out output) error {
+	if t.Sub != "scale" {
+		switch out.as {
+		case asTable:
+			return s.answerTable(c, code, t, []*cache.Object{o}, metav1.ListMeta{ResourceVersion: formatRV(o.ResourceVersion())}, out)
+		case asPartialList:
+			return wrongShape(asPartialList, t.Kind, false)
+		}
+	}
+	body, err := registry.View(t, o)
+	if err != nil {
+		return err
+	}
+	if out.as == asPartial && t.Sub != "scale" {
+		if body, err = appendPartial(nil, body, out.version); err != nil {
+			return err
+		}
+		return writeAs(c, code, out.mediaType, body, typedAs[metav1.PartialObjectMetadata]())
+	}
+	return writeAs(c, code, out.mediaType, body, s.cfg.Kinds.Typed)
+}
+
+// parseWrite parses what every write handler needs: the target, the write options (of kind
+// optionsKind), the answer's form and the body.
+func (s *Server) parseWrite(c *echo.Context, optionsKind string) (registry.Target, registry.Options, output, []byte, error) {
+	t, err := s.parseTarget(c)
+	if err != nil {
+		return t, registry.Options{}, output{}, nil, err
 	}
 	if t.Sub == "history" || t.Sub == "reconcile" {
-		return t, registry.Options{}, nil, echo.ErrMethodNotAllowed
+		return t, registry.Options{}, output{}, nil, echo.ErrMethodNotAllowed
 	}
 	if c.Request().Method == http.MethodPatch && t.Kind.BuiltIn() && !slices.Contains(routePatchTypes, patchType(c.Request())) {
 		// kube-apiserver's routes of built-in kinds take these only; go-restful refuses the
 		// rest before any handler runs. Custom resources' handler lists what they take.
-		return t, registry.Options{}, nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "", schema.GroupResource{}, "", "415: Unsupported Media Type", 0, false)
+		return t, registry.Options{}, output{}, nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "", schema.GroupResource{}, "", "415: Unsupported Media Type", 0, false)
 	}
-	o, err := parseWriteOptions(c)
+	out, err := negotiate(c.Request(), t.Kind, false)
 	if err != nil {
-		return t, o, nil, err
+		return t, registry.Options{}, out, nil, err
+	}
+	o, err := parseWriteOptions(c, optionsKind)
+	if err != nil {
+		return t, o, out, nil, err
 	}
 	body, err := readBody(c)
-	return t, o, body, err
+	return t, o, out, body, err
 }
 
 func (s *Server) createObject(c *echo.Context) error {
-	t, o, body, err := s.parseWrite(c)
+	t, o, out, body, err := s.parseWrite(c, createOpts)
 	if err != nil {
 		return err
 	}
@@ -106,11 +150,11 @@ func (s *Server) createObject(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return answerWrite(c, t, res, http.StatusCreated)
+	return s.answerWrite(c, t, res, out, http.StatusCreated)
 }
 
 func (s *Server) updateObject(c *echo.Context) error {
-	t, o, body, err := s.parseWrite(c)
+	t, o, out, body, err := s.parseWrite(c, updateOpts)
 	if err != nil {
 		return err
 	}
@@ -127,11 +171,11 @@ func (s *Server) updateObject(c *echo.Context) error {
 	if res.Created {
 		code = http.StatusCreated
 	}
-	return answerWrite(c, t, res, code)
+	return s.answerWrite(c, t, res, out, code)
 }
 
 func (s *Server) patchObject(c *echo.Context) error {
-	t, o, body, err := s.parseWrite(c)
+	t, o, out, body, err := s.parseWrite(c, patchOpts)
 	if err != nil {
 		return err
 	}
@@ -143,21 +187,17 @@ func (s *Server) patchObject(c *echo.Context) error {
 	if res.Created {
 		code = http.StatusCreated
 	}
-	return answerWrite(c, t, res, code)
+	return s.answerWrite(c, t, res, out, code)
 }
 
 // answerWrite sends the stored object (or its Scale view) with the write's warnings.
-func answerWrite(c *echo.Context, t registry.Target, res registry.Result, code int) error {
+func (s *Server) answerWrite(c *echo.Context, t registry.Target, res registry.Result, out output, code int) error {
 	setWarnings(c, res.Warnings)
-	body, err := registry.View(t, res.Object)
-	if err != nil {
-		return err
-	}
-	return writeRaw(c, code, body)
+	return s.answerObject(c, code, t, res.Object, out)
 }
 
 func (s *Server) deleteObject(c *echo.Context) error {
-	t, o, body, err := s.parseWrite(c)
+	t, o, out, body, err := s.parseWrite(c, deleteOpts)
 	if err != nil {
 		return err
 	}
@@ -171,24 +211,19 @@ func (s *Server) deleteObject(c *echo.Context) error {
 		return err
 	}
 	if !removed || t.Kind.ReturnDeletedObject {
-		body, err := registry.View(t, obj)
-		if err != nil {
-			return err
-		}
-		return writeRaw(c, http.StatusOK, body)
+		return s.answerObject(c, http.StatusOK, t, obj, out)
 	}
-	return c.JSON(http.StatusOK, &metav1.Status{
+	return writeValueAs(c, http.StatusOK, out.mediaType, &metav1.Status{
 		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
 		Status:   metav1.StatusSuccess,
 		Details:  &metav1.StatusDetails{Name: t.Key.Name, Group: t.Kind.Group, Kind: t.Kind.Plural, UID: types.UID(obj.UID())},
-	})
+	}, typedAs[metav1.Status]())
 }
 
 // deleteCollection deletes every object of the list selected by the query (labelSelector,
-// fieldSelector) and answers them as a <Kind>List: removed ones in their last state, ones held
-// by finalizers marked for deletion.
+// fieldSelector, limit, continue) and answers them as the list found them (a <Kind>List).
 func (s *Server) deleteCollection(c *echo.Context) error {
-	t, o, body, err := s.parseWrite(c)
+	t, o, out, body, err := s.parseWrite(c, deleteOpts)
 	if err != nil {
 		return err
 	}
@@ -208,7 +243,7 @@ func (s *Server) deleteCollection(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return answerList(c, t, meta, objs)
+	return s.answerList(c, t, meta, objs, out)
 }
 
 // warnDelete sends the kind's warning for a delete that names no propagation policy (a
@@ -311,17 +346,4 @@ func propagationPolicy(opts *metav1.DeleteOptions) (metav1.DeletionPropagation, 
 	}
 	return "", invalid(field.NotSupported(path, string(*opts.PropagationPolicy),
 		[]string{string(metav1.DeletePropagationForeground), string(metav1.DeletePropagationBackground), string(metav1.DeletePropagationOrphan), "nil"}))
-}
-
-// answerTable sends objs as a meta.k8s.io/v1 Table (kubectl get).
-func (s *Server) answerTable(c *echo.Context, t registry.Target, objs []*cache.Object, meta metav1.ListMeta) error {
-	include := c.QueryParam("includeObject")
-	if err := validIncludeObject(include); err != nil {
-		return err
-	}
-	tbl, err := table(t.Kind, objs, meta, include, true, s.cfg.Clock.Now())
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, tbl)
 }

@@ -13,7 +13,12 @@ import (
 	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // parseTarget resolves the URL's group, version, resource, namespace, name and subresource.
@@ -159,29 +164,62 @@ func (s *Server) decodeObject(t registry.Target, contentType string, body []byte
 	return registry.DecodeBody(t, body, format, o)
 }
 
-// parseWriteOptions reads the query parameters every write takes, and who is writing.
-func parseWriteOptions(c *echo.Context) (registry.Options, error) {
-	q := c.Request().URL.Query()
-	o := registry.Options{FieldValidation: "Warn", FieldManager: q.Get("fieldManager"), UserAgent: c.Request().UserAgent()}
-	if u, ok := UserFrom(c.Request().Context()); ok {
+// The options of a write, as kube-apiserver names them in its 422s.
+const (
+	createOpts = "CreateOptions"
+	updateOpts = "UpdateOptions"
+	patchOpts  = "PatchOptions"
+	deleteOpts = "DeleteOptions"
+)
+
+// parseWriteOptions reads the query parameters of a write (kind is its options' kind) as
+// kube-apiserver does, with apimachinery's parameter codec and its validation of them (a 422
+// naming the options), and who is writing. force keeps opemu's boolean spellings (queryBool).
+func parseWriteOptions(c *echo.Context, kind string) (registry.Options, error) {
+	r := c.Request()
+	q := r.URL.Query()
+	o := registry.Options{FieldValidation: "Warn", UserAgent: r.UserAgent()}
+	if u, ok := UserFrom(r.Context()); ok {
 		o.User = u.Name
 	}
-	for _, d := range q["dryRun"] {
-		if d != "All" {
-			return o, badRequest("Invalid dryRun value %q: only \"All\" is supported", d)
+	if len(q) == 0 {
+		return o, nil // no options: the codec would decode none, which validate clean
+	}
+	var errs field.ErrorList
+	switch kind {
+	case createOpts, updateOpts, patchOpts:
+		var opts metav1.PatchOptions // the fields of all three (force only counts for a PATCH)
+		if err := metainternalversionscheme.ParameterCodec.DecodeParameters(q, metav1.SchemeGroupVersion, &opts); err != nil {
+			return o, apierrors.NewBadRequest(err.Error())
 		}
-		o.DryRun = true
-	}
-	switch v := q.Get("fieldValidation"); v {
-	case "":
-	case "Ignore", "Warn", "Strict":
-		o.FieldValidation = v
+		if _, ok := q["force"]; ok && kind == patchOpts {
+			force, err := queryBool(q, "force")
+			if err != nil {
+				return o, err
+			}
+			opts.Force, o.Force = &force, force
+		}
+		switch kind {
+		case createOpts:
+			errs = metav1validation.ValidateCreateOptions(&metav1.CreateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager, FieldValidation: opts.FieldValidation})
+		case updateOpts:
+			errs = metav1validation.ValidateUpdateOptions(&metav1.UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager, FieldValidation: opts.FieldValidation})
+		default:
+			errs = metav1validation.ValidatePatchOptions(&opts, types.PatchType(mediaType(r)))
+		}
+		o.DryRun, o.FieldManager = len(opts.DryRun) > 0, opts.FieldManager
+		if opts.FieldValidation != "" {
+			o.FieldValidation = opts.FieldValidation
+		}
 	default:
-		return o, badRequest("fieldValidation must be one of Ignore, Warn or Strict, not %q", v)
+		// A DELETE's other options are its body's, or the query's (parseDeleteOptions).
+		errs = metav1validation.ValidateDryRun(field.NewPath("dryRun"), q["dryRun"])
+		o.DryRun = len(q["dryRun"]) > 0
 	}
-	var err error
-	o.Force, err = queryBool(q, "force")
-	return o, err
+	if len(errs) > 0 {
+		return o, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: kind}, "", errs)
+	}
+	return o, nil
 }
 
 // setWarnings adds one Warning header per message, in Kubernetes' format.

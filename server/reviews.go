@@ -114,7 +114,7 @@ func rulesReview() authorizationv1.SubjectRulesReviewStatus {
 // decodeReview reads a review body (JSON, YAML or protobuf) into into, with k's apiVersion and
 // kind when the body leaves them out, as for any built-in kind.
 func (s *Server) decodeReview(c *echo.Context, k *kinds.Kind, into any) error {
-	o, err := parseWriteOptions(c)
+	o, err := parseWriteOptions(c, createOpts)
 	if err != nil {
 		return err
 	}

@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"io"
-	"os"
-	"path/filepath"
 	"log/slog"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 

@@ -77,7 +77,7 @@ var expectations = map[string][]string{
 	`-d '{"metadata":{"annotations":{"cloudnative.elide.dev/simulate-failures":"always"}}}'`: {
 		"Running with 3/3 replicas ready", "simulated failure 3 of 3", `"reason":"ReconcileFailed"`, "Giving up after repeated failures", "nothing to do"},
 	// kubectl, client-go and the kinds
-	"kubectl apply -f examples/application.yaml":                                                                 {"application.cloudnative.elide.dev/demo created", "condition met", "FIELD: spec", `application.cloudnative.elide.dev "demo" deleted`},
+	"kubectl explain applications.spec":                                                                          {"application.cloudnative.elide.dev/demo created", "condition met", "FIELD: spec", `application.cloudnative.elide.dev "demo" deleted`},
 	"KUBECONFIG=/tmp/opemu.kubeconfig kubectl get apps -w":                                                       {"demo"},
 	"KUBECONFIG=/tmp/opemu.kubeconfig go run ./examples/client-go":                                               {"synced; labelling Applications by size", "labelled"},
 	"kubectl get apps -L example.com/size":                                                                       {"small"},
@@ -147,7 +147,8 @@ type run struct {
 	scratch string // the scratch folder: clone/, home/, tmp/ (the namespace's /tmp), bin/, out/
 	clone   string
 	env     []string
-	holder  *exec.Cmd // holds the namespaces (network, mount) for everything else
+	holder  *exec.Cmd // unshare, which made the namespaces (PID, network, mount)
+	init    int       // the namespaces' first process (their PID 1), as this test sees it
 	enter   []string  // the command prefix that enters them
 	main    *exec.Cmd // the main terminal's bash
 	stdin   io.WriteCloser
@@ -184,10 +185,13 @@ func newRun(t *testing.T, repo string) *run {
 	require.NoError(t, os.WriteFile(filepath.Join(scratch, "bin", "curl"), []byte(curlWrapper), 0o755))
 	r.env = r.environment()
 
-	// The namespaces: a process that makes them (loopback up, /tmp replaced) and then waits.
-	r.holder = exec.Command("unshare", "--mount", "--net", "--", "sh", "-c",
+	// The namespaces: unshare makes them and forks their first process, which brings the
+	// loopback up, replaces /tmp and waits. It is the init of a PID namespace: when it goes,
+	// so does everything the README started, also when this test dies first (unshare gets
+	// SIGKILL with its parent, and takes its child with it).
+	r.holder = exec.Command("unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "--mount", "--net", "--", "sh", "-c",
 		`mount --bind "$1" /tmp && ip link set lo up && echo ready && exec sleep 100000`, "sh", filepath.Join(scratch, "tmp"))
-	r.holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	r.holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	pipe, err := r.holder.StdoutPipe()
 	require.NoError(t, err)
 	var stderr strings.Builder
@@ -202,8 +206,10 @@ func newRun(t *testing.T, repo string) *run {
 		}
 		t.Fatalf("making the namespaces the README runs in (unshare --mount --net, as root): %s", stderr.String())
 	}
+	r.init = childOf(r.holder.Process.Pid)
+	require.NotZero(t, r.init, "the namespaces' first process")
 	// Entering a mount namespace moves to its root: --wd brings the command to the clone.
-	r.enter = []string{"nsenter", "--target", strconv.Itoa(r.holder.Process.Pid), "--mount", "--net", "--wd=" + r.clone, "--"}
+	r.enter = []string{"nsenter", "--target", strconv.Itoa(r.init), "--pid", "--mount", "--net", "--wd=" + r.clone, "--"}
 
 	r.main = r.command("bash", "--noprofile", "--norc")
 	log, err := os.Create(filepath.Join(scratch, "out", "main.log"))
@@ -478,21 +484,40 @@ func (r *run) finish() {
 	}
 }
 
-// leftovers lists the processes in the README's network namespace, but its holder: pid →
-// command line.
+// childOf returns a child of process pid, waiting briefly for it (0 if none comes).
+func childOf(pid int) int {
+	for range 100 {
+		dirs, _ := os.ReadDir("/proc")
+		for _, d := range dirs {
+			child, err := strconv.Atoi(d.Name())
+			if err != nil {
+				continue
+			}
+			status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", child))
+			if regexp.MustCompile(`(?m)^PPid:\s+` + strconv.Itoa(pid) + `$`).Match(status) {
+				return child
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return 0
+}
+
+// leftovers lists the processes in the README's network namespace, but unshare and the
+// namespaces' first process: pid → command line.
 func (r *run) leftovers() map[int]string {
 	out := map[int]string{}
-	if r.holder == nil || r.holder.Process == nil {
+	if r.init == 0 {
 		return out
 	}
-	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", r.holder.Process.Pid))
+	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", r.init))
 	if err != nil {
 		return out
 	}
 	dirs, _ := os.ReadDir("/proc")
 	for _, d := range dirs {
 		pid, err := strconv.Atoi(d.Name())
-		if err != nil || pid == r.holder.Process.Pid {
+		if err != nil || pid == r.init || pid == r.holder.Process.Pid {
 			continue
 		}
 		if link, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid)); err != nil || link != ns {

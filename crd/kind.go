@@ -31,7 +31,8 @@ const CELWarning = "x-kubernetes-validations (CEL rules) are accepted but not ev
 func (r *Registry) Kind() *kinds.Kind {
 	return &kinds.Kind{
 		Group: Resource.Group, Version: "v1", Kind: "CustomResourceDefinition", ListKind: "CustomResourceDefinitionList",
-		Plural: Resource.Resource, Singular: "customresourcedefinition", ShortNames: []string{"crd", "crds"}, Status: true,
+		Plural: Resource.Resource, Singular: "customresourcedefinition", ShortNames: []string{"crd", "crds"}, Categories: []string{"api-extensions"},
+		Status: true,
 		Columns: []kinds.Column{kinds.NameColumn, {Def: metav1.TableColumnDefinition{Name: "Created At", Type: "date"}, Cell: func(obj map[string]any, _ time.Time) any {
 			md, _ := obj["metadata"].(map[string]any)
 			ts, _ := md["creationTimestamp"].(string)

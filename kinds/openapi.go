@@ -2,8 +2,12 @@ package kinds
 
 import (
 	"encoding/json"
+	"maps"
+	"reflect"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
 	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
 )
 
@@ -174,3 +178,63 @@ func element(g *goType) map[string]any {
 	}
 	return inline(g)
 }
+
+// The schemas kube-apiserver adds to a custom resource's in its OpenAPI documents: TypeMeta's
+// fields, and the metadata of an object and of a list, by reference.
+
+// Names of the metadata definitions custom resources' documents refer to.
+const (
+	ObjectMetaDefinition = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+	ListMetaDefinition   = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"
+)
+
+// metaTypes are the types whose definitions custom resources' documents include.
+var metaTypes = []reflect.Type{reflect.TypeFor[metav1.ObjectMeta](), reflect.TypeFor[metav1.ListMeta]()}
+
+// DiscoveryTypes are the types of /version, /api and /apis, which the OpenAPI documents of
+// those paths describe.
+var DiscoveryTypes = struct{ Version, APIVersions, APIGroupList reflect.Type }{
+	reflect.TypeFor[version.Info](), reflect.TypeFor[metav1.APIVersions](), reflect.TypeFor[metav1.APIGroupList](),
+}
+
+// Definitions returns the definitions of the Go types (structs) and of every type they
+// reach, by name, in the shape of the kinds' own.
+func Definitions(types ...reflect.Type) map[string]json.RawMessage {
+	set := newTypeSet()
+	out := map[string]json.RawMessage{}
+	for _, t := range types {
+		maps.Copy(out, set.api.definitions(set, set.of(t)))
+	}
+	return out
+}
+
+// DefinitionName is the OpenAPI name of the Go type t.
+func DefinitionName(t reflect.Type) string { return definitionName(t) }
+
+// MetaDefinitions returns the definitions of ObjectMeta and ListMeta and of every type they
+// reach, by name. It is built once per process (it depends on nothing but the Go types); the
+// map is shared: read it, never change it.
+var MetaDefinitions = sync.OnceValue(func() map[string]json.RawMessage { return Definitions(metaTypes...) })
+
+// TypeMetaProperty returns the schema of TypeMeta's field "apiVersion" or "kind" as every
+// object's schema has it: a string, with TypeMeta's description.
+func TypeMetaProperty(name string) map[string]any {
+	return map[string]any{"type": "string", "description": docTable{}.of(typeMetaDefinition)[name]}
+}
+
+// MetadataDescription is the description of an object's metadata field (of a list's, when
+// list is set), as PartialObjectMetadata(List) documents it.
+func MetadataDescription(list bool) string {
+	if list {
+		return docTable{}.of(partialListDefinition)["metadata"]
+	}
+	return docTable{}.of(partialObjectDefinition)["metadata"]
+}
+
+// Names of the types whose descriptions the functions above read; swaggerdoc.json.gz keeps them
+// beside those of the served kinds.
+const (
+	typeMetaDefinition      = "io.k8s.apimachinery.pkg.apis.meta.v1.TypeMeta"
+	partialObjectDefinition = "io.k8s.apimachinery.pkg.apis.meta.v1.PartialObjectMetadata"
+	partialListDefinition   = "io.k8s.apimachinery.pkg.apis.meta.v1.PartialObjectMetadataList"
+)

@@ -49,8 +49,8 @@ func servedTypes() []typed {
 		{obj: &networkingv1.Ingress{}, status: true, short: []string{"ing"}, columns: ingressColumns()},
 		{obj: &networkingv1.NetworkPolicy{}, short: []string{"netpol"}, columns: networkPolicyColumns(), defaults: defaulter(defaultNetworkPolicy)},
 		{obj: &policyv1.PodDisruptionBudget{}, status: true, short: []string{"pdb"}, columns: pdbColumns()},
-		{obj: &admissionregistrationv1.ValidatingWebhookConfiguration{}, cluster: true, columns: webhookColumns(), defaults: defaulter(defaultValidatingWebhookConfiguration)},
-		{obj: &admissionregistrationv1.MutatingWebhookConfiguration{}, cluster: true, columns: webhookColumns(), defaults: defaulter(defaultMutatingWebhookConfiguration)},
+		{obj: &admissionregistrationv1.ValidatingWebhookConfiguration{}, cluster: true, extension: true, columns: webhookColumns(), defaults: defaulter(defaultValidatingWebhookConfiguration)},
+		{obj: &admissionregistrationv1.MutatingWebhookConfiguration{}, cluster: true, extension: true, columns: webhookColumns(), defaults: defaulter(defaultMutatingWebhookConfiguration)},
 	}
 }
 

@@ -7,10 +7,12 @@ import (
 	"flag"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 var update = flag.Bool("update", false, "rewrite swaggerdoc.json.gz")
@@ -30,6 +32,9 @@ func swaggerDocs() map[string]map[string]string {
 		if d, ok := reflect.Zero(g.t).Interface().(interface{ SwaggerDoc() map[string]string }); ok && g.name != "" {
 			out[g.name] = d.SwaggerDoc()
 		}
+		if g.kind == kindObject {
+			addInlineDocs(g.t, out)
+		}
 		if g.elem != nil {
 			walk(g.elem)
 		}
@@ -40,7 +45,32 @@ func swaggerDocs() map[string]map[string]string {
 	for _, k := range typedKinds(ts) {
 		walk(ts.of(k.Schema.(*typedSchema).t))
 	}
+	// What custom resources' OpenAPI documents read (the metadata types, the descriptions of an
+	// object's and a list's metadata), and the types of the discovery documents.
+	for _, t := range append(metaTypes, DiscoveryTypes.Version, DiscoveryTypes.APIVersions, DiscoveryTypes.APIGroupList) {
+		walk(ts.of(t))
+	}
+	out[partialObjectDefinition] = metav1.PartialObjectMetadata{}.SwaggerDoc()
+	out[partialListDefinition] = metav1.PartialObjectMetadataList{}.SwaggerDoc()
 	return out
+}
+
+// addInlineDocs records the SwaggerDoc of the structs t embeds inline (TypeMeta): their fields
+// are t's own in JSON, described by the embedded type's method.
+func addInlineDocs(t reflect.Type, out map[string]map[string]string) {
+	if t.Kind() != reflect.Struct {
+		return
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); !f.Anonymous || name != "" || f.Type.Kind() != reflect.Struct {
+			continue
+		}
+		if d, ok := reflect.Zero(f.Type).Interface().(interface{ SwaggerDoc() map[string]string }); ok {
+			out[definitionName(f.Type)] = d.SwaggerDoc()
+		}
+		addInlineDocs(f.Type, out)
+	}
 }
 
 // TestSwaggerDocs keeps swaggerdoc.json.gz equal to the SwaggerDoc methods of the types the
@@ -49,6 +79,7 @@ func swaggerDocs() map[string]map[string]string {
 func TestSwaggerDocs(t *testing.T) {
 	want := swaggerDocs()
 	require.NotEmpty(t, want["io.k8s.api.apps.v1.DeploymentSpec"]["replicas"])
+	require.NotEmpty(t, want[typeMetaDefinition]["apiVersion"], "inline TypeMeta's fields are described")
 	if *update {
 		raw, err := json.Marshal(want)
 		require.NoError(t, err)

@@ -54,6 +54,9 @@ type typed struct {
 	prepareForCreate func(obj map[string]any)
 	prepareForUpdate func(obj, old map[string]any)
 	canonicalize     func(obj map[string]any)
+	// extension puts the kind in the "api-extensions" category (what extends the API:
+	// admission webhooks), as kube-apiserver does.
+	extension bool
 }
 
 // defaulter adapts a function of one Go type to typed.defaults.
@@ -96,6 +99,9 @@ func (ts *typeSet) kind(d typed) *Kind {
 	}
 	if d.all {
 		k.Categories = []string{"all"}
+	}
+	if d.extension {
+		k.Categories = append(k.Categories, "api-extensions")
 	}
 	if d.scale {
 		selector := ".spec.selector"

@@ -89,21 +89,27 @@ func TestTypeMetaFromURL(t *testing.T) {
 }
 
 // TestUnservedResourceIs404: a resource this server does not serve answers kube-apiserver's
-// generic 404 (not an object's NotFound, which would name the resource and an empty name). The
+// 404 for its path (not an object's NotFound, which would name the resource and an empty name):
+// the generic JSON Status under the built-in groups, the plain-text page under any other. The
 // resources asked for are ones SPEC §14 does not plan to serve either.
 func TestUnservedResourceIs404(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	const want = `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","details":{},"code":404}`
-	for _, tt := range []struct{ method, path string }{
-		{"GET", "/api/v1/namespaces/default/podtemplates"},
-		{"GET", "/api/v1/podtemplates"},
-		{"GET", "/api/v1/namespaces/default/podtemplates/pt"},
-		{"POST", "/api/v1/namespaces/default/podtemplates"},
-		{"GET", "/apis/apps/v1/namespaces/default/controllerrevisions?watch=true"},
-		{"DELETE", "/apis/example.com/v1/gizmos/g1"},
-		{"GET", "/apis/cloudnative.elide.dev/v2/namespaces/default/applications"},
-		{"GET", "/no/such/route"},
+	const status = `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","details":{},"code":404}`
+	const page = "404 page not found\n"
+	for _, tt := range []struct{ method, path, want string }{
+		{"GET", "/api/v1/namespaces/default/podtemplates", status},
+		{"GET", "/api/v1/podtemplates", status},
+		{"GET", "/api/v1/namespaces/default/podtemplates/pt", status},
+		{"POST", "/api/v1/namespaces/default/podtemplates", status},
+		{"GET", "/apis/apps/v1/namespaces/default/controllerrevisions?watch=true", status},
+		{"GET", "/apis/apps/v2/deployments", status},
+		{"GET", "/apis/apps/v1/namespaces/default/deployments/d/nothing", status},
+		{"GET", "/api/v1/namespaces/default/configmaps/c/status/more", status},
+		{"DELETE", "/apis/example.com/v1/gizmos/g1", page},
+		{"GET", "/apis/cloudnative.elide.dev/v2/namespaces/default/applications", page},
+		{"GET", "/apis/cloudnative.elide.dev/v1/applications/a", page},
+		{"GET", "/no/such/route", page},
 	} {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
 			body := ""
@@ -112,7 +118,12 @@ func TestUnservedResourceIs404(t *testing.T) {
 			}
 			r := e.do(tt.method, tt.path, "application/json", body)
 			require.Equal(t, http.StatusNotFound, r.code)
-			assert.JSONEq(t, want, string(r.body))
+			if tt.want == page {
+				assert.Equal(t, page, string(r.body))
+				assert.Equal(t, "text/plain; charset=utf-8", r.header.Get("Content-Type"))
+				return
+			}
+			assert.JSONEq(t, tt.want, string(r.body))
 		})
 	}
 }

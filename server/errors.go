@@ -104,9 +104,19 @@ func groupKind(served *kinds.Registry, gr cache.GroupResource) schema.GroupKind 
 	return schema.GroupKind{Group: gr.Group, Kind: gr.Resource}
 }
 
-// errorHandler is the one echo.HTTPErrorHandler: every failure leaves as a Status.
+// errPageNotFound is the 404 of a path outside the API kube-apiserver builds in (an unknown
+// group, a CRD group's unknown version or resource, a path no handler serves): the plain-text
+// page of Go's http.NotFound, as kube-apiserver answers it, not a Status.
+var errPageNotFound = errors.New("404 page not found")
+
+// errorHandler is the one echo.HTTPErrorHandler: every failure leaves as a Status (but
+// errPageNotFound, which leaves as kube-apiserver's plain-text page).
 func (s *Server) errorHandler(c *echo.Context, err error) {
 	if resp, _ := echo.UnwrapResponse(c.Response()); resp != nil && resp.Committed {
+		return
+	}
+	if errors.Is(err, errPageNotFound) {
+		http.NotFound(c.Response(), c.Request())
 		return
 	}
 	st := s.toStatus(err)

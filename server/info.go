@@ -1,12 +1,10 @@
 package server
 
 import (
-	"errors"
 	"net/http"
 	"sort"
 
 	"github.com/labstack/echo/v5"
-	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/webhooks"
 )
 
@@ -58,10 +56,6 @@ func (s *Server) root(c *echo.Context) error {
 	})
 }
 
-func (s *Server) healthz(c *echo.Context) error {
-	return c.JSON(http.StatusOK, map[string]string{"status": "healthy"})
-}
-
 func (s *Server) isLeader() bool { return s.cfg.Leader == nil || s.cfg.Leader.IsLeader() }
 
 func (s *Server) leaderName() string {
@@ -69,31 +63,6 @@ func (s *Server) leaderName() string {
 		return s.cfg.Identity
 	}
 	return s.cfg.Leader.Leader()
-}
-
-// readyz is 200 while this process leads (or election is off, or there is no controller to
-// lead) and 503 otherwise, once shutdown has begun, and while the store's truth does not
-// answer (etcd down: the reason says so).
-func (s *Server) readyz(c *echo.Context) error {
-	leading := s.isLeader()
-	if s.cfg.StoreHealth != nil && !s.shutting.Load() {
-		if err := s.cfg.StoreHealth(c.Request().Context()); err != nil {
-			return c.JSON(http.StatusServiceUnavailable, map[string]any{"status": "not ready", "isLeader": leading, "leader": s.leaderName(), "reason": storeReason(err)})
-		}
-	}
-	if (leading || s.cfg.Controller == nil) && !s.shutting.Load() {
-		return c.JSON(http.StatusOK, map[string]any{"status": "ready", "isLeader": leading, "leader": s.leaderName()})
-	}
-	return c.JSON(http.StatusServiceUnavailable, map[string]any{"status": "not ready", "isLeader": leading, "leader": s.leaderName()})
-}
-
-// storeReason is the reason /readyz gives for a store that does not answer.
-func storeReason(err error) string {
-	var cerr *cache.Error
-	if errors.As(err, &cerr) && cerr.Message != "" {
-		return cerr.Message
-	}
-	return err.Error()
 }
 
 func (s *Server) leader(c *echo.Context) error {

@@ -30,7 +30,8 @@ func TestDiscovery(t *testing.T) {
 	e := newEnv(t)
 	v := e.do("GET", "/version", "", "").json(t)
 	assert.Equal(t, "1", v["major"])
-	assert.Equal(t, "32", v["minor"])
+	assert.Equal(t, "37", v["minor"])
+	assert.Equal(t, "v1.37.2", v["gitVersion"], "the release of the k8s.io modules built in")
 	assert.Equal(t, []any{"v1"}, e.do("GET", "/api", "", "").json(t)["versions"])
 	groups := e.do("GET", "/apis", "", "").json(t)
 	assert.Equal(t, "APIGroupList", groups["kind"])
@@ -53,7 +54,9 @@ func TestDiscovery(t *testing.T) {
 	assert.Equal(t, []string{"applications", "applications/status", "applications/scale"}, res)
 	assert.Equal(t, http.StatusOK, e.do("GET", "/apis/cloudnative.elide.dev", "", "").code)
 	assert.Equal(t, http.StatusOK, e.do("GET", "/api/v1", "", "").code)
-	status(t, e.do("GET", "/apis/nope.example.com/v1", "", ""), 404, "NotFound")
+	notFound := e.do("GET", "/apis/nope.example.com/v1", "", "")
+	assert.Equal(t, http.StatusNotFound, notFound.code)
+	assert.Equal(t, "404 page not found\n", string(notFound.body), "an unknown group: kube-apiserver's plain-text page")
 
 	// OpenAPI: one document per group-version; its hash changes with the CRDs.
 	root := e.do("GET", "/openapi/v3", "", "").json(t)
@@ -135,7 +138,9 @@ func TestCRDLifecycle(t *testing.T) {
 	typ, _ = ws.next()
 	assert.Equal(t, "DELETED", typ)
 	assert.True(t, ws.closed(), "the watch on the deleted kind ends")
-	status(t, e.do("GET", wpath, "", ""), 404, "NotFound")
+	gone := e.do("GET", wpath, "", "")
+	assert.Equal(t, http.StatusNotFound, gone.code)
+	assert.Equal(t, "404 page not found\n", string(gone.body), "a group no CRD serves any more: kube-apiserver's plain-text page")
 }
 
 func TestTablesForBuiltins(t *testing.T) {

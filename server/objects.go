@@ -190,6 +190,9 @@ func (s *Server) deleteCollection(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if !hasVerb(t.Kind, "deletecollection") {
+		return echo.ErrMethodNotAllowed
+	}
 	pre, o, err := s.parseDeleteOptions(c, body, o)
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -37,7 +38,7 @@ func (s *Server) openAPIV2JSON() []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if gen := s.cfg.Kinds.Generation(); c.v2 == nil || c.v2gen != gen {
-		c.v2, c.v2gen = openAPIV2Doc(s.servedKinds()), gen
+		c.v2, c.v2gen = openAPIV2Doc(s.cfg.Kinds.All()), gen
 	}
 	return c.v2
 }
@@ -60,18 +61,56 @@ func (s *Server) openAPIDocs() (docs map[string][]byte, hashes map[string]string
 
 func (s *Server) buildOpenAPIDocs() map[string][]byte {
 	byGV := map[string][]*kinds.Kind{}
-	for _, k := range s.servedKinds() {
+	for _, k := range s.cfg.Kinds.All() {
 		p := "api/" + k.Version
 		if k.Group != "" {
 			p = "apis/" + k.Group + "/" + k.Version
 		}
 		byGV[p] = append(byGV[p], k)
 	}
-	out := make(map[string][]byte, len(byGV))
+	out := make(map[string][]byte, len(byGV)+len(discoveryDocs))
 	for p, kinds := range byGV {
 		out[p] = openAPIDoc(kinds)
 	}
+	for p, d := range discoveryDocs {
+		out[p] = discoveryOpenAPIDoc(d)
+	}
 	return out
+}
+
+// discoveryOpenAPI describes one discovery path in the OpenAPI v3 index, as kube-apiserver's
+// documents do.
+type discoveryOpenAPI struct {
+	path, tag, operationID string
+	typ                    reflect.Type
+}
+
+// discoveryDocs are the documents of the discovery paths, by their name in the index.
+var discoveryDocs = map[string]discoveryOpenAPI{
+	"version": {"/version/", "version", "getCodeVersion", kinds.DiscoveryTypes.Version},
+	"api":     {"/api/", "core", "getCoreAPIVersions", kinds.DiscoveryTypes.APIVersions},
+	"apis":    {"/apis/", "apis", "getAPIVersions", kinds.DiscoveryTypes.APIGroupList},
+}
+
+func discoveryOpenAPIDoc(d discoveryOpenAPI) []byte {
+	ref := map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/" + kinds.DefinitionName(d.typ)}}
+	content := map[string]any{"application/json": ref}
+	description := "get available API versions"
+	if d.path == "/version/" {
+		description = "get the version information for this server"
+	} else {
+		content["application/yaml"], content["application/vnd.kubernetes.protobuf"] = ref, ref
+	}
+	b, _ := json.Marshal(map[string]any{
+		"openapi": "3.0.0",
+		"info":    openAPIInfo(),
+		"paths": map[string]any{d.path: map[string]any{"get": map[string]any{
+			"tags": []any{d.tag}, "description": description, "operationId": d.operationID,
+			"responses": map[string]any{"200": map[string]any{"description": "OK", "content": content}, "401": map[string]any{"description": "Unauthorized"}},
+		}}},
+		"components": map[string]any{"schemas": kinds.Definitions(d.typ)},
+	})
+	return b
 }
 
 func openAPIDoc(served []*kinds.Kind) []byte {
@@ -122,10 +161,16 @@ func openAPIDoc(served []*kinds.Kind) []byte {
 			}
 		}
 		schemas[name] = kindSchema(k)
+		if isCustom(k) {
+			schemas[schemaName(k)+"List"] = customListSchema(k, false)
+			for n, raw := range kinds.MetaDefinitions() {
+				schemas[n] = raw
+			}
+		}
 	}
 	doc := map[string]any{
 		"openapi":    "3.0.0",
-		"info":       map[string]any{"title": "opemu", "version": versionInfo["gitVersion"]},
+		"info":       openAPIInfo(),
 		"paths":      paths,
 		"components": map[string]any{"schemas": schemas},
 	}
@@ -144,11 +189,29 @@ func kindDefinitions(k *kinds.Kind) (string, map[string]json.RawMessage) {
 	return schemaName(k), nil
 }
 
-// kindSchema is the schema of k's objects, marked with its group, version and kind.
+// isCustom reports whether k is a custom resource with a schema of its CRD, which the documents
+// show as kube-apiserver shows custom resources (openapicr.go).
+func isCustom(k *kinds.Kind) bool {
+	if _, ok := k.Schema.(kinds.Definer); ok {
+		return false
+	}
+	return !k.BuiltIn() && k.Schema != nil
+}
+
+// openAPIInfo is the info of every document: kube-apiserver's title and minor version.
+func openAPIInfo() map[string]any {
+	v := kubeVersion()
+	return map[string]any{"title": "Kubernetes", "version": v.Major + "." + v.Minor}
+}
+
+// kindSchema is the schema of k's objects in the v3 documents, marked with its group, version
+// and kind.
 func kindSchema(k *kinds.Kind) map[string]any {
 	var schema map[string]any
 	if name, defs := kindDefinitions(k); defs != nil {
 		_ = json.Unmarshal(defs[name], &schema)
+	} else if isCustom(k) {
+		schema = customSchema(k, false)
 	} else if k.Schema != nil {
 		raw, _ := json.Marshal(k.Schema.OpenAPI())
 		_ = json.Unmarshal(raw, &schema)
@@ -156,6 +219,11 @@ func kindSchema(k *kinds.Kind) map[string]any {
 		schema = map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true,
 			"properties": map[string]any{"apiVersion": map[string]any{"type": "string"}, "kind": map[string]any{"type": "string"}, "metadata": map[string]any{"type": "object"}}}
 	}
+	return withGVK(schema, k)
+}
+
+// withGVK marks schema with k's group, version and kind, and returns it.
+func withGVK(schema map[string]any, k *kinds.Kind) map[string]any {
 	schema["x-kubernetes-group-version-kind"] = []any{map[string]string{"group": k.Group, "version": k.Version, "kind": k.Kind}}
 	return schema
 }
@@ -189,7 +257,9 @@ func (s *Server) openAPIRoot(c *echo.Context) error {
 	for _, k := range keys {
 		paths[k] = map[string]string{"serverRelativeURL": "/openapi/v3/" + k + "?hash=" + hashes[k]}
 	}
-	return c.JSON(http.StatusOK, map[string]any{"paths": paths})
+	// kube-apiserver writes the index without a Content-Type, which Go's server then sniffs.
+	b, _ := json.Marshal(map[string]any{"paths": paths})
+	return c.Blob(http.StatusOK, "text/plain; charset=utf-8", b)
 }
 
 func (s *Server) openAPIDocument(c *echo.Context) error {
@@ -197,7 +267,8 @@ func (s *Server) openAPIDocument(c *echo.Context) error {
 	docs, _ := s.openAPIDocs()
 	doc, ok := docs[p]
 	if !ok {
-		return echo.ErrNotFound
+		// As kube-apiserver: a bare 404, no body.
+		return c.NoContent(http.StatusNotFound)
 	}
 	return c.Blob(http.StatusOK, "application/json", doc)
 }

@@ -96,7 +96,7 @@ func (s *Server) openAPIV2(c *echo.Context) error {
 // openAPIV2Doc builds the Swagger 2.0 document of kinds: for each, a definition (its v3 schema
 // made v2-compatible as kube-apiserver does for CRDs) and get, put, patch and create
 // operations carrying x-kubernetes-group-version-kind.
-func openAPIV2Doc(kinds []*kinds.Kind) []byte {
+func openAPIV2Doc(served []*kinds.Kind) []byte {
 	paths := map[string]any{}
 	defs := map[string]any{}
 	str := func(name, in string) map[string]any {
@@ -106,16 +106,30 @@ func openAPIV2Doc(kinds []*kinds.Kind) []byte {
 		}
 		return p
 	}
-	for _, k := range kinds {
+	// addDefinition adds a named schema of the v3 documents, made v2-compatible.
+	addDefinition := func(n string, raw json.RawMessage) {
+		if _, taken := defs[n]; !taken {
+			var m map[string]any
+			_ = json.Unmarshal(raw, &m)
+			defs[n] = pruneDefaults(toOpenAPIV2Schema(refsToV2(m)))
+		}
+	}
+	for _, k := range served {
 		name, typed := kindDefinitions(k)
 		for n, raw := range typed {
-			if _, taken := defs[n]; !taken && n != name {
-				var m map[string]any
-				_ = json.Unmarshal(raw, &m)
-				defs[n] = toOpenAPIV2Schema(refsToV2(m))
+			if n != name {
+				addDefinition(n, raw)
 			}
 		}
-		defs[name] = toOpenAPIV2Schema(refsToV2(kindSchema(k)))
+		if isCustom(k) {
+			defs[name] = withGVK(customSchema(k, true), k)
+			defs[schemaName(k)+"List"] = customListSchema(k, true)
+			for n, raw := range kinds.MetaDefinitions() {
+				addDefinition(n, raw)
+			}
+		} else {
+			defs[name] = pruneDefaults(toOpenAPIV2Schema(refsToV2(kindSchema(k))))
+		}
 		ref := map[string]any{"$ref": "#/definitions/" + name}
 		gvk := map[string]string{"group": k.Group, "version": k.Version, "kind": k.Kind}
 		ok := map[string]any{"200": map[string]any{"description": "OK", "schema": ref}}
@@ -164,7 +178,7 @@ func openAPIV2Doc(kinds []*kinds.Kind) []byte {
 	}
 	b, _ := json.Marshal(map[string]any{
 		"swagger":     "2.0",
-		"info":        map[string]any{"title": "opemu", "version": versionInfo["gitVersion"]},
+		"info":        openAPIInfo(),
 		"paths":       paths,
 		"definitions": defs,
 	})

@@ -80,7 +80,7 @@ func (s *Server) triggerReconcile(c *echo.Context) error {
 		return err
 	}
 	if t.Sub != "reconcile" {
-		return echo.ErrMethodNotAllowed
+		return methodNotSupported(t, "create")
 	}
 	if _, err := s.cfg.Registry.Get(c.Request().Context(), t, "0"); err != nil {
 		return err

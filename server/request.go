@@ -11,39 +11,39 @@ import (
 
 	"github.com/labstack/echo/v5"
 	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/registry"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 )
 
 // parseTarget resolves the URL's group, version, resource, namespace, name and subresource.
-// Parsing only: an unknown resource or a path that does not fit the kind's scope is the generic
-// 404 of an unknown route.
+// Parsing only: a resource not served, or a path that does not fit the kind's scope, is the 404
+// kube-apiserver gives such a path (notServed); a subresource the kind does not have is a 404
+// too, naming the object for a custom resource as the apiextensions-apiserver does.
 func (s *Server) parseTarget(c *echo.Context) (registry.Target, error) {
 	group, version, resource := c.Param("group"), c.Param("version"), c.Param("resource")
 	k, ok := s.cfg.Kinds.Lookup(group, version, resource)
 	if !ok {
 		// A resource this server does not serve is not a missing object: kube-apiserver answers
 		// its generic 404, which clients read as "not served" (RESTMapper: no matches for kind).
-		return registry.Target{}, echo.ErrNotFound
+		return registry.Target{}, s.notServed(group)
 	}
 	t := registry.Target{Kind: k, Sub: c.Param("sub")}
 	gr := k.GroupResource() // a view's objects are stored as another kind's
 	t.Key = cache.Key{Group: gr.Group, Resource: gr.Resource, Namespace: c.Param("namespace"), Name: c.Param("name")}
-	if !k.Namespaced && t.Key.Namespace != "" {
-		return registry.Target{}, echo.ErrNotFound
-	}
-	if k.Namespaced && t.Key.Name != "" && t.Key.Namespace == "" {
-		return registry.Target{}, echo.ErrNotFound
+	if (!k.Namespaced && t.Key.Namespace != "") || (k.Namespaced && t.Key.Name != "" && t.Key.Namespace == "") {
+		if k.BuiltIn() {
+			return registry.Target{}, echo.ErrNotFound
+		}
+		return registry.Target{}, errPageNotFound
 	}
 	switch t.Sub {
 	case "":
-	case "status":
-		if !k.Status {
-			return registry.Target{}, echo.ErrNotFound
-		}
-	case "scale":
-		if k.Scale == nil {
-			return registry.Target{}, echo.ErrNotFound
+	case "status", "scale":
+		if (t.Sub == "status" && !k.Status) || (t.Sub == "scale" && k.Scale == nil) {
+			return registry.Target{}, noSubresource(k, t.Key.Name)
 		}
 	case "finalize":
 		// A Namespace's: kube-apiserver serves only its update.
@@ -60,9 +60,18 @@ func (s *Server) parseTarget(c *echo.Context) (registry.Target, error) {
 			return registry.Target{}, echo.ErrNotFound
 		}
 	default:
-		return registry.Target{}, echo.ErrNotFound
+		return registry.Target{}, noSubresource(k, t.Key.Name)
 	}
 	return t, nil
+}
+
+// noSubresource is the 404 of a subresource k does not have: the generic one for a built-in
+// kind, the object's NotFound for a custom resource (whether the object exists or not).
+func noSubresource(k *kinds.Kind, name string) error {
+	if k.BuiltIn() {
+		return echo.ErrNotFound
+	}
+	return apierrors.NewNotFound(schema.GroupResource{Group: k.Group, Resource: k.Plural}, name)
 }
 
 // readBody reads the whole request body within the request deadline and the body limit.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 
 	"github.com/labstack/echo/v5"
 	"github.com/opemu/opemu/kinds"
@@ -24,10 +25,13 @@ import (
 // reviewKinds are the review resources: create-only, cluster-scoped, never stored, so not in
 // the kinds registry; discovery lists them beside it.
 var reviewKinds = []*kinds.Kind{
-	{Group: "authorization.k8s.io", Version: "v1", Kind: "SelfSubjectAccessReview", Plural: "selfsubjectaccessreviews", StorageVersion: "v1", Protobuf: true},
-	{Group: "authorization.k8s.io", Version: "v1", Kind: "SelfSubjectRulesReview", Plural: "selfsubjectrulesreviews", StorageVersion: "v1", Protobuf: true},
-	{Group: "authentication.k8s.io", Version: "v1", Kind: "SelfSubjectReview", Plural: "selfsubjectreviews", StorageVersion: "v1", Protobuf: true},
+	{Group: "authorization.k8s.io", Version: "v1", Kind: "SelfSubjectAccessReview", Plural: "selfsubjectaccessreviews", Singular: "selfsubjectaccessreview", StorageVersion: "v1", Protobuf: true},
+	{Group: "authorization.k8s.io", Version: "v1", Kind: "SelfSubjectRulesReview", Plural: "selfsubjectrulesreviews", Singular: "selfsubjectrulesreview", StorageVersion: "v1", Protobuf: true},
+	{Group: "authentication.k8s.io", Version: "v1", Kind: "SelfSubjectReview", Plural: "selfsubjectreviews", Singular: "selfsubjectreview", StorageVersion: "v1", Protobuf: true},
 }
+
+// isReview reports whether k is one of reviewKinds.
+func isReview(k *kinds.Kind) bool { return slices.Contains(reviewKinds, k) }
 
 // allowedReason is the reason every access review gives.
 const allowedReason = "opemu does not enforce authorization: every request is allowed"
@@ -62,8 +66,11 @@ func (s *Server) selfSubjectRulesReview(c *echo.Context) error {
 	if err := s.decodeReview(c, reviewKinds[1], &r); err != nil {
 		return err
 	}
-	r.Status = rulesReview()
-	return c.JSON(http.StatusCreated, &r)
+	if r.Spec.Namespace == "" {
+		return badRequest("no namespace on request")
+	}
+	// As kube-apiserver: the answer is a new review, its status only.
+	return c.JSON(http.StatusCreated, &authorizationv1.SelfSubjectRulesReview{TypeMeta: r.TypeMeta, Status: rulesReview()})
 }
 
 // selfSubjectReview serves POST /apis/authentication.k8s.io/v1/selfsubjectreviews.
@@ -72,17 +79,25 @@ func (s *Server) selfSubjectReview(c *echo.Context) error {
 	if err := s.decodeReview(c, reviewKinds[2], &r); err != nil {
 		return err
 	}
-	r.Status.UserInfo = reviewUser(c.Request().Context())
-	return c.JSON(http.StatusCreated, &r)
+	// As kube-apiserver: the answer is a new review, made now.
+	return c.JSON(http.StatusCreated, &authenticationv1.SelfSubjectReview{TypeMeta: r.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(s.cfg.Clock.Now())},
+		Status:     authenticationv1.SelfSubjectReviewStatus{UserInfo: reviewUser(c.Request().Context())}})
 }
 
 // accessReview answers an access review: allowed, once the spec names exactly one of resource
-// or non-resource attributes (kube-apiserver's validation, 422 otherwise).
+// or non-resource attributes (kube-apiserver's validation, 422 otherwise: its Status names no
+// kind, as kube-apiserver's, which takes it from the decoded review's emptied TypeMeta).
 func accessReview(spec authorizationv1.SelfSubjectAccessReviewSpec) (authorizationv1.SubjectAccessReviewStatus, error) {
 	if (spec.ResourceAttributes == nil) == (spec.NonResourceAttributes == nil) {
+		// The value as kube-apiserver quotes it: its internal type, which has no JSON names.
+		var value any
+		if a := spec.NonResourceAttributes; a != nil {
+			value = struct{ Path, Verb string }{a.Path, a.Verb}
+		}
 		return authorizationv1.SubjectAccessReviewStatus{}, apierrors.NewInvalid(
-			schema.GroupKind{Group: "authorization.k8s.io", Kind: "SelfSubjectAccessReview"}, "",
-			field.ErrorList{field.Invalid(field.NewPath("spec", "resourceAttributes"), spec.NonResourceAttributes,
+			schema.GroupKind{Group: "authorization.k8s.io"}, "",
+			field.ErrorList{field.Invalid(field.NewPath("spec"), value,
 				"exactly one of nonResourceAttributes or resourceAttributes must be specified")})
 	}
 	return authorizationv1.SubjectAccessReviewStatus{Allowed: true, Reason: allowedReason}, nil
@@ -125,14 +140,3 @@ func (s *Server) decodeReview(c *echo.Context, k *kinds.Kind, into any) error {
 
 // methodNotAllowed answers a verb a resource does not take (GET on a review).
 func methodNotAllowed(*echo.Context) error { return echo.ErrMethodNotAllowed }
-
-// reviewResources are the APIResources discovery lists for group/version.
-func reviewResources(group, version string) []metav1.APIResource {
-	var out []metav1.APIResource
-	for _, k := range reviewKinds {
-		if k.Group == group && k.Version == version {
-			out = append(out, metav1.APIResource{Name: k.Plural, Kind: k.Kind, Verbs: metav1.Verbs{"create"}})
-		}
-	}
-	return out
-}

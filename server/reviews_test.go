@@ -37,12 +37,14 @@ func TestReviews(t *testing.T) {
 	assert.Equal(t, []any{map[string]any{"verbs": []any{"*"}, "apiGroups": []any{"*"}, "resources": []any{"*"}}}, field(m, "status", "resourceRules"))
 	assert.Equal(t, []any{map[string]any{"verbs": []any{"*"}, "nonResourceURLs": []any{"*"}}}, field(m, "status", "nonResourceRules"))
 	assert.Equal(t, false, field(m, "status", "incomplete"))
+	assert.Equal(t, map[string]any{}, m["spec"], "as kube-apiserver: a new review, its status only")
 
 	r = e.do("POST", ssr, "application/json", `{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`)
 	require.Equal(t, http.StatusCreated, r.code, "body: %s", r.body)
 	m = r.json(t)
 	assert.Equal(t, "system:anonymous", field(m, "status", "userInfo", "username"))
 	assert.Equal(t, []any{"system:unauthenticated"}, field(m, "status", "userInfo", "groups"))
+	assert.NotEmpty(t, field(m, "metadata", "creationTimestamp"), "made now, as kube-apiserver's")
 
 	// Discovery lists them, create only.
 	for gv, name := range map[string]string{"authorization.k8s.io/v1": "selfsubjectaccessreviews", "authentication.k8s.io/v1": "selfsubjectreviews"} {
@@ -61,8 +63,9 @@ func TestReviews(t *testing.T) {
 	assert.Equal(t, http.StatusOK, e.do("GET", "/apis/authorization.k8s.io", "", "").code)
 
 	runStatusCases(t, e, []statusCase{
-		{name: "neither attributes", method: "POST", path: ssar, body: `{"spec":{}}`, code: 422, reason: "Invalid", causes: []string{"spec.resourceAttributes"}},
+		{name: "neither attributes", method: "POST", path: ssar, body: `{"spec":{}}`, code: 422, reason: "Invalid", causes: []string{"spec"}, message: "exactly one of nonResourceAttributes or resourceAttributes must be specified"},
 		{name: "both attributes", method: "POST", path: ssar, body: `{"spec":{"resourceAttributes":{"verb":"get"},"nonResourceAttributes":{"verb":"get","path":"/"}}}`, code: 422, reason: "Invalid"},
+		{name: "rules review without a namespace", method: "POST", path: ssrr, body: `{"spec":{}}`, code: 400, reason: "BadRequest", message: "no namespace on request"},
 		{name: "another kind", method: "POST", path: ssr, body: `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview"}`, code: 400, reason: "BadRequest"},
 		{name: "not JSON", method: "POST", path: ssr, body: `{`, code: 400, reason: "BadRequest"},
 		{name: "get is not a verb of reviews", method: "GET", path: ssar, code: 405, reason: "MethodNotAllowed"},

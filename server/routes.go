@@ -12,9 +12,10 @@ func (s *Server) routes() {
 	e := s.echo
 	// The product's own routes.
 	e.GET("/", s.root)
-	e.GET("/healthz", s.healthz)
-	e.GET("/readyz", s.readyz)
-	e.GET("/livez", s.healthz)
+	for _, endpoint := range []string{"healthz", "livez", "readyz"} {
+		e.GET("/"+endpoint, s.health(endpoint))
+		e.GET("/"+endpoint+"/:check", s.healthCheckOne(endpoint))
+	}
 	e.GET("/leader", s.leader)
 	e.GET("/crd", s.applicationCRD)
 	e.GET("/crds", s.listCRDs)
@@ -63,7 +64,10 @@ func (s *Server) routes() {
 		e.GET(prefix+"/:resource", s.listObjects)
 		e.POST(prefix+"/:resource", s.createObject)
 		e.DELETE(prefix+"/:resource", s.deleteCollection)
+		e.PUT(prefix+"/:resource", s.writeCollection)
+		e.PATCH(prefix+"/:resource", s.writeCollection)
 		e.GET(prefix+"/:resource/:name", s.getObject)
+		e.POST(prefix+"/:resource/:name", s.createNamed)
 		e.PUT(prefix+"/:resource/:name", s.updateObject)
 		e.PATCH(prefix+"/:resource/:name", s.patchObject)
 		e.DELETE(prefix+"/:resource/:name", s.deleteObject)
@@ -71,6 +75,7 @@ func (s *Server) routes() {
 		e.PUT(prefix+"/:resource/:name/:sub", s.updateObject)
 		e.PATCH(prefix+"/:resource/:name/:sub", s.patchObject)
 		e.POST(prefix+"/:resource/:name/:sub", s.triggerReconcile)
+		e.DELETE(prefix+"/:resource/:name/:sub", s.deleteSubresource)
 	}
 
 	// A Namespace's subresources: /api/v1/namespaces/<name>/status would otherwise meet the

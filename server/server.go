@@ -153,6 +153,8 @@ type Server struct {
 	openAPIV2Cache openAPIV2Cache
 	// openapi caches the OpenAPI v3 documents of one generation of the served kinds.
 	openapi openAPICache
+	// discoveryCache keeps discovery of one generation of the served kinds.
+	discoveryCache discoveryCache
 }
 
 // New validates cfg and builds the routes.
@@ -215,7 +217,9 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.allowedOrigins[origin] = true
 	}
-	s.echo = echo.New()
+	// A path no route serves is answered as kube-apiserver answers it (routeNotFound); a
+	// known path with another method stays a 405.
+	s.echo = echo.NewWithConfig(echo.Config{Router: echo.NewRouter(echo.RouterConfig{AllowOverwritingRoute: true, NotFoundHandler: s.routeNotFound})})
 	s.echo.HTTPErrorHandler = s.errorHandler
 	// A panic in a handler (say, in a library parsing a request) is answered as a 500 Status and
 	// logged by errorHandler, instead of dropping the connection.

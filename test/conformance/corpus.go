@@ -104,7 +104,7 @@ type Step struct {
 	// served, an object gone. Only in setup and fixtures.
 	Until int `json:"until,omitempty"`
 	// Select keeps only these paths of the body (a huge document's parts that matter): the
-	// body becomes a map of path → value.
+	// body becomes a map of path → value. A path may name the case's namespaces ({ns}).
 	Select []string `json:"select,omitempty"`
 	// Ignore are paths of the answer (body.spec.ports.0.targetPort) whose values are run-specific
 	// in a way the normalisation cannot know: both answers show "{ignored}" there.

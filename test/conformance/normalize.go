@@ -333,7 +333,7 @@ func Normalize(r *Run) RecordedCase {
 		}
 		if len(s.Select) > 0 {
 			if body, ok := t["body"]; ok {
-				t["body"] = selectPaths(body, s.Select)
+				t["body"] = selectPaths(body, s.Select, r.Names)
 			}
 		}
 		if s.Watch != nil && s.Watch.Unordered {
@@ -350,11 +350,17 @@ func Normalize(r *Run) RecordedCase {
 	return rc
 }
 
-// selectPaths keeps the given paths of a body: path → value, "{absent}" where there is none.
-func selectPaths(body any, paths []string) map[string]any {
+// selectPaths keeps the given paths of a body: path → value, "{absent}" where there is none. A
+// path may name the run's namespaces by their variables ({ns}); names maps each run-specific
+// name to its variable.
+func selectPaths(body any, paths []string, names map[string]string) map[string]any {
 	out := make(map[string]any, len(paths))
 	for _, p := range paths {
-		if v, ok := lookup(body, p); ok {
+		real := p
+		for name, v := range names {
+			real = strings.ReplaceAll(real, v, name)
+		}
+		if v, ok := lookup(body, real); ok {
 			out[p] = v
 		} else {
 			out[p] = "{absent}"

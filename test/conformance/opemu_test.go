@@ -15,6 +15,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/applyconfigurations"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/opemu/opemu/app"
 	"github.com/opemu/opemu/etcd/etcdtest"
@@ -34,6 +37,7 @@ var oracleUser = server.User{Name: "admin", UID: "admin-uid", Groups: []string{"
 // startOpemu serves opemu with store (memory or etcd) until t ends and returns it as a target.
 func startOpemu(t *testing.T, store string) *conformance.Target {
 	t.Helper()
+	warmApplySchema(t)
 	var url string
 	switch {
 	case store == app.StoreMemory:
@@ -140,4 +144,16 @@ func startEtcdBinary(t *testing.T, endpoint string) string {
 		return resp.StatusCode == http.StatusOK
 	}, 30*time.Second, 20*time.Millisecond, "opemu over etcd serves")
 	return url
+}
+
+// warmApplySchema parses, before any case runs, the structured-merge-diff schema of the built-in
+// kinds that server-side apply needs. opemu parses it on the first apply in a process (0.5 s, a
+// one-time cost it keeps off its start), which under -race on a loaded machine can pass the
+// 5 s request deadline and turn the first apply case into a 504. The parser is client-go's, one
+// per process, so this warms every in-process server of the test.
+func warmApplySchema(t *testing.T) {
+	t.Helper()
+	tc := applyconfigurations.NewTypeConverter(clientgoscheme.Scheme)
+	_, err := tc.ObjectToTyped(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap"}})
+	require.NoError(t, err)
 }

@@ -63,7 +63,7 @@ func TestSelfSignedTLS(t *testing.T) {
 	require.NotNil(t, m, "the kubeconfig embeds the CA:\n%s", kc)
 
 	k := kubectl.New(t, kc)
-	assert.Contains(t, k.Run("version"), "Server Version: v1.32")
+	assert.Contains(t, k.Run("version"), "Server Version: v1.37")
 	assert.Contains(t, k.Run("apply", "-f", "examples/application.yaml"), "created")
 	require.Eventually(t, func() bool { return strings.Contains(k.Run("get", "app", "demo"), "Running") }, 20*time.Second, 100*time.Millisecond)
 

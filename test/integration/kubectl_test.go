@@ -20,7 +20,7 @@ func TestKubectl(t *testing.T) {
 	p := start(t, "ROLLOUT_STEP=0", "ENABLE_LEADER_ELECTION=false")
 	k := p.kubectl(t)
 
-	assert.Contains(t, k.Run("version"), "Server Version: v1.32")
+	assert.Contains(t, k.Run("version"), "Server Version: v1.37")
 	res := k.Run("api-resources")
 	for _, want := range []string{"applications", "app,apps", "cloudnative.elide.dev/v1", "namespaces", "events", "leases", "customresourcedefinitions"} {
 		assert.Contains(t, res, want)

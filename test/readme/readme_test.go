@@ -39,6 +39,7 @@ package readme
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -69,7 +70,7 @@ const (
 var expectations = map[string][]string{
 	// the walkthrough
 	"go run .":                            {"msg=listening addr=127.0.0.1:3000 dashboard=http://127.0.0.1:3000/ui/"},
-	"curl -N http://127.0.0.1:3000/watch": {`"type":"ADDED"`, `"type":"DELETED"`, `"simulate-failures":"always"`},
+	"curl -N http://127.0.0.1:3000/watch": {`"type":"ADDED"`, `"type":"DELETED"`, `/simulate-failures":"always"`},
 	"API=http://127.0.0.1:3000/apis/cloudnative.elide.dev/v1/namespaces/default/applications": {
 		"HTTP/1.1 201 Created", `"kind":"ApplicationList"`, `"reason":"Conflict"`, `"kind":"Scale"`, `"name":"from-yaml"`},
 	"# replicas > 100: 422 Invalid with a cause on spec.replicas": {
@@ -77,21 +78,106 @@ var expectations = map[string][]string{
 	`-d '{"metadata":{"annotations":{"cloudnative.elide.dev/simulate-failures":"always"}}}'`: {
 		"Running with 3/3 replicas ready", "simulated failure 3 of 3", `"reason":"ReconcileFailed"`, "Giving up after repeated failures", "nothing to do"},
 	// kubectl, client-go and the kinds
-	"kubectl explain applications.spec":                                                                          {"application.cloudnative.elide.dev/demo created", "condition met", "FIELD: spec", `application.cloudnative.elide.dev "demo" deleted`},
-	"KUBECONFIG=/tmp/opemu.kubeconfig kubectl get apps -w":                                                       {"demo"},
-	"KUBECONFIG=/tmp/opemu.kubeconfig go run ./examples/client-go":                                               {"synced; labelling Applications by size", "labelled"},
-	"kubectl get apps -L example.com/size":                                                                       {"small"},
-	"kubectl create deployment web --image=nginx:1.27 --replicas=3":                                              {`deployment "web" successfully rolled out`, "job.batch/once condition met", "out of 5 new replicas have been updated"},
+	"kubectl explain applications.spec":                            {"application.cloudnative.elide.dev/demo created", "condition met", "FIELD: spec", `application.cloudnative.elide.dev "demo" deleted`},
+	"KUBECONFIG=/tmp/opemu.kubeconfig kubectl get apps -w":         {"demo"},
+	"KUBECONFIG=/tmp/opemu.kubeconfig go run ./examples/client-go": {"synced; labelling Applications by size", "labelled"},
+	"kubectl get apps -L example.com/size":                         {"small"},
+	"kubectl create deployment web --image=nginx:1.27 --replicas=3": {
+		"deployment.apps/web created", `deployment "web" successfully rolled out`, "deployment.apps/web scaled",
+		"out of 5 new replicas have been updated", "progressDeadlineSeconds: 600", "imagePullPolicy: IfNotPresent",
+		"reason: NewReplicaSetAvailable", "configmap/settings created", "secret/creds created", "service/web created",
+		"job.batch/once created", "job.batch/once condition met", "deployment.apps/web   5/5     5            5",
+		"FIELD: strategy <DeploymentStrategy>", `deployment.apps "web" deleted`},
 	"kubectl delete deployment api --cascade=orphan":                                                             {"api-a", "api-b", `deployment.apps "api" deleted`},
 	"USE_EXISTING_CLUSTER=true KUBECONFIG=/tmp/opemu.kubeconfig go test -count=1 ./examples/memcached-operator/": {"ok  \tgithub.com/opemu/opemu/examples/memcached-operator"},
 	// time and faults
 	"CLOCK=manual go run .":                                {"msg=listening"},
 	"curl -X POST $B/controller/pause":                     {`"result":"error"`, `"message":"nothing to step: no key is due; 1 waiting, the next due in 1s`, `"phase":"Running"`},
-	"kubectl apply -f examples/faults/throttle-lists.yaml": {"HTTP/1.1 429 Too Many Requests", `injected by Fault \"throttle-lists\"`, `"type":"ERROR"`, "fault.faults.opemu.dev/conflict-every-third-status-update created"},
+	"kubectl apply -f examples/faults/throttle-lists.yaml": {"HTTP/1.1 429 Too Many Requests", `injected by Fault \"throttle-lists\"`, `"type":"ERROR"`, "fault.faults.opemu.dev/web-status-conflicts created"},
 	// high availability and TLS
-	"go build -tags etcd -o opemu .":       {"etcd ready", `"store":"etcd"`, `"readyReplicas":8`, `"host":"operator-`},
-	"go build -o opemu .":                  {`"isLeader":true`, "HTTP/1.1 503", "HTTP/1.1 200"},
-	"export TOKEN=$(openssl rand -hex 24)": {`"kind":"APIVersions"`, `"reason":"Unauthorized"`, "No resources found"},
+	"go build -tags etcd -o opemu .":                                              {"etcd ready", `"store":"etcd"`, `"readyReplicas":8`, `"host":"operator-`},
+	"for i in 1 2; do POD_NAME=operator-$i PORT=300$i ./opemu & pid[$i]=$!; done": {`"isLeader":true`, "HTTP/1.1 503", "HTTP/1.1 200"},
+	"export TOKEN=$(openssl rand -hex 24)":                                        {`"kind":"APIVersions"`, `"reason":"Unauthorized"`, "No resources found"},
+}
+
+// checks: what a substring cannot say (how many, in which order, what is gone), for the blocks
+// holding the key line, as expectations; each returns what is wrong with the block's output.
+var checks = map[string]func(out string) []string{
+	"curl -X POST $B/controller/pause":               steppedThrough,
+	"kubectl delete deployment api --cascade=orphan": collectedConfigMaps,
+	// the operator's cleanup of the walkthrough's web, among the Events kubectl lists
+	"kubectl explain applications.spec": matches(`Normal\s+Cleanup\s+application/web\s`),
+}
+
+// matches is a check that the output matches the regular expression re.
+func matches(re string) func(string) []string {
+	return func(out string) []string {
+		if !regexp.MustCompile(re).MatchString(out) {
+			return []string{fmt.Sprintf("nothing matches %s", re)}
+		}
+		return nil
+	}
+}
+
+// steppedThrough: "Stepping through the loop" takes stepper through three failures and its
+// rollout, one reconcile per step, its attempts 1, 2, 4, 1 and 1 s apart on the manual clock,
+// and resumes the controller at the end.
+func steppedThrough(out string) []string {
+	var wrong []string
+	for result, n := range map[string]int{`"result":"error"`: 3, `"result":"success"`: 3} {
+		if got := strings.Count(out, result); got != n {
+			wrong = append(wrong, fmt.Sprintf("%d steps answer %s, want %d", got, result, n))
+		}
+	}
+	if !strings.Contains(out, `"queue":[{"object":"default/stepper","state":"due"`) {
+		wrong = append(wrong, "the queue, before the first step, does not hold default/stepper due")
+	}
+	var history struct {
+		Items []struct {
+			StartTime time.Time `json:"startTime"`
+			Phase     string    `json:"phase"`
+			Message   string    `json:"message"`
+		} `json:"items"`
+	}
+	i := strings.Index(out, `{"items":[`)
+	if i < 0 || json.NewDecoder(strings.NewReader(out[i:])).Decode(&history) != nil || len(history.Items) == 0 {
+		return append(wrong, "no history of stepper")
+	}
+	var gaps []time.Duration
+	for i := 1; i < len(history.Items); i++ {
+		gaps = append(gaps, history.Items[i].StartTime.Sub(history.Items[i-1].StartTime))
+	}
+	if want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, time.Second, time.Second}; !slices.Equal(gaps, want) {
+		wrong = append(wrong, fmt.Sprintf("the attempts are %v apart on the clock, want %v", gaps, want))
+	}
+	if last := history.Items[len(history.Items)-1]; last.Phase != "Running" || last.Message != "Running with 2/2 replicas ready" {
+		wrong = append(wrong, fmt.Sprintf("the last pass left %q (%s), want Running with 2/2 replicas ready", last.Phase, last.Message))
+	}
+	if i := strings.LastIndex(out, `{"controllers":[`); i < 0 || strings.Contains(out[i:], `"paused":true`) {
+		wrong = append(wrong, "the controllers are not resumed at the end")
+	}
+	return wrong
+}
+
+// collectedConfigMaps: the orphaned ConfigMaps outlive their first owner; the foreground
+// delete of the second takes them, and the ConfigMap of the section before stays.
+func collectedConfigMaps(out string) []string {
+	var wrong []string
+	if !regexp.MustCompile(`api-a\s+1\s+\d+s\napi-b\s+1\s+\d+s`).MatchString(out) {
+		wrong = append(wrong, "api-a and api-b are not listed after the orphaning delete")
+	}
+	deleted := `deployment.apps "api" deleted`
+	if strings.Count(out, deleted) != 2 {
+		return append(wrong, fmt.Sprintf("%q is not printed twice", deleted))
+	}
+	after := out[strings.LastIndex(out, deleted):]
+	if strings.Contains(after, "api-a") || strings.Contains(after, "api-b") {
+		wrong = append(wrong, "api-a or api-b is still listed after the foreground delete")
+	}
+	if !strings.Contains(after, "settings") {
+		wrong = append(wrong, "the last list of ConfigMaps lacks settings")
+	}
+	return wrong
 }
 
 func TestREADME(t *testing.T) {
@@ -112,9 +198,14 @@ func TestREADME(t *testing.T) {
 	assert.Contains(t, string(raw[:2000]), "Go "+string(goVersion[1])+" or later", "the README's opening says which Go to install: go.mod's")
 
 	// Every expectation names a block that is there, so the table follows the README.
-	for key := range expectations {
-		found := slices.ContainsFunc(steps, func(s step) bool { return s.block != nil && holds(s.block, key) })
-		assert.True(t, found, "expectations name a README block with the line %q: none has it", key)
+	for key := range joinKeys(expectations, checks) {
+		found := 0
+		for _, s := range steps {
+			if s.block != nil && holds(s.block, key) {
+				found++
+			}
+		}
+		assert.Equal(t, 1, found, "expectations and checks name one README block by its line %q: %d blocks have it", key, found)
 	}
 
 	r := newRun(t, repo)
@@ -444,6 +535,13 @@ func (r *run) commandAt(line int) (int, command, bool) {
 
 // expect checks what b printed against expectations.
 func (r *run) expect(b *block, output string) {
+	for key, check := range checks {
+		if holds(b, key) {
+			for _, w := range check(output) {
+				r.t.Errorf("README line %d: the block with %q: %s; its output ends:\n%s", b.line, key, w, output[max(0, len(output)-3000):])
+			}
+		}
+	}
 	for key, wants := range expectations {
 		if !holds(b, key) {
 			continue
@@ -454,6 +552,18 @@ func (r *run) expect(b *block, output string) {
 			}
 		}
 	}
+}
+
+// joinKeys returns the keys of both maps.
+func joinKeys[A, B any](a map[string]A, b map[string]B) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
 }
 
 // holds reports whether a line of b is key, its comment aside.

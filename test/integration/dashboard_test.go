@@ -142,21 +142,8 @@ func TestDashboardLoopAndFaults(t *testing.T) {
 	t.Parallel()
 	p := start(t, "CLOCK=manual", "ROLLOUT_STEP=1s", "ENABLE_LEADER_ELECTION=false", "RECONCILE_INTERVAL=0")
 	ctx := browser.Start(t)
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate("about:blank")))
-	run := func(timeout time.Duration, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		c, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		require.NoError(t, chromedp.Do(c, actions...))
-	}
-	text := func(sel string) string {
-		t.Helper()
-		c, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		s, err := chromedp.Run(c, chromedp.Text(chromedp.CSS(sel)))
-		require.NoError(t, err)
-		return strings.TrimSpace(s)
-	}
+	page := browser.NewPage(t, ctx)
+	run, text, count := page.Do, page.Text, page.Count
 	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
 
 	run(30*time.Second,
@@ -215,11 +202,7 @@ func TestDashboardLoopAndFaults(t *testing.T) {
 		chromedp.Click(css("#advance")),
 		chromedp.Poll[chromedp.Void](`timeline.some(t => t.kind === "Lease" && t.type === "MODIFIED")`),
 	)
-	c, cancelCount := context.WithTimeout(ctx, 5*time.Second)
-	leases, err := chromedp.Run(c, chromedp.Evaluate[int](`document.querySelectorAll('#timeline li[data-kind="Lease"]').length`))
-	cancelCount()
-	require.NoError(t, err)
-	assert.Zero(t, leases, "Lease renewals are background traffic, hidden by default")
+	assert.Zero(t, count(`#timeline li[data-kind="Lease"]`), "Lease renewals are background traffic, hidden by default")
 	assert.Contains(t, text("#timeline-note"), "background events hidden")
 	run(10*time.Second,
 		chromedp.Click(css("#show-background")),
@@ -305,29 +288,8 @@ func TestDashboardTeaches(t *testing.T) {
 	}, 10*time.Second, 50*time.Millisecond)
 
 	ctx := browser.Start(t)
-	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate("about:blank")))
-	run := func(timeout time.Duration, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		c, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		require.NoError(t, chromedp.Do(c, actions...))
-	}
-	text := func(sel string) string {
-		t.Helper()
-		c, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		s, err := chromedp.Run(c, chromedp.Text(chromedp.CSS(sel)))
-		require.NoError(t, err)
-		return strings.TrimSpace(s)
-	}
-	count := func(sel string) int {
-		t.Helper()
-		c, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		n, err := chromedp.Run(c, chromedp.Evaluate[int](fmt.Sprintf(`document.querySelectorAll(%q).length`, sel)))
-		require.NoError(t, err)
-		return n
-	}
+	page := browser.NewPage(t, ctx)
+	run, text, count := page.Do, page.Text, page.Count
 	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
 	shots := browser.NewShots(t)
 

@@ -32,7 +32,8 @@ package readme
 //     a developer's server, and its own /tmp; HOME is a scratch directory. Nothing else is
 //     rewritten: ports, paths and commands are the README's. The Go caches are the test's, and
 //     the module proxy is off (GOPROXY=off): the README must build from the module cache.
-//   - expectations (below) checks what some blocks print, keyed by a line the block holds.
+//   - expectations and checks (below) hold what some blocks print, each keyed by a line that
+//     one block alone holds.
 //
 // Run it alone with `go test ./test/readme/ -run TestREADME -v`; the clone takes the working
 // tree's uncommitted changes too, so an edited README is what runs.

@@ -193,6 +193,7 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	defer cancel()
 	if a.etcd == nil {
 		// This process is its cluster: its kubelets and its API server's own objects are its.
+		// (On etcd, each Event's lease expires it: no replica sweeps.)
 		wg.Go(func() { _ = a.recorder.Run(ctx) })
 		wg.Go(func() { _ = a.nodes.Run(ctx) })
 		wg.Go(func() { a.apiService.run(ctx) })
@@ -231,8 +232,8 @@ func (a *App) leads() bool {
 // lead is the work of the leader, until ctx ends: every controller (the Application's and the
 // simulated workloads'), the garbage collector and the namespace controller, each starting
 // with a full list (a full resync); over a shared store also the Nodes' heartbeats, the
-// kubernetes Service's endpoints (pointed at this replica), etcd's compaction and the Events'
-// sweep (one replica does each for all). It returns once they all have, so the elector
+// kubernetes Service's endpoints (pointed at this replica) and etcd's compaction (one replica
+// does each for all). It returns once they all have, so the elector
 // releases the lease only after the workers finished their item.
 func (a *App) lead(ctx context.Context) {
 	var wg sync.WaitGroup
@@ -247,7 +248,6 @@ func (a *App) lead(ctx context.Context) {
 		wg.Go(func() { _ = a.hooks.Lead(ctx) })
 	}
 	if a.etcd != nil {
-		wg.Go(func() { _ = a.recorder.Run(ctx) })
 		wg.Go(func() { _ = a.etcd.RunCompaction(ctx, a.cfg.EtcdCompactionInterval) })
 		wg.Go(func() { _ = a.nodes.Run(ctx) })
 		wg.Go(func() {

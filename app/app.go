@@ -29,7 +29,8 @@ import (
 )
 
 // Run listens on cfg.Addr and serves until ctx is done (see New and App.Run). The first log
-// line is "listening addr=<host:port>", with the real port when a free one was asked for.
+// line is "listening addr=<host:port> dashboard=<URL>", with the real port when a free one was
+// asked for, and the dashboard's URL as a browser on this machine opens it.
 func Run(ctx context.Context, cfg Config) error {
 	addr := cfg.Addr
 	if addr == "" {
@@ -39,7 +40,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	logger(cfg).Info("listening", "addr", ln.Addr().String())
+	scheme := "http"
+	if cfg.TLS != nil {
+		scheme = "https"
+	}
+	logger(cfg).Info("listening", "addr", ln.Addr().String(), "dashboard", scheme+"://"+dialAddr(ln.Addr())+"/ui/")
 	a, err := New(ctx, cfg)
 	if err != nil {
 		_ = ln.Close()

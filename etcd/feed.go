@@ -180,6 +180,13 @@ func (s *Store) watch(ctx context.Context, rev int64) error {
 				// A restore begins (its key is written) or ends (deleted, or its lease
 				// expired): what came before it is applied; what follows the beginning
 				// waits for the end, which lists everything again.
+				rev := uint64(ev.Kv.ModRevision)
+				if ev.Type != clientv3.EventTypeDelete {
+					// The beginning's own deletions share its revision, whatever their order.
+					for len(changes) > 0 && changes[len(changes)-1].ResourceVersion == rev {
+						changes = changes[:len(changes)-1]
+					}
+				}
 				if err := s.c.Apply(changes); err != nil {
 					return err
 				}
@@ -187,7 +194,7 @@ func (s *Store) watch(ctx context.Context, rev int64) error {
 				if ev.Type == clientv3.EventTypeDelete {
 					return errRestored
 				}
-				s.restoring = true
+				s.restoring, skipped = true, rev
 				continue
 			}
 			if s.restoring {

@@ -15,7 +15,7 @@ import (
 // written in several; every replica must still see it as one change, never half of it. The
 // restore key, <prefix>/restore, brackets it:
 //
-//	begin:  If(create_revision(restore) == 0) Then(Delete(every key under the prefix but it), Put(restore, lease))
+//	begin:  If(create_revision(restore) == 0) Then(Put(restore, lease), Delete(every key under the prefix but it))
 //	write:  Put(k1, v1), Put(k2, v2), ...            (transactions of at most restoreBatchOps and restoreBatchBytes)
 //	end:    Delete(restore)
 //
@@ -89,9 +89,9 @@ func (s *Store) Restore(ctx context.Context, objects []*cache.Object, opts cache
 	}
 	root := s.keys.root()
 	begin := []clientv3.Op{
+		clientv3.OpPut(marker, s.cfg.Identity, clientv3.WithLease(lease.ID)),
 		clientv3.OpDelete(root, clientv3.WithRange(marker)),
 		clientv3.OpDelete(marker+"\x00", clientv3.WithRange(clientv3.GetPrefixRangeEnd(root))),
-		clientv3.OpPut(marker, s.cfg.Identity, clientv3.WithLease(lease.ID)),
 	}
 	cctx, cancel = s.callCtx(ctx)
 	resp, err := s.client.Txn(cctx).If(clientv3.Compare(clientv3.CreateRevision(marker), "=", 0)).Then(begin...).Commit()

@@ -13,6 +13,8 @@ import (
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/metrics"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	rl "k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/clock"
@@ -47,7 +49,8 @@ type Config struct {
 	LeaseName, LeaseNamespace string
 	// LeaseFile is the file backend's record. Empty means <tmp>/opemu-<ns>-<name>.lease.
 	LeaseFile string
-	// LeaseDuration, RenewDeadline and RetryPeriod are client-go's. Zero means 15 s, 10 s, 2 s.
+	// LeaseDuration, RenewDeadline and RetryPeriod are client-go's. Zero means 15 s, 10 s, 2 s. The
+	// lease duration is at least 1 s (records state it in whole seconds).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// Client holds the memory backend's Lease and writes the file backend's read-only mirror.
 	Client Client
@@ -68,6 +71,7 @@ type Elector struct {
 	cfg  Config
 	lock rl.Interface
 	file *FileLock // nil for the memory backend
+	term *term     // lock as client-go's elector uses it: knows how long this process leads
 
 	leading atomic.Bool
 	leader  atomic.Value // string: the holder last observed
@@ -100,6 +104,10 @@ func New(cfg Config) (*Elector, error) {
 	if cfg.RetryPeriod <= 0 {
 		cfg.RetryPeriod = 2 * time.Second
 	}
+	if cfg.LeaseDuration < time.Second {
+		// The record states it in whole seconds: 0 s would make every lease expired to followers.
+		return nil, fmt.Errorf("leader: the lease duration (%v) must be at least 1s", cfg.LeaseDuration)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -126,6 +134,7 @@ func New(cfg Config) (*Elector, error) {
 	if cfg.Lock != nil {
 		e.lock, e.file = cfg.Lock, nil
 	}
+	e.term = &term{Interface: e.lock, renewDeadline: cfg.RenewDeadline}
 	// Validate the timings the way client-go does, at start rather than at first run.
 	if _, err := e.newElector(func(context.Context) {}); err != nil {
 		return nil, err
@@ -158,15 +167,14 @@ func (e *Elector) MirrorKey() (cache.Key, bool) {
 }
 
 // newElector builds one client-go elector (one per campaign: Run makes a new one after each
-// lost term) that releases the lease when its context ends.
+// lost term). It does not release the lease itself (ReleaseOnCancel): Run does, see release.
 func (e *Elector) newElector(onStarted func(context.Context)) (*leaderelection.LeaderElector, error) {
 	return leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            e.lock,
-		LeaseDuration:   e.cfg.LeaseDuration,
-		RenewDeadline:   e.cfg.RenewDeadline,
-		RetryPeriod:     e.cfg.RetryPeriod,
-		ReleaseOnCancel: true,
-		Name:            e.cfg.LeaseNamespace + "/" + e.cfg.LeaseName,
+		Lock:          e.term,
+		LeaseDuration: e.cfg.LeaseDuration,
+		RenewDeadline: e.cfg.RenewDeadline,
+		RetryPeriod:   e.cfg.RetryPeriod,
+		Name:          e.cfg.LeaseNamespace + "/" + e.cfg.LeaseName,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: onStarted,
 			OnStoppedLeading: func() {},
@@ -178,6 +186,10 @@ func (e *Elector) newElector(onStarted func(context.Context)) (*leaderelection.L
 // Run takes part in the election until ctx is done. While this process leads it runs
 // OnStartedLeading; when leadership is lost it stops that work and campaigns again. On ctx
 // done it stops the work (waiting for it to return), then releases the lease, then returns.
+//
+// Each campaign (one client-go elector) runs under its own context, which the term ends as
+// soon as the lease may no longer be this process's (see term): that stops the work then,
+// not when client-go's renewal round gives up.
 func (e *Elector) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -189,22 +201,27 @@ func (e *Elector) Run(ctx context.Context) error {
 	elCtx, cancelEl := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelEl()
 	var work sync.WaitGroup
-	stop := context.AfterFunc(ctx, func() {
+	stopWork := func() {
 		e.mu.Lock()
 		if e.stopWork != nil {
 			e.stopWork()
+			e.stopWork = nil
 		}
 		e.mu.Unlock()
 		work.Wait()
+	}
+	stop := context.AfterFunc(ctx, func() {
+		stopWork()
 		cancelEl()
 	})
 	defer stop()
 
 	for elCtx.Err() == nil {
+		campaign, endCampaign := context.WithCancel(elCtx)
 		le, err := e.newElector(func(leCtx context.Context) {
 			workCtx, cancel := context.WithCancel(leCtx)
 			e.mu.Lock()
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || leCtx.Err() != nil { // stopping, or the term is already over
 				e.mu.Unlock()
 				cancel()
 				return
@@ -223,19 +240,45 @@ func (e *Elector) Run(ctx context.Context) error {
 			}
 		})
 		if err != nil {
+			endCampaign()
 			return err
 		}
-		le.Run(elCtx)
-		// Run returns when leadership is lost (or elCtx is done); the work stops with it.
-		e.mu.Lock()
-		if e.stopWork != nil {
-			e.stopWork()
-			e.stopWork = nil
+		e.term.begin(endCampaign)
+		le.Run(campaign)
+		// Run returns when leadership is lost (or the term ended it, or elCtx is done); the
+		// work stops with it, and only then is the lease released.
+		endCampaign()
+		held := e.term.finish()
+		stopWork()
+		if held {
+			e.release()
 		}
-		e.mu.Unlock()
-		work.Wait()
 	}
 	return nil
+}
+
+// release gives the lease up, so that a follower need not wait for it to expire, if the
+// record still names this process; Run calls it once this process's work has stopped.
+// client-go's ReleaseOnCancel is not used: it releases before OnStartedLeading's work is told
+// to stop, and it overwrites the record it has just read whenever its own last renewal named
+// this process, even a record a follower wrote after this process's renewals stalled.
+func (e *Elector) release() {
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.RenewDeadline)
+	defer cancel()
+	for ctx.Err() == nil {
+		r, _, err := e.lock.Get(ctx)
+		if err != nil || r.HolderIdentity != e.cfg.Identity {
+			return
+		}
+		now := metav1.NewTime(time.Now())
+		err = e.lock.Update(ctx, rl.LeaderElectionRecord{LeaseDurationSeconds: 1, AcquireTime: now, RenewTime: now, LeaderTransitions: r.LeaderTransitions})
+		if !apierrors.IsConflict(err) { // released, or failed: the lease then expires by itself
+			if err != nil {
+				e.cfg.Logger.Warn("releasing the lease", "err", err)
+			}
+			return
+		}
+	}
 }
 
 func (e *Elector) setLeading(v bool) {
@@ -251,8 +294,10 @@ func (e *Elector) setLeading(v bool) {
 	}
 }
 
-// IsLeader reports whether this process leads now.
-func (e *Elector) IsLeader() bool { return e.leading.Load() }
+// IsLeader reports whether this process leads now: its leader's work runs and its term (see
+// term) has not ended. A term that ended answers false at once, even while the work is still
+// finishing its item, and even before a starved process's timers have fired.
+func (e *Elector) IsLeader() bool { return e.leading.Load() && e.term.holds() }
 
 // Leader is the identity of the holder this process last observed ("" when none).
 func (e *Elector) Leader() string {

@@ -142,7 +142,10 @@ func (l *FileLock) view(raw []byte) record {
 	if duration <= 0 {
 		duration = 15 * time.Second
 	}
-	if l.haveGood && l.good.HolderIdentity == l.ID && time.Since(l.good.RenewTime.Time) < duration {
+	// Its own lease runs while no follower can have taken it: followers wait the duration the
+	// record states, in whole seconds, which may be less than LeaseDuration.
+	own := min(duration, time.Duration(l.good.LeaseDurationSeconds)*time.Second)
+	if l.haveGood && l.good.HolderIdentity == l.ID && time.Since(l.good.RenewTime.Time) < own {
 		return l.good // still this lock's lease: its renewal writes over the damage
 	}
 	holder := unknownHolder

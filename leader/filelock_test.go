@@ -154,6 +154,24 @@ func TestFileLockOwnExpiredLeaseIsNotClaimed(t *testing.T) {
 	assert.NotEqual(t, "a", got.HolderIdentity)
 }
 
+// TestFileLockOwnLeaseEndsAsFollowersSeeIt: a lease duration of 2.5 s is recorded as 2 s, and
+// followers take the lease 2 s after seeing the record; 2.2 s after its renewal the holder no
+// longer claims a damaged record as its own (a follower may have taken it, and the damage may
+// have hidden that).
+func TestFileLockOwnLeaseEndsAsFollowersSeeIt(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "x.lease")
+	a := &leader.FileLock{Path: path, ID: "a", Name: "default/x", LeaseDuration: 2500 * time.Millisecond}
+	r := rec("a")
+	r.LeaseDurationSeconds = 2
+	r.RenewTime = metav1.NewTime(time.Now().Add(-2200 * time.Millisecond))
+	require.NoError(t, a.Create(ctx, r))
+	damage(t, path, "garbage")
+	got, _, err := a.Get(ctx)
+	require.NoError(t, err)
+	assert.NotEqual(t, "a", got.HolderIdentity)
+}
+
 // TestFileLockWarnsOncePerDamage: reading a damaged record many times warns once; new damage
 // warns again.
 func TestFileLockWarnsOncePerDamage(t *testing.T) {

@@ -369,6 +369,7 @@ func (a *App) serverConfig() server.Config {
 		Controller:  a.routes,
 		Loop:        a.loop,
 		Faults:      a.faults,
+		Snapshots:   a,
 		ManualClock: manual,
 		Leader:      leaderStatus,
 		Logger:      a.log,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/internal/jsonfast"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -86,8 +87,12 @@ func (s *Snapshot) readDocument(raw []byte) error {
 		return nil
 	}
 	if trimmed[0] == '{' {
-		if doc, err := cache.DecodeJSON(trimmed); err == nil {
-			return s.add(doc)
+		// One JSON object (a JSON snapshot's every document): the fast path, which fails on
+		// anything after the object.
+		if v, _, ok := jsonfast.Parse(trimmed); ok {
+			if doc, isMap := v.(map[string]any); isMap {
+				return s.add(doc)
+			}
 		}
 		// Several JSON objects one after another (what kubectl apply also takes).
 		d := json.NewDecoder(bytes.NewReader(trimmed))

@@ -256,3 +256,40 @@ func TestSnapshotLoad(t *testing.T) {
 		assert.Contains(t, err.Error(), tc.want, tc.name)
 	}
 }
+
+// TestSnapshotClockAndControllers: on CLOCK=manual a restore sets the clock back to the
+// snapshot's time (clock=false leaves it), and the controllers reconcile every object again
+// after it (a new term from a full list; no periodic resync here to do it otherwise).
+func TestSnapshotClockAndControllers(t *testing.T) {
+	t.Parallel()
+	p := start(t, "CLOCK=manual", "ROLLOUT_STEP=0", "ENABLE_LEADER_ELECTION=false", "RECONCILE_INTERVAL=0")
+	api := p.url("/apis/cloudnative.elide.dev/v1/namespaces/default/applications")
+	code, _ := request.JSON(t, "POST", api, `{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","metadata":{"name":"a"},"spec":{"replicas":1,"image":"nginx:1.27"}}`)
+	require.Equal(t, http.StatusCreated, code)
+	require.Eventually(t, func() bool {
+		st, _ := request.Get(t, api+"/a")["status"].(map[string]any)
+		return st["phase"] == "Running"
+	}, 10*time.Second, 10*time.Millisecond)
+	saved := request.Get(t, p.url("/clock"))["now"].(string)
+	file := filepath.Join(t.TempDir(), "state.yaml")
+	code, out := snapshotCommand("save", "--server", p.url(""), file)
+	require.Equal(t, 0, code, out)
+	code, moved := request.JSON(t, "POST", p.url("/clock/advance"), `{"by":"1h"}`)
+	require.Equal(t, http.StatusOK, code)
+
+	before := reconciles(t, p.url(""))
+	code, out = snapshotCommand("restore", "--keep-clock", "--server", p.url(""), file)
+	require.Equal(t, 0, code, out)
+	assert.NotContains(t, out, "set from the snapshot")
+	assert.Equal(t, moved["now"], request.Get(t, p.url("/clock"))["now"], "--keep-clock: the clock stays")
+	assert.Eventually(t, func() bool { return reconciles(t, p.url("")) > before }, 10*time.Second, 10*time.Millisecond,
+		"the controller reconciles what the restore brought")
+
+	before = reconciles(t, p.url(""))
+	code, out = snapshotCommand("restore", "--server", p.url(""), file)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "clock "+saved+" (set from the snapshot)")
+	assert.Equal(t, saved, request.Get(t, p.url("/clock"))["now"], "the clock is the snapshot's again")
+	assert.Eventually(t, func() bool { return reconciles(t, p.url("")) > before }, 10*time.Second, 10*time.Millisecond,
+		"and again after the second restore")
+}

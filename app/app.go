@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"sync"
-	"time"
 
 	"k8s.io/utils/clock"
 
@@ -83,8 +82,7 @@ type App struct {
 	admission *webhooks.Chain // the built-in admission handlers, which /mutate and /validate serve
 	reg       *registry.Store
 	recorder  *events.Recorder
-	ttl       func(cache.GroupResource) time.Duration // how long objects of a resource live (Events over etcd); nil: for ever
-	webhooks  *hooks.Admission                        // the admission webhooks configured in the API
+	webhooks  *hooks.Admission // the admission webhooks configured in the API
 	// newFaults
 	faults *faults.Engine
 	// newControllers: all nil or empty when the controllers are off.
@@ -195,6 +193,7 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	defer cancel()
 	if a.etcd == nil {
 		// This process is its cluster: its kubelets and its API server's own objects are its.
+		// (On etcd, each Event's lease expires it: no replica sweeps.)
 		wg.Go(func() { _ = a.recorder.Run(ctx) })
 		wg.Go(func() { _ = a.nodes.Run(ctx) })
 		wg.Go(func() { a.apiService.run(ctx) })
@@ -233,10 +232,10 @@ func (a *App) leads() bool {
 // lead is the work of the leader, until ctx ends: every controller (the Application's and the
 // simulated workloads'), the garbage collector and the namespace controller, each starting
 // with a full list (a full resync); over a shared store also the Nodes' heartbeats, the
-// kubernetes Service's endpoints (pointed at this replica), etcd's compaction and the Events'
-// sweep (one replica does each for all). It returns once they all have, so the elector
-// releases the lease only after the workers finished their item. A restore ends the work and
-// starts it again in a new term (leadership).
+// kubernetes Service's endpoints (pointed at this replica) and etcd's compaction (one replica
+// does each for all). It returns once they all have, so the elector releases the lease only
+// after the workers finished their item. A restore ends the work and starts it again in a new
+// term (leadership).
 func (a *App) lead(ctx context.Context) { a.terms.run(ctx, a.leadTerm) }
 
 // leadTerm is one term of the leader's work (see lead), until ctx ends.
@@ -253,7 +252,6 @@ func (a *App) leadTerm(ctx context.Context) {
 		wg.Go(func() { _ = a.hooks.Lead(ctx) })
 	}
 	if a.etcd != nil {
-		wg.Go(func() { _ = a.recorder.Run(ctx) })
 		wg.Go(func() { _ = a.etcd.RunCompaction(ctx, a.cfg.EtcdCompactionInterval) })
 		wg.Go(func() { _ = a.nodes.Run(ctx) })
 		wg.Go(func() {

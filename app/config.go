@@ -85,7 +85,9 @@ type Config struct {
 	EtcdTLS *tls.Config
 	// EtcdCompactionInterval is how often the leader compacts etcd's history; zero never.
 	EtcdCompactionInterval time.Duration
-	// EventLimit and EventTTL bound stored Events. Zero means 10000 and 1 h.
+	// EventLimit is the most Events kept by the in-memory store (with etcd, each Event's lease
+	// of EventTTL alone bounds them, as in kube-apiserver). EventTTL is how long an Event lives
+	// after its last write. Zero means 10000 and 1 h.
 	EventLimit int
 	EventTTL   time.Duration
 	// AllowedRegistries and BlockedImages are the image policy; empty means any and none.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/leader"
 	"github.com/opemu/opemu/snapshot"
 )
@@ -80,7 +81,8 @@ func (a *App) restore(ctx context.Context, s *snapshot.Snapshot, opts snapshot.R
 	if err != nil {
 		return snapshot.Restored{}, err
 	}
-	if err := a.recorder.Resync(ctx); err != nil {
+	eventKind, _ := a.served.Resource(events.Resource)
+	if err := a.recorder.Resync(ctx, eventKind); err != nil {
 		return snapshot.Restored{}, fmt.Errorf("app: after the restore: %w", err)
 	}
 	if err := a.settle(ctx); err != nil {
@@ -102,6 +104,15 @@ func (a *App) restore(ctx context.Context, s *snapshot.Snapshot, opts snapshot.R
 		Objects: n, ResourceVersion: strconv.FormatUint(rv, 10),
 		Clock: a.clock.Now().UTC().Format(time.RFC3339Nano), ClockRestored: setClock,
 	}, nil
+}
+
+// ttl is how long the objects of gr live after a write (their kind's TTL: Events', which etcd
+// keeps with a lease); zero for ever.
+func (a *App) ttl(gr cache.GroupResource) time.Duration {
+	if k, ok := a.served.Resource(gr); ok {
+		return k.TTL
+	}
+	return 0
 }
 
 // ownKeys are the objects the running server owns, which a snapshot never holds and a restore

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -38,10 +37,17 @@ import (
 // the steps before it made.
 
 // newStore opens the store Config.Store names, its watch cache indexing the fields the served
-// kinds select on. (etcd's store waits for etcd itself, up to its own start timeout.)
+// kinds select on, and makes those kinds: the built-ins, with the Event kind carrying its rules
+// (its TTL, an etcd lease on etcd, and over the in-memory store only EVENT_LIMIT: on etcd the
+// lease alone bounds Events, as in kube-apiserver). (etcd's store waits for etcd itself, up to
+// its own start timeout.)
 func (a *App) newStore(context.Context) error {
 	cfg := a.cfg
-	a.served = kinds.New()
+	eventKind := events.KindConfig{TTL: cfg.EventTTL, Clock: a.clock}
+	if cfg.Store != StoreEtcd {
+		eventKind.Limit = cmp.Or(cfg.EventLimit, events.DefaultLimit)
+	}
+	a.served = kinds.New(events.Kind(eventKind))
 	cc := cache.Config{WatchHistory: cfg.WatchHistory, WatchHistoryBytes: cfg.WatchHistoryBytes, SelectableFields: a.served.AppendFields}
 	switch cfg.Store {
 	case "", StoreMemory:
@@ -98,39 +104,26 @@ func (a *App) newWritePath(context.Context) error {
 	}
 	a.admission = admission
 	writeAdmission := *admission
-	if a.etcd != nil {
-		// Events are stored with an etcd lease of EVENT_TTL, as kube-apiserver stores them.
-		a.ttl = func(gr cache.GroupResource) time.Duration {
-			if gr == events.Resource {
-				return cmp.Or(cfg.EventTTL, time.Hour)
-			}
-			return 0
-		}
-	}
 	// The write path records Events through the recorder, which writes them through the write
-	// path: the recorder is made second and reached through late.
-	late := &events.Late{}
-	a.reg, err = registry.New(registry.Config{
-		Storage: a.store, Kinds: a.served, Admission: &writeAdmission, Clock: a.clock,
-		Events:     late,
-		EventLimit: late,
-		ReadOnly:   a.readOnly,
-		MaxBody:    cfg.MaxBody,
-		TTL:        a.ttl,
-	})
-	if err != nil {
-		return err
-	}
-	evcfg := events.Config{
-		Client: a.reg.Client("opemu-events"), Host: a.identity, Limit: cfg.EventLimit, TTL: cfg.EventTTL,
-		Metrics: a.metrics, Logger: a.log, Clock: a.clock,
-	}
+	// path: the write path makes it with the client it writes with.
+	evcfg := events.Config{Host: a.identity, TTL: cfg.EventTTL, Metrics: a.metrics, Logger: a.log, Clock: a.clock}
 	if a.etcd != nil {
 		// An Event written to etcd costs a round trip: the action it records does not wait for it.
 		evcfg.Queue = 10000
 	}
-	a.recorder = events.New(evcfg)
-	late.Set(a.recorder)
+	a.reg, err = registry.New(registry.Config{
+		Storage: a.store, Kinds: a.served, Admission: &writeAdmission, Clock: a.clock,
+		Events: func(c *registry.Client) registry.EventRecorder {
+			evcfg.Client = c
+			a.recorder = events.New(evcfg)
+			return a.recorder
+		},
+		ReadOnly: a.readOnly,
+		MaxBody:  cfg.MaxBody,
+	})
+	if err != nil {
+		return err
+	}
 	a.webhooks, err = hooks.NewAdmission(hooks.AdmissionConfig{Client: a.reg.Client("opemu-webhooks"), Kinds: a.served, Metrics: a.metrics, Logger: a.log})
 	if err != nil {
 		return err
@@ -227,8 +220,8 @@ func (a *App) newNodes(context.Context) (err error) {
 
 // newElector makes the elector when Config.EnableLeaderElection asks for it and this server
 // has leader's work (App.leads). Only the leader runs reconcile workers (and, over a shared
-// store, the namespace finisher, compaction and the Events' sweep); without an elector this
-// process leads at once.
+// store, the Nodes' heartbeats, the kubernetes Service's endpoints and compaction); without an
+// elector this process leads at once.
 func (a *App) newElector(context.Context) error {
 	cfg := a.cfg
 	if !cfg.EnableLeaderElection || !a.leads() {

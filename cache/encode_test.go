@@ -3,7 +3,6 @@ package cache_test
 import (
 	"encoding/json"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/opemu/opemu/cache"
@@ -106,53 +105,6 @@ func TestIndexedParts(t *testing.T) {
 			assert.Equal(t, "o", o.Field("metadata.name"))
 		})
 	}
-}
-
-// TestCreateEncoded: an object its writer encoded is stored with its version in place of the
-// placeholder, indexed as given, and refused when it cannot be versioned or already exists.
-func TestCreateEncoded(t *testing.T) {
-	s := cache.New(cache.Config{})
-	defer s.Close()
-	key := cache.Key{Resource: "events", Namespace: "ns", Name: "e1"}
-	enc := func(body string) cache.Encoded {
-		return cache.Encoded{JSON: []byte(body), UID: "u1", Generation: 1, Fields: []string{"type", "Normal", "reason", "Created"}}
-	}
-	good := `{"metadata":{"name":"e1","resourceVersion":"` + cache.RVPlaceholder + `","uid":"u1"},"reason":"Created","type":"Normal"}`
-	buf := []byte(good)
-	o, err := s.CreateEncoded(t.Context(), key, cache.Encoded{JSON: buf, UID: "u1", Generation: 1, Fields: []string{"type", "Normal", "reason", "Created"}}, cache.WriteOptions{})
-	if !assert.NoError(t, err) {
-		return
-	}
-	copy(buf, "xxxxxxxx") // the caller may reuse its buffer
-	got, err := s.Get(t.Context(), key)
-	assert.NoError(t, err)
-	assert.Same(t, o, got)
-	assert.Equal(t, s.ResourceVersion(), o.ResourceVersion())
-	assert.Contains(t, string(o.Raw()), `"resourceVersion":"`+strconv.FormatUint(o.ResourceVersion(), 10)+`"`)
-	assert.True(t, json.Valid(o.Raw()))
-	assert.Equal(t, "u1", o.UID())
-	assert.Equal(t, "Created", o.Field("reason"))
-	assert.Equal(t, "Normal", o.Field("type"))
-
-	_, err = s.CreateEncoded(t.Context(), key, enc(good), cache.WriteOptions{})
-	assert.ErrorIs(t, err, cache.ErrAlreadyExists)
-	for name, at := range map[string]int{"told": strings.Index(good, `"resourceVersion"`), "told wrong": 3} {
-		e := enc(good)
-		e.VersionAt = at
-		k := cache.Key{Resource: "events", Namespace: "ns", Name: "at-" + strings.ReplaceAll(name, " ", "-")}
-		o, err := s.CreateEncoded(t.Context(), k, e, cache.WriteOptions{})
-		if assert.NoError(t, err, name) {
-			assert.Contains(t, string(o.Raw()), `"resourceVersion":"`+strconv.FormatUint(o.ResourceVersion(), 10)+`"`, name)
-			assert.True(t, json.Valid(o.Raw()), name)
-		}
-	}
-	other := cache.Key{Resource: "events", Namespace: "ns", Name: "e2"}
-	for _, body := range []string{`{"metadata":{"name":"e2"}}`, `{"a":{"resourceVersion":"` + cache.RVPlaceholder + `"},"metadata":{"resourceVersion":"` + cache.RVPlaceholder + `"}}`} {
-		_, err = s.CreateEncoded(t.Context(), other, enc(body), cache.WriteOptions{})
-		assert.ErrorIs(t, err, cache.ErrInvalid, body)
-	}
-	_, err = s.CreateEncoded(t.Context(), other, enc(good), cache.WriteOptions{DryRun: true})
-	assert.ErrorIs(t, err, cache.ErrInvalid, "no dry run")
 }
 
 // FuzzSameSpec: two decoded objects are the same spec exactly when their encodings without

@@ -2,14 +2,14 @@ package events
 
 import (
 	"context"
-	"sort"
 	"time"
 
 	"github.com/opemu/opemu/cache"
 )
 
-// Run removes Events older than TTL and enforces Limit over every stored Event (also those
-// clients created), every SweepInterval, until ctx is done.
+// Run removes Events not seen for TTL, every TTL/10 (at most a minute), until ctx is done: the
+// expiry of a store that does not expire Events itself (the in-memory store; on etcd each
+// Event's lease does, and Run is not needed).
 func (r *Recorder) Run(ctx context.Context) error {
 	interval := min(r.cfg.TTL/10, time.Minute)
 	t := r.cfg.Clock.NewTicker(interval)
@@ -24,46 +24,18 @@ func (r *Recorder) Run(ctx context.Context) error {
 	}
 }
 
-// Sweep removes expired Events and, beyond Limit, the oldest ones. Run calls it periodically.
+// Sweep removes, once, every stored Event (also those clients created) last seen more than TTL
+// ago. Run calls it periodically.
 func (r *Recorder) Sweep(ctx context.Context) {
 	res, err := r.cfg.Client.List(ctx, Resource)
 	if err != nil {
 		return
 	}
-	type aged struct {
-		key  cache.Key
-		last time.Time
-		rv   uint64
-	}
 	cutoff := r.cfg.Clock.Now().Add(-r.cfg.TTL)
-	var keep []aged
-	var drop []cache.Key
 	for _, o := range res.Items {
-		last, _ := time.Parse(time.RFC3339, lastSeen(o))
-		if !last.IsZero() && last.Before(cutoff) {
-			drop = append(drop, o.Key())
-			continue
+		if last, _ := time.Parse(time.RFC3339, lastSeen(o)); !last.IsZero() && last.Before(cutoff) {
+			_ = r.cfg.Client.Expire(ctx, o.Key())
 		}
-		keep = append(keep, aged{o.Key(), last, o.ResourceVersion()})
-	}
-	if over := len(keep) - r.cfg.Limit; over > 0 {
-		sort.Slice(keep, func(i, j int) bool {
-			if !keep[i].last.Equal(keep[j].last) {
-				return keep[i].last.Before(keep[j].last)
-			}
-			return keep[i].rv < keep[j].rv
-		})
-		for _, a := range keep[:over] {
-			drop = append(drop, a.key)
-		}
-	}
-	for _, k := range drop {
-		_ = r.cfg.Client.RemoveEvent(ctx, k)
-		r.mu.Lock()
-		if e, ok := r.byKey[k]; ok {
-			r.forgetLocked(e)
-		}
-		r.mu.Unlock()
 	}
 }
 

@@ -28,10 +28,10 @@ type ownPathEnv struct {
 func newOwnPathEnv(t testing.TB, limit int) ownPathEnv {
 	t.Helper()
 	// An empty admission chain: TestRecorderEventsGoThroughAConfiguredChain configures one.
-	env := registrytest.New(t, registrytest.Options{Admission: &webhooks.Chain{}})
+	env := registrytest.New(t, registrytest.Options{Admission: &webhooks.Chain{}, EventLimit: limit})
 	client := env.Registry.Client("opemu-events")
 	c := clocktesting.NewFakeClock(time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC))
-	rec := events.New(events.Config{Client: client, Host: "pod-1", Limit: limit, Clock: c})
+	rec := events.New(events.Config{Client: client, Host: "pod-1", Clock: c})
 	return ownPathEnv{env, client, rec}
 }
 

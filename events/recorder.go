@@ -62,9 +62,9 @@ type Client interface {
 	// CreateEvent stores a new Event the recorder built; it may skip the checks a client's
 	// Event needs, since the recorder builds only valid ones, and encode it directly.
 	CreateEvent(ctx context.Context, ev Stored) (*cache.Object, error)
-	// RemoveEvent removes an Event the limit or the TTL drops, as an expiry: at once, whatever
-	// its finalizers. A missing Event is not an error.
-	RemoveEvent(ctx context.Context, key cache.Key) error
+	// Expire removes an Event the TTL drops, as an expiry: at once, whatever its finalizers.
+	// A missing Event is not an error.
+	Expire(ctx context.Context, key cache.Key) error
 }
 
 // Config configures a Recorder. Client is required; zero values are documented defaults.
@@ -72,9 +72,10 @@ type Config struct {
 	Client Client
 	// Host is the reporting instance (POD_NAME), stored as source.host.
 	Host string
-	// Limit is the most Events kept; beyond it the oldest lastTimestamp goes. Zero means 10000.
-	Limit int
-	// TTL removes an Event not updated for this long. Zero means 1 h.
+	// TTL is how long Run keeps an Event not seen again (by its lastTimestamp), for a store
+	// that does not expire Events itself (the in-memory store; on etcd each Event's lease of
+	// the Event kind's TTL does). Zero means DefaultTTL. (EVENT_LIMIT is the Event kind's:
+	// Kind.)
 	TTL time.Duration
 	// Window is how recent an identical Event must be to be aggregated. Zero means 60 s.
 	Window time.Duration
@@ -95,13 +96,13 @@ type Recorder struct {
 	seq   atomic.Uint64
 	queue chan queued // nil unless Config.Queue
 
-	// mu guards index, order and byKey (the Events this recorder wrote, for aggregation and
-	// the limit) and each entry's last. It is never held across a write: an entry's own mu
-	// orders the writes of one aggregate. Lock order: entry.mu, then mu.
+	// mu guards index and order (the Events this recorder wrote within the last Window, at
+	// most indexSize, which the next identical Event aggregates into) and each entry's last. It is never held
+	// across a write: an entry's own mu orders the writes of one aggregate. Lock order:
+	// entry.mu, then mu.
 	mu    sync.Mutex
 	index map[aggKey]*entry
-	order *list.List // *entry, least recently updated first
-	byKey map[cache.Key]*entry
+	order *list.List // *entry, least recently recorded first; those older than Window go
 }
 
 // aggKey is what makes two Events "the same" for aggregation.
@@ -114,7 +115,7 @@ type aggKey struct {
 type entry struct {
 	agg aggKey
 	key cache.Key
-	el  *list.Element
+	el  *list.Element // in Recorder.order; nil once forgotten
 	// last is when it was last recorded; guarded by Recorder.mu.
 	last time.Time
 
@@ -128,11 +129,8 @@ type entry struct {
 
 // New returns a Recorder; call Run to expire Events over time.
 func New(cfg Config) *Recorder {
-	if cfg.Limit <= 0 {
-		cfg.Limit = 10000
-	}
 	if cfg.TTL <= 0 {
-		cfg.TTL = time.Hour
+		cfg.TTL = DefaultTTL
 	}
 	if cfg.Window <= 0 {
 		cfg.Window = time.Minute
@@ -143,7 +141,7 @@ func New(cfg Config) *Recorder {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	r := &Recorder{cfg: cfg, index: map[aggKey]*entry{}, order: list.New(), byKey: map[cache.Key]*entry{}}
+	r := &Recorder{cfg: cfg, index: map[aggKey]*entry{}, order: list.New()}
 	if cfg.Queue > 0 {
 		r.queue = make(chan queued, cfg.Queue)
 	}
@@ -226,99 +224,40 @@ func (r *Recorder) record(ctx context.Context, ev Event, now time.Time) {
 	// Twice at most: when the Event to aggregate into was deleted meanwhile (expired, or by a
 	// client), the second pass records a new one.
 	for range 2 {
-		e, evicted := r.reserve(k, ev, now)
-		for _, key := range evicted {
-			_ = r.cfg.Client.RemoveEvent(ctx, key)
-		}
-		if err := r.write(ctx, e, ev, now); !errors.Is(err, errGone) {
+		if err := r.write(ctx, r.reserve(k, ev, now), ev, now); !errors.Is(err, errGone) {
 			return
 		}
 	}
 }
 
+// indexSize bounds the recorder's index, the Events it may still aggregate into, as
+// client-go's event correlator bounds its LRU cache (at 4,096): the most recently recorded
+// DefaultLimit, so that aggregation reaches as far as it did when the index was the limit's.
+const indexSize = DefaultLimit
+
 // reserve returns the entry ev aggregates into (a new one when none is recent), moved to the
-// back of the order, and the keys of the entries the limit evicts (forgotten already; the
-// caller deletes them).
-func (r *Recorder) reserve(k aggKey, ev Event, now time.Time) (*entry, []cache.Key) {
+// back of the order. Entries older than Window, which nothing aggregates into any more, are
+// forgotten first, and the least recently recorded beyond indexSize, so the index holds at
+// most indexSize of the last Window's Events however fast they come.
+func (r *Recorder) reserve(k aggKey, ev Event, now time.Time) *entry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e := r.index[k]
-	if e != nil && now.Sub(e.last) >= r.cfg.Window {
-		r.forgetLocked(e)
-		e = nil
+	for el := r.order.Front(); el != nil && now.Sub(el.Value.(*entry).last) >= r.cfg.Window; el = r.order.Front() {
+		r.forgetLocked(el.Value.(*entry))
 	}
+	e := r.index[k]
 	if e == nil {
+		if r.order.Len() >= indexSize {
+			r.forgetLocked(r.order.Front().Value.(*entry))
+		}
 		e = &entry{agg: k, key: r.eventKey(ev, now)}
 		e.el = r.order.PushBack(e)
-		r.index[k], r.byKey[e.key] = e, e
+		r.index[k] = e
 	} else {
 		r.order.MoveToBack(e.el)
 	}
 	e.last = now
-	return e, r.evictLocked(e)
-}
-
-// evictLocked forgets the oldest entries (not keep) until the order holds at most Limit, and
-// returns their keys for the caller to delete.
-func (r *Recorder) evictLocked(keep *entry) []cache.Key {
-	var evicted []cache.Key
-	for r.order.Len() > r.cfg.Limit {
-		el := r.order.Front()
-		if el.Value.(*entry) == keep {
-			el = el.Next()
-		}
-		if el == nil {
-			break
-		}
-		oldest := el.Value.(*entry)
-		r.forgetLocked(oldest)
-		evicted = append(evicted, oldest.key)
-	}
-	return evicted
-}
-
-// Track counts an Event a client is about to create at key against Limit, as the recorder's
-// own: it takes its place in the eviction order by its lastTimestamp (last), so one claiming to
-// be old goes first. It returns the keys of the Events to remove first (the oldest beyond the
-// limit, forgotten already; the caller deletes them, before storing the new one); added is
-// false when key is counted already (the create will find it exists). The write path calls it
-// for every Event a client creates (registry.Config.EventLimit) and Untrack for every Event
-// removed, so the order holds every stored Event.
-func (r *Recorder) Track(key cache.Key, last time.Time) (evict []cache.Key, added bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.byKey[key] != nil {
-		return nil, false
-	}
-	e := &entry{key: key, last: last, created: true} // a client's Event aggregates nothing
-	at := r.order.Back()
-	for at != nil && at.Value.(*entry).last.After(last) {
-		at = at.Prev()
-	}
-	if at == nil {
-		e.el = r.order.PushFront(e)
-	} else {
-		e.el = r.order.InsertAfter(e, at)
-	}
-	r.byKey[key] = e
-	return r.evictLocked(e), true
-}
-
-// Stored confirms that the Event counted at key by Track was written. False means the limit
-// evicted it while it was being written: the caller removes it now.
-func (r *Recorder) Stored(key cache.Key) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.byKey[key] != nil
-}
-
-// Untrack forgets the Event at key: it was removed, or a client's create of it failed.
-func (r *Recorder) Untrack(key cache.Key) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if e := r.byKey[key]; e != nil {
-		r.forgetLocked(e)
-	}
+	return e
 }
 
 // write creates e's Event or bumps it, holding e.mu (not r.mu).
@@ -332,10 +271,6 @@ func (r *Recorder) write(ctx context.Context, e *entry, ev Event, now time.Time)
 			return err
 		}
 		e.created = true
-		if !r.Stored(e.key) {
-			// The limit evicted it while it was being written (its delete found nothing).
-			_ = r.cfg.Client.RemoveEvent(ctx, e.key)
-		}
 		return nil
 	}
 	err := r.bump(ctx, e.key, ev, now)
@@ -359,9 +294,9 @@ func (r *Recorder) forgetLocked(e *entry) {
 	if r.index[e.agg] == e {
 		delete(r.index, e.agg)
 	}
-	if r.byKey[e.key] == e {
-		delete(r.byKey, e.key)
+	if e.el != nil {
 		r.order.Remove(e.el)
+		e.el = nil
 	}
 }
 

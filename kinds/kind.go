@@ -82,6 +82,15 @@ type Kind struct {
 	// Lifecycle, when set, takes part in the kind's writes beyond the schema (a
 	// CustomResourceDefinition serves new kinds when stored).
 	Lifecycle Lifecycle
+	// TTL, when not zero, is how long an object of the kind lives after each write, as
+	// kube-apiserver's registry store gives Events a TTL (its TTLFunc, --event-ttl). The store
+	// decides how (cache.WriteOptions.TTL: an etcd lease; the in-memory store leaves it to the
+	// kind's owner). Objects of a kind with a TTL may be expired (registry.Client.Expire).
+	TTL time.Duration
+	// Limit, when set, bounds how many objects of the kind are kept (the Event kind's
+	// EVENT_LIMIT over the in-memory store). The write path asks it for room before every
+	// create and tells it of every write and removal.
+	Limit Limit
 }
 
 // Schema validates, prunes and defaults the objects of a kind, as Kubernetes does for a
@@ -111,6 +120,22 @@ type Lifecycle interface {
 	// AfterWrite is called once obj has been stored (removed: it is gone). An error is
 	// returned to the client, though the write stands.
 	AfterWrite(ctx context.Context, obj *cache.Object, removed bool) error
+}
+
+// Limit keeps the number of a kind's objects bounded, oldest first. The write path calls it
+// around every create (not dry runs), after every update and after every removal of the kind's
+// objects, with no lock held. An object it gives back to expire is removed as an expiry is: at
+// once, whatever its finalizers, with no admission (registry.Client.Expire).
+type Limit interface {
+	// Reserve makes room for one object about to be created: expire are the objects to remove
+	// first (forgotten already), and done must be called exactly once when the create is
+	// decided, with the stored object (nil when the create failed); what done returns is to
+	// expire too (creates running at once may have left no room to make before).
+	Reserve() (expire []cache.Key, done func(stored *cache.Object) (expire []cache.Key))
+	// Updated tells it obj, one of its objects, was written again (its age may have changed).
+	Updated(obj *cache.Object)
+	// Removed tells it the object at key is gone.
+	Removed(key cache.Key)
 }
 
 // Conversion makes a kind a view of objects stored as another kind (Storage's storage version).

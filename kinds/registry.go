@@ -2,6 +2,7 @@ package kinds
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -23,11 +24,24 @@ type Registry struct {
 	byOwner map[string][]*Kind            // by CRDName; "" holds the built-in kinds
 }
 
-// New returns a registry holding the built-in kinds of Builtins.
-func New() *Registry {
+// New returns a registry holding the built-in kinds of Builtins, where each kind of with takes
+// the place of the built-in kind of its group, version and resource (a kind whose rules are
+// wired by its owner: package events' Event kind, with its TTL and limit).
+func New(with ...*Kind) *Registry {
 	r := &Registry{byGVR: map[gvr]*Kind{}, byGR: map[cache.GroupResource]*Kind{}, byOwner: map[string][]*Kind{}}
-	if err := r.Add(Builtins()...); err != nil {
-		panic(err) // the built-in table is a constant; a conflict in it is a programming error
+	builtins := Builtins()
+	for _, w := range with {
+		i := slices.IndexFunc(builtins, func(k *Kind) bool {
+			return k.Group == w.Group && k.Version == w.Version && k.Plural == w.Plural
+		})
+		if i < 0 {
+			builtins = append(builtins, w)
+		} else {
+			builtins[i] = w
+		}
+	}
+	if err := r.Add(builtins...); err != nil {
+		panic(err) // the built-in table is a constant; a conflict in it, or in with, is a programming error
 	}
 	return r
 }

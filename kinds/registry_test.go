@@ -3,6 +3,7 @@ package kinds_test
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/kinds"
@@ -95,6 +96,25 @@ func TestFieldSet(t *testing.T) {
 	assert.Equal(t, "Application", set["involvedObject.kind"])
 	assert.Equal(t, "c", set["source"])
 	assert.Equal(t, "2", set["count"])
+}
+
+// TestNewServesKindsInPlaceOfBuiltIns: a kind given to New is served instead of the built-in
+// of its group, version and resource (the Event kind with its rules, from package events);
+// views of it follow it.
+func TestNewServesKindsInPlaceOfBuiltIns(t *testing.T) {
+	t.Parallel()
+	ev := kinds.EventKind()
+	ev.TTL = time.Minute
+	r := kinds.New(ev)
+	got, ok := r.Lookup("", "v1", "events")
+	require.True(t, ok)
+	assert.Same(t, ev, got)
+	stored, ok := r.Resource(kinds.Events)
+	require.True(t, ok)
+	assert.Same(t, ev, stored, "what the events.k8s.io view writes to")
+	_, ok = r.Lookup("events.k8s.io", "v1", "events")
+	assert.True(t, ok)
+	assert.Len(t, r.All(), len(kinds.New().All()), "replaced, not added")
 }
 
 func TestNamespaceRules(t *testing.T) {

@@ -2,9 +2,7 @@ package registry
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/kinds"
@@ -61,7 +59,7 @@ func (s *Store) admit(ctx context.Context, r admitRequest) ([]string, error) {
 			return nil, err
 		}
 	}
-	if err := validate(r.t, r.obj); err != nil {
+	if err := validate(r.t, r.obj, r.o); err != nil {
 		return nil, err
 	}
 	if req != nil {
@@ -84,7 +82,7 @@ func (s *Store) admitStatus(ctx context.Context, t Target, obj, cur map[string]a
 		return nil, err
 	}
 	if !s.cfg.Admission.HasConfigured() {
-		return warnings, validate(t, obj)
+		return warnings, validate(t, obj, o)
 	}
 	req := s.admissionRequest(t, webhooks.Update, obj, cur, o)
 	mres, err := s.cfg.Admission.Apply(ctx, req)
@@ -100,7 +98,7 @@ func (s *Store) admitStatus(ctx context.Context, t Target, obj, cur map[string]a
 			return nil, err
 		}
 	}
-	if err := validate(t, obj); err != nil {
+	if err := validate(t, obj, o); err != nil {
 		return nil, err
 	}
 	vres := s.cfg.Admission.Validate(ctx, req)
@@ -217,43 +215,33 @@ func writeOptions(op webhooks.Operation, o Options) map[string]any {
 	return out
 }
 
-// pruneAndDefault drops unknown fields as fieldValidation says and applies schema defaults.
+// pruneAndDefault drops unknown fields as fieldValidation says (unless the object was pruned
+// when it was decoded from the request) and applies schema defaults.
 func pruneAndDefault(t Target, obj map[string]any, o Options) ([]string, error) {
 	if t.Kind.Schema == nil {
 		return nil, nil
 	}
-	warnings, err := pruneUnknown(t, obj, o)
-	if err != nil {
-		return nil, err
+	var warnings []string
+	if o.decoded == notDecoded {
+		var err error
+		if warnings, err = pruneUnknown(t, obj, o); err != nil {
+			return nil, err
+		}
 	}
 	t.Kind.Schema.Default(obj)
 	return warnings, nil
 }
 
 // pruneUnknown drops the fields t's schema does not know: silently (Ignore), with a warning
-// each (Warn, the default), or refuses them (Strict, 400).
+// each (Warn, the default), or refuses them (Strict) with the 400 of kube-apiserver's decoder.
 func pruneUnknown(t Target, obj map[string]any, o Options) ([]string, error) {
 	if t.Kind.Schema == nil {
 		return nil, nil
 	}
-	unknown := t.Kind.Schema.Prune(obj)
-	var warnings []string
-	if len(unknown) > 0 {
-		switch o.FieldValidation {
-		case "Strict":
-			quoted := make([]string, len(unknown))
-			for i, f := range unknown {
-				quoted[i] = fmt.Sprintf("unknown field %q", f)
-			}
-			return nil, badRequest("strict decoding error: %s", strings.Join(quoted, ", "))
-		case "Ignore":
-		default:
-			for _, f := range unknown {
-				warnings = append(warnings, fmt.Sprintf("unknown field %q", f))
-			}
-		}
-	}
-	return warnings, nil
+	gvk := bodyTypeOf(Target{Kind: t.Kind}).gvk
+	return strictOutcome(o.FieldValidation, unknownFieldErrors(t.Kind.Schema.Prune(obj)), func(err error) error {
+		return cannotHandle(gvk, gvk.Kind, err)
+	})
 }
 
 // validate checks metadata as Kubernetes' ObjectMeta rules say and the object against the
@@ -261,7 +249,7 @@ func pruneUnknown(t Target, obj map[string]any, o Options) ([]string, error) {
 //
 // Null label and annotation values are written as "", as decoding into ObjectMeta does in
 // Kubernetes, so nothing stored holds a null where clients expect a string.
-func validate(t Target, obj map[string]any) error {
+func validate(t Target, obj map[string]any, o Options) error {
 	md := metadataOf(obj)
 	for _, f := range []string{"labels", "annotations"} {
 		if m, ok := md[f].(map[string]any); ok {
@@ -277,12 +265,18 @@ func validate(t Target, obj map[string]any) error {
 			return nil
 		}
 		if errs := t.Kind.Schema.Validate(obj); len(errs) > 0 {
+			if err := typedDecodeError(t, obj, o); err != nil {
+				return err
+			}
 			return apierrors.NewInvalid(t.groupKind(), stringOf(md["name"]), errs)
 		}
 		return nil
 	}
 	meta, err := objectMetaOf(md)
 	if err != nil {
+		if err := typedDecodeError(t, obj, o); err != nil {
+			return err
+		}
 		return badRequest("metadata: %v", err)
 	}
 	checked := meta
@@ -298,6 +292,9 @@ func validate(t Target, obj map[string]any) error {
 		errs = append(errs, t.Kind.Schema.Validate(obj)...)
 	}
 	if len(errs) > 0 {
+		if err := typedDecodeError(t, obj, o); err != nil {
+			return err
+		}
 		return apierrors.NewInvalid(t.groupKind(), meta.Name, errs)
 	}
 	return nil

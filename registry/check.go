@@ -13,8 +13,9 @@ func Check(t Target, obj map[string]any) error {
 	if _, err := metadata(obj); err != nil {
 		return err
 	}
-	if _, err := pruneAndDefault(t, obj, Options{FieldValidation: "Strict"}); err != nil {
+	strict := Options{FieldValidation: "Strict"}
+	if _, err := pruneAndDefault(t, obj, strict); err != nil {
 		return err
 	}
-	return validate(t, obj)
+	return validate(t, obj, strict)
 }

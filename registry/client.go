@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/opemu/opemu/cache"
-	"github.com/opemu/opemu/events"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -58,57 +56,19 @@ func (c *Client) Create(ctx context.Context, key cache.Key, obj map[string]any) 
 	return res.Object, err
 }
 
-// CreateEvent stores an Event the recorder built (events.Recorder). Such an Event is valid by
-// construction (its fields bounded, its name generated; FuzzRecorderEvent checks that the full
-// write path stores the same object), so while no admission webhook is configured it skips
-// the pruning, defaulting, admission and validation a client's Event goes through, and over
-// the in-memory store its bytes and index are written directly (encodeEvent) instead of
-// through a decoded map: SPEC §7's Created Event comes with every create. With webhooks
-// configured it takes Create's full path, so they see it as they would see any Event.
-func (c *Client) CreateEvent(ctx context.Context, ev events.Stored) (*cache.Object, error) {
-	key := ev.Key
-	if key.Name == "" || key.GroupResource() != events.Resource || c.s.cfg.Admission.HasConfigured() {
-		return c.Create(ctx, key, ev.Object())
-	}
+// Expire removes the object at key as its kind's TTL's expiry does: at once, whatever
+// finalizers it has and with no admission, the way etcd's lease removes an expired Event under
+// kube-apiserver (the recorder's sweep of the in-memory store calls it for the Events EVENT_TTL
+// drops). Only objects of a kind with a TTL expire; a missing object is not an error.
+func (c *Client) Expire(ctx context.Context, key cache.Key) error {
 	t, err := c.s.TargetOf(key)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := beforeCommit(ctx); err != nil {
-		return nil, err
+	if t.Kind.TTL == 0 {
+		return fmt.Errorf("registry: %s do not expire", key.GroupResource())
 	}
-	o := c.options()
-	if enc, direct := c.s.cfg.Storage.(cache.EncodedCreator); direct {
-		lastSeen := ev.Time.UTC().Format(time.RFC3339)
-		if fields, known := eventFields(t.Kind, ev, lastSeen); known {
-			return c.s.inNamespace(ctx, key, o, func() (*cache.Object, error) {
-				bp := eventBuffers.Get().(*[]byte)
-				defer eventBuffers.Put(bp)
-				uid := c.s.cfg.NewUID()
-				var at int
-				*bp, at = encodeEvent((*bp)[:0], ev, lastSeen, uid, c.s.now())
-				return enc.CreateEncoded(ctx, key, cache.Encoded{JSON: *bp, VersionAt: at, UID: uid, Generation: 1, Fields: fields}, c.s.writeOptions(key, o))
-			})
-		}
-	}
-	obj := ev.Object()
-	c.s.stampCreate(key, metadataOf(obj))
-	return c.s.store(ctx, t.Kind, key, obj, o, false)
-}
-
-// RemoveEvent removes the Event at key as its expiry does: at once, whatever finalizers it
-// has and with no admission, the way etcd's lease removes an expired Event under
-// kube-apiserver. The recorder calls it for the Events its limit and TTL drop, once it has
-// forgotten them (so the limit is not told again); a missing Event is not an error.
-func (c *Client) RemoveEvent(ctx context.Context, key cache.Key) error {
-	if key.GroupResource() != events.Resource {
-		return fmt.Errorf("registry: RemoveEvent of %s", key)
-	}
-	_, err := c.s.cfg.Storage.Delete(ctx, key, cache.Preconditions{}, c.s.writeOptions(key, c.options()))
-	if errors.Is(err, cache.ErrNotFound) {
-		return nil
-	}
-	return err
+	return c.s.expireOne(ctx, t.Kind, key)
 }
 
 // Update replaces the object at key with obj (its status is kept when the kind has a status

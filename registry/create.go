@@ -15,7 +15,7 @@ const generateNameAttempts = 8
 // Create is the write path of a new object of t.Kind in t.Key.Namespace (SPEC §6): type and
 // name checks, the kind's create defaults, pruning and defaulting, mutating admission, stamping
 // (uid, timestamps, generation, a generated name), metadata and schema validation, validating
-// admission, the kind's lifecycle, the namespace's, then the store. obj is consumed.
+// admission, the kind's lifecycle, its limit, the namespace's, then the store. obj is consumed.
 func (s *Store) Create(ctx context.Context, t Target, obj map[string]any, o Options) (Result, error) {
 	if err := checkTypeMeta(t.Kind, obj); err != nil {
 		return Result{}, err
@@ -27,6 +27,7 @@ func (s *Store) Create(ctx context.Context, t Target, obj map[string]any, o Opti
 	if err != nil {
 		return Result{}, err
 	}
+	versioned := carriesVersion(md, o)
 	key := t.Key
 	key.Name = stringOf(md["name"])
 	if key.Name != "" {
@@ -69,11 +70,11 @@ func (s *Store) Create(ctx context.Context, t Target, obj map[string]any, o Opti
 	if err := beforeCommit(ctx); err != nil {
 		return Result{}, err
 	}
-	counted := s.makeRoomForEvent(ctx, key, obj, o)
-	stored, err := s.store(ctx, t.Kind, key, obj, o, generated)
-	if counted {
-		s.countedEvent(ctx, key, stored, err)
+	if versioned {
+		// kube-apiserver's storage refuses it, after admission, with a 500.
+		return Result{}, serverError("resourceVersion should not be set on objects to be created")
 	}
+	stored, err := s.store(ctx, t.Kind, key, obj, o, generated)
 	if err != nil {
 		return Result{}, err
 	}
@@ -86,17 +87,16 @@ func (s *Store) Create(ctx context.Context, t Target, obj map[string]any, o Opti
 	return Result{Object: stored, Warnings: warnings, Changed: true}, nil
 }
 
-// store creates obj at key inside its namespace (SPEC §2: a write into a missing namespace
-// creates it; a Terminating one refuses new objects). A generated name that is taken is
+// store creates obj, an object of k, at key (see storeNew). A generated name that is taken is
 // generated again. The kind's Canonicalize runs before each attempt, on the name it will have.
 func (s *Store) store(ctx context.Context, k *kinds.Kind, key cache.Key, obj map[string]any, o Options, generated bool) (*cache.Object, error) {
-	return s.inNamespace(ctx, key, o, func() (*cache.Object, error) {
+	return s.storeNew(ctx, k, key, o, func() (*cache.Object, error) {
 		prefix := stringOf(metadataOf(obj)["generateName"])
 		for attempt := 1; ; attempt++ {
 			if k.Canonicalize != nil {
 				k.Canonicalize(obj)
 			}
-			stored, err := s.cfg.Storage.Create(ctx, key, obj, s.writeOptions(key, o))
+			stored, err := s.cfg.Storage.Create(ctx, key, obj, storeOptions(k, o))
 			if !generated || !errors.Is(err, cache.ErrAlreadyExists) || attempt == generateNameAttempts {
 				return stored, err
 			}
@@ -104,6 +104,23 @@ func (s *Store) store(ctx context.Context, k *kinds.Kind, key cache.Key, obj map
 			metadataOf(obj)["name"] = key.Name
 		}
 	})
+}
+
+// storeNew runs create, the storing of a new object of k at key, within the kind's Limit
+// (room is made first: the oldest objects beyond it expire) and inside key's namespace.
+func (s *Store) storeNew(ctx context.Context, k *kinds.Kind, key cache.Key, o Options, create func() (*cache.Object, error)) (*cache.Object, error) {
+	if k.Limit == nil || o.DryRun {
+		return s.inNamespace(ctx, key, o, create)
+	}
+	expire, done := k.Limit.Reserve()
+	s.expire(ctx, k, expire)
+	stored, err := s.inNamespace(ctx, key, o, create)
+	if err != nil {
+		s.expire(ctx, k, done(nil))
+		return nil, err
+	}
+	s.expire(ctx, k, done(stored))
+	return stored, nil
 }
 
 // inNamespace runs create, the storing of a new object at key, inside key's namespace (SPEC §2):
@@ -118,4 +135,14 @@ func (s *Store) inNamespace(ctx context.Context, key cache.Key, o Options, creat
 		}
 	}
 	return create()
+}
+
+// carriesVersion reports whether a client's create (not a dry run, not a server-side apply's)
+// sends a resourceVersion its store would refuse: a number other than 0.
+func carriesVersion(md map[string]any, o Options) bool {
+	if o.Internal || o.DryRun || o.applying {
+		return false
+	}
+	rv, err := cache.ParseResourceVersion(stringOf(md["resourceVersion"]))
+	return err == nil && rv != 0
 }

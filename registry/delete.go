@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	"github.com/opemu/opemu/cache"
-	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/kinds"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -84,22 +83,44 @@ func (s *Store) deleteObject(ctx context.Context, t Target, pre cache.Preconditi
 		}
 		removing = true
 		return cache.Update{Remove: true}, nil
-	}, s.writeOptions(t.Key, o))
+	}, storeOptions(t.Kind, o))
 	if err != nil {
 		return nil, false, err
 	}
 	if removing && !o.DryRun {
-		s.afterRemove(t.Key)
+		s.afterRemove(t.Kind, t.Key)
 	}
 	return obj, removing, nil
 }
 
-// afterRemove finishes what a removal leaves: an Event no longer counted against the limit.
-// (A Terminating namespace whose last object went is the namespace controller's.)
-func (s *Store) afterRemove(key cache.Key) {
-	if key.GroupResource() == events.Resource && s.cfg.EventLimit != nil {
-		s.cfg.EventLimit.Untrack(key)
+// afterRemove finishes what the removal of key, an object of k, leaves: its kind's Limit
+// counts it no more. (A Terminating namespace whose last object went is the namespace
+// controller's.)
+func (s *Store) afterRemove(k *kinds.Kind, key cache.Key) {
+	if k.Limit != nil {
+		k.Limit.Removed(key)
 	}
+}
+
+// expire removes the objects of k at keys as their expiry does: at once, whatever their
+// finalizers, with no admission, as etcd's lease removes an Event under kube-apiserver. A
+// missing object is not an error.
+func (s *Store) expire(ctx context.Context, k *kinds.Kind, keys []cache.Key) {
+	for _, key := range keys {
+		_ = s.expireOne(ctx, k, key)
+	}
+}
+
+func (s *Store) expireOne(ctx context.Context, k *kinds.Kind, key cache.Key) error {
+	_, err := s.cfg.Storage.Delete(ctx, key, cache.Preconditions{}, cache.WriteOptions{})
+	if errors.Is(err, cache.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s.afterRemove(k, key)
+	return nil
 }
 
 // DeleteCollection deletes every object q selects in t (deletecollection), one Delete each,

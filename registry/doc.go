@@ -11,7 +11,9 @@
 // system namespaces and a namespace's Terminating phase (its content is the namespace
 // controller's to delete, package namespaces); the status, scale and finalize views; the
 // Events a client's write records (SPEC §7). What differs per kind is looked up in its
-// kinds.Kind (schema, subresources, create defaults, lifecycle), never tested by name.
+// kinds.Kind (schema, subresources, create defaults, lifecycle, TTL, limit), never tested by
+// name. The one exception is a shortcut behind its own door: create_fast.go stores the
+// recorder's Events without the steps they need not take (DESIGN.md, "Shortcuts").
 //
 // Reads and watches start here too: a read's resourceVersion semantics and paging (read.go),
 // and a watch's (watch.go: where it starts, the consistent read before initial events, a

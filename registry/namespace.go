@@ -125,7 +125,7 @@ func (s *Store) deleteNamespace(ctx context.Context, t Target, pre cache.Precond
 			md["finalizers"] = toAnySlice(finalizers)
 		}
 		return cache.Update{Object: obj}, nil
-	}, s.writeOptions(t.Key, o))
+	}, storeOptions(t.Kind, o))
 	unlock()
 	if err != nil || !final {
 		return obj, false, err

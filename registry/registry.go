@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"sync"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/opemu/opemu/cache"
@@ -24,19 +23,6 @@ type EventRecorder interface {
 	Record(ctx context.Context, ev events.Event)
 }
 
-// EventLimit counts every stored Event against EVENT_LIMIT (*events.Recorder implements it):
-// the write path tracks each Event a client creates, before storing it, and untracks each Event
-// removed.
-type EventLimit interface {
-	// Track counts the Event about to be created at key (last: its lastTimestamp) and returns
-	// the Events to remove first; added is false when key was counted already.
-	Track(key cache.Key, last time.Time) (evict []cache.Key, added bool)
-	// Stored confirms the Event at key was written; false when the limit evicted it meanwhile.
-	Stored(key cache.Key) bool
-	// Untrack forgets the Event at key.
-	Untrack(key cache.Key)
-}
-
 // Config configures a Store. Storage and Kinds are required; every other zero value is
 // documented.
 type Config struct {
@@ -44,11 +30,10 @@ type Config struct {
 	Kinds   *kinds.Registry
 	// Admission runs on every create and update (SPEC §6). Nil admits everything unchanged.
 	Admission *webhooks.Chain
-	// Events records the Events of client writes (SPEC §7). Nil records none.
-	Events EventRecorder
-	// EventLimit counts the Events clients create against EVENT_LIMIT with the recorder's own.
-	// Nil counts none.
-	EventLimit EventLimit
+	// Events makes the recorder of the Events of client writes (SPEC §7) from the in-process
+	// client it writes them with (the recorder writes through the write path it records for);
+	// New calls it once. Nil records none.
+	Events func(*Client) EventRecorder
 	// ReadOnly, when set, names objects clients may not write (403): the file lease backend's
 	// mirror Lease. opemu's own writes (Options.Internal) are not refused.
 	ReadOnly func(key cache.Key) bool
@@ -56,17 +41,15 @@ type Config struct {
 	Clock clock.PassiveClock
 	// NewUID makes metadata.uid. Nil means a random UUID v4.
 	NewUID func() string
-	// MaxBody is the request body limit (MAX_BODY): a JSON Patch's copies may copy at most this
-	// much, and a patched object may be at most twice it. Zero means 3 MiB.
+	// MaxBody is the request body limit (MAX_BODY): a patched object may be at most twice it.
+	// Zero means 3 MiB.
 	MaxBody int64
-	// TTL, when set, says how long after each write an object of gr expires (zero: never), as
-	// kube-apiserver keeps Events for --event-ttl; the store decides how (cache.WriteOptions).
-	TTL func(gr cache.GroupResource) time.Duration
 }
 
 // Store is the write path of every kind. Create it with New.
 type Store struct {
-	cfg Config
+	cfg    Config
+	events EventRecorder // nil: no write records Events
 
 	// fieldManagers caches one server-side apply FieldManager per served kind.
 	fieldManagers sync.Map // schema.GroupVersionKind → *managedfields.FieldManager
@@ -92,16 +75,17 @@ func New(cfg Config) (*Store, error) {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = defaultMaxBody
 	}
-	return &Store{cfg: cfg, nsSeed: maphash.MakeSeed()}, nil
+	boundJSONPatchCopies()
+	s := &Store{cfg: cfg, nsSeed: maphash.MakeSeed()}
+	if cfg.Events != nil {
+		s.events = cfg.Events(s.Client("opemu-events"))
+	}
+	return s, nil
 }
 
-// writeOptions are the store's options of a write of key.
-func (s *Store) writeOptions(key cache.Key, o Options) cache.WriteOptions {
-	w := cache.WriteOptions{DryRun: o.DryRun}
-	if s.cfg.TTL != nil {
-		w.TTL = s.cfg.TTL(key.GroupResource())
-	}
-	return w
+// storeOptions are the store's options of a write of an object of k: its kind's TTL.
+func storeOptions(k *kinds.Kind, o Options) cache.WriteOptions {
+	return cache.WriteOptions{DryRun: o.DryRun, TTL: k.TTL}
 }
 
 // Target is what a request is about: the kind, the object (Key.Name empty for a collection or
@@ -150,6 +134,11 @@ type Options struct {
 	PropagationPolicy metav1.DeletionPropagation
 	// applying marks a server-side apply: ownership is already recorded.
 	applying bool
+	// decoded says how the object was decoded from the request: the write path then neither
+	// prunes it again nor words its decoding errors otherwise than kube-apiserver's decoder
+	// (decode.go). quote is what a 422 about a patch's result quotes.
+	decoded decodedBy
+	quote   func() string
 }
 
 // Result is what a successful write hands back.

@@ -112,7 +112,7 @@ func (s *Store) update(ctx context.Context, t Target, o Options, mutate MutateFu
 			return cache.Update{}, err
 		}
 		return cache.Update{Object: next, Remove: removing}, nil
-	}, s.writeOptions(t.Key, o))
+	}, storeOptions(t.Kind, o))
 	if err != nil {
 		return Result{}, err
 	}
@@ -123,8 +123,11 @@ func (s *Store) update(ctx context.Context, t Target, o Options, mutate MutateFu
 				return Result{}, err
 			}
 		}
-		if removing {
-			s.afterRemove(t.Key)
+		switch {
+		case removing:
+			s.afterRemove(t.Kind, t.Key)
+		case t.Kind.Limit != nil:
+			t.Kind.Limit.Updated(stored)
 		}
 	}
 	if changed {

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/opemu/opemu/app/apptest"
 	"github.com/opemu/opemu/application"
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/cache/cachetest"
+	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/registry"
 	"github.com/opemu/opemu/registry/registrytest"
 	"github.com/opemu/opemu/webhooks"
@@ -154,4 +156,70 @@ func TestControllerWritesAreValidated(t *testing.T) {
 	u, err := client.UpdateStatus(ctx, key, obj)
 	require.NoError(t, err, "a valid status is stored")
 	assert.Equal(t, "Running", cachetest.Decode(t, u)["status"].(map[string]any)["phase"])
+}
+
+// ttlStore records the TTL of every write it is asked to make.
+type ttlStore struct {
+	cache.Interface
+	ttls map[cache.Key][]time.Duration
+}
+
+func (s *ttlStore) Create(ctx context.Context, key cache.Key, obj map[string]any, opts cache.WriteOptions) (*cache.Object, error) {
+	s.ttls[key] = append(s.ttls[key], opts.TTL)
+	return s.Interface.Create(ctx, key, obj, opts)
+}
+
+func (s *ttlStore) GuaranteedUpdate(ctx context.Context, key cache.Key, pre cache.Preconditions, try cache.UpdateFunc, opts cache.WriteOptions) (*cache.Object, error) {
+	s.ttls[key] = append(s.ttls[key], opts.TTL)
+	return s.Interface.GuaranteedUpdate(ctx, key, pre, try, opts)
+}
+
+// TestAKindsTTLGoesWithEveryWrite: the write path asks the store to expire the objects of a kind
+// with a TTL (the Event kind's EVENT_TTL) that long after each write, and no other; Expire
+// removes one at once, finalizers notwithstanding, and refuses an object of a kind without a TTL.
+func TestAKindsTTLGoesWithEveryWrite(t *testing.T) {
+	t.Parallel()
+	storage := &ttlStore{Interface: cache.New(cache.Config{}), ttls: map[cache.Key][]time.Duration{}}
+	env := registrytest.New(t, registrytest.Options{Storage: storage})
+	client := env.Registry.Client("test")
+	evKey := cache.Key{Resource: "events", Namespace: "default", Name: "e"}
+	ev := map[string]any{"apiVersion": "v1", "kind": "Event", "metadata": map[string]any{"finalizers": []any{"example.com/keep"}}, "reason": "R"}
+	o, err := client.Create(ctx, evKey, ev)
+	require.NoError(t, err)
+	obj := cachetest.Decode(t, o)
+	obj["reason"] = "Again"
+	_, err = client.Update(ctx, evKey, obj)
+	require.NoError(t, err)
+	cmKey := cache.Key{Resource: "configmaps", Namespace: "default", Name: "c"}
+	_, err = client.Create(ctx, cmKey, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{}})
+	require.NoError(t, err)
+
+	assert.Equal(t, []time.Duration{time.Hour, time.Hour}, storage.ttls[evKey], "an Event's create and update carry EVENT_TTL")
+	assert.Equal(t, []time.Duration{0}, storage.ttls[cmKey])
+
+	require.Error(t, client.Expire(ctx, cmKey), "a ConfigMap does not expire")
+	_, err = env.Storage.Get(ctx, cmKey)
+	require.NoError(t, err)
+	require.NoError(t, client.Expire(ctx, evKey))
+	_, err = env.Storage.Get(ctx, evKey)
+	require.ErrorIs(t, err, cache.ErrNotFound, "expired at once, its finalizer notwithstanding")
+	require.NoError(t, client.Expire(ctx, evKey), "a missing object is not an error")
+}
+
+// TestRejectionEventsOutliveTheRequestsDeadline: a write refused after its request's deadline
+// passed (validation of a huge object under load) still leaves its Warning Event: the Event is
+// not the client's write, so the deadline that stops that write does not stop it.
+func TestRejectionEventsOutliveTheRequestsDeadline(t *testing.T) {
+	t.Parallel()
+	env := apptest.New(t, apptest.Options{Options: registrytest.Options{Events: func(c *registry.Client) registry.EventRecorder {
+		return events.New(events.Config{Client: c})
+	}}})
+	late, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+	defer cancel()
+	_, err := env.Registry.Create(late, appTarget(t, env), appObj(json.Number("101"), "nginx:1"), registry.Options{})
+	require.True(t, apierrors.IsInvalid(err), "%v", err)
+	res, err := env.Storage.List(ctx, events.Resource)
+	require.NoError(t, err)
+	require.Len(t, res.Items, 1)
+	assert.Equal(t, "ValidationFailed", res.Items[0].Field("reason"))
 }

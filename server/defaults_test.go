@@ -83,7 +83,7 @@ func TestTypeMetaFromURL(t *testing.T) {
 		{name: "custom resource without kind", method: "POST", path: appsPath, body: `{"apiVersion":"cloudnative.elide.dev/v1","metadata":{"name":"x"},"spec":{"replicas":1,"image":"nginx:1"}}`, code: 400, reason: "BadRequest", message: "Kind"},
 		{name: "custom resource without apiVersion", method: "POST", path: appsPath, body: `{"kind":"Application","metadata":{"name":"x"},"spec":{"replicas":1,"image":"nginx:1"}}`, code: 400, reason: "BadRequest"},
 		{name: "custom resource without both", method: "POST", path: appsPath, body: `{"metadata":{"name":"x"},"spec":{"replicas":1,"image":"nginx:1"}}`, code: 400, reason: "BadRequest"},
-		{name: "lease with the core version", method: "POST", path: leases, body: `{"apiVersion":"v1","metadata":{"name":"x"}}`, code: 400, reason: "BadRequest", message: "API version"},
+		{name: "lease with the core version", method: "POST", path: leases, body: `{"apiVersion":"v1","metadata":{"name":"x"}}`, code: 400, reason: "BadRequest", message: `Lease in version "v1" cannot be handled as a Lease`},
 		{name: "namespace body of another kind", method: "POST", path: "/api/v1/namespaces", body: `{"kind":"Lease","metadata":{"name":"x"}}`, code: 400, reason: "BadRequest", message: "kind"},
 	})
 }

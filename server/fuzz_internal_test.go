@@ -50,7 +50,8 @@ func FuzzDecodeObject(f *testing.F) {
 	ns, _ := s.cfg.Kinds.Lookup("", "v1", "namespaces")
 	f.Fuzz(func(t *testing.T, contentType string, body []byte) {
 		for _, target := range []registry.Target{tg, {Kind: ns}} {
-			obj, _, err := s.decodeObject(target, contentType, body, "Strict")
+			o := registry.Options{FieldValidation: "Strict"}
+			obj, _, err := s.decodeObject(target, contentType, body, &o)
 			requireClientError(t, err)
 			if err == nil && obj == nil {
 				t.Fatal("no object and no error")

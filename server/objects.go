@@ -1,14 +1,17 @@
 package server
 
 import (
-	"encoding/json"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/labstack/echo/v5"
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -76,6 +79,11 @@ func (s *Server) parseWrite(c *echo.Context) (registry.Target, registry.Options,
 	if t.Sub == "history" || t.Sub == "reconcile" {
 		return t, registry.Options{}, nil, echo.ErrMethodNotAllowed
 	}
+	if c.Request().Method == http.MethodPatch && t.Kind.BuiltIn() && !slices.Contains(routePatchTypes, patchType(c.Request())) {
+		// kube-apiserver's routes of built-in kinds take these only; go-restful refuses the
+		// rest before any handler runs. Custom resources' handler lists what they take.
+		return t, registry.Options{}, nil, apierrors.NewGenericServerResponse(http.StatusUnsupportedMediaType, "", schema.GroupResource{}, "", "415: Unsupported Media Type", 0, false)
+	}
 	o, err := parseWriteOptions(c)
 	if err != nil {
 		return t, o, nil, err
@@ -89,7 +97,8 @@ func (s *Server) createObject(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	obj, dups, err := s.decodeObject(t, mediaType(c.Request()), body, o.FieldValidation)
+	obj, warnings, err := s.decodeObject(t, mediaType(c.Request()), body, &o)
+	setWarnings(c, warnings)
 	if err != nil {
 		return err
 	}
@@ -97,7 +106,6 @@ func (s *Server) createObject(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	res.Warnings = append(dups, res.Warnings...)
 	return answerWrite(c, t, res, http.StatusCreated)
 }
 
@@ -106,7 +114,8 @@ func (s *Server) updateObject(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	obj, dups, err := s.decodeObject(t, mediaType(c.Request()), body, o.FieldValidation)
+	obj, warnings, err := s.decodeObject(t, mediaType(c.Request()), body, &o)
+	setWarnings(c, warnings)
 	if err != nil {
 		return err
 	}
@@ -114,7 +123,6 @@ func (s *Server) updateObject(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	res.Warnings = append(dups, res.Warnings...)
 	return answerWrite(c, t, res, http.StatusOK)
 }
 
@@ -123,7 +131,7 @@ func (s *Server) patchObject(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.cfg.Registry.Patch(c.Request().Context(), t, mediaType(c.Request()), body, o)
+	res, err := s.cfg.Registry.Patch(c.Request().Context(), t, patchType(c.Request()), body, o)
 	if err != nil {
 		return err
 	}
@@ -142,17 +150,6 @@ func answerWrite(c *echo.Context, t registry.Target, res registry.Result, code i
 		return err
 	}
 	return writeRaw(c, code, body)
-}
-
-// deleteOptions is the part of metav1.DeleteOptions opemu honours.
-type deleteOptions struct {
-	Preconditions *struct {
-		UID             *string `json:"uid"`
-		ResourceVersion *string `json:"resourceVersion"`
-	} `json:"preconditions"`
-	DryRun            []string `json:"dryRun"`
-	PropagationPolicy *string  `json:"propagationPolicy"`
-	OrphanDependents  *bool    `json:"orphanDependents"`
 }
 
 func (s *Server) deleteObject(c *echo.Context) error {
@@ -208,15 +205,18 @@ func (s *Server) deleteCollection(c *echo.Context) error {
 	return answerList(c, t, meta, objs)
 }
 
-// parseDeleteOptions reads an optional DeleteOptions body (JSON or protobuf), or without a body
-// the query's propagationPolicy and orphanDependents, as kube-apiserver reads them.
+// parseDeleteOptions reads an optional DeleteOptions body (JSON, YAML or protobuf) as
+// kube-apiserver does, by apimachinery's codecs of the meta.k8s.io types (meta.k8s.io/v1
+// DeleteOptions by default; what it cannot decode a 400 in their words), or without a body the
+// query's propagationPolicy and orphanDependents.
 func (s *Server) parseDeleteOptions(c *echo.Context, body []byte, o registry.Options) (cache.Preconditions, registry.Options, error) {
 	var pre cache.Preconditions
-	var opts deleteOptions
+	opts := &metav1.DeleteOptions{}
 	if len(body) == 0 {
 		q := c.Request().URL.Query()
 		if v, ok := q["propagationPolicy"]; ok && len(v) > 0 {
-			opts.PropagationPolicy = &v[0]
+			p := metav1.DeletionPropagation(v[0])
+			opts.PropagationPolicy = &p
 		}
 		if _, ok := q["orphanDependents"]; ok {
 			b, err := queryBool(q, "orphanDependents")
@@ -225,45 +225,58 @@ func (s *Server) parseDeleteOptions(c *echo.Context, body []byte, o registry.Opt
 			}
 			opts.OrphanDependents = &b
 		}
+	} else if err := decodeDeleteOptions(mediaType(c.Request()), body, opts); err != nil {
+		return pre, o, err
 	}
-	if len(body) > 0 {
-		if mediaType(c.Request()) == protobufType {
-			m, err := s.decodeProtobuf(body)
-			if err != nil {
-				return pre, o, err
-			}
-			if body, err = json.Marshal(m); err != nil {
-				return pre, o, err
-			}
+	if p := opts.Preconditions; p != nil {
+		if p.UID != nil {
+			pre.UID = string(*p.UID)
 		}
-		if err := json.Unmarshal(body, &opts); err != nil {
-			return pre, o, badRequest("the body of the request is not valid DeleteOptions: %v", err)
+		if p.ResourceVersion != nil {
+			pre.ResourceVersion = *p.ResourceVersion
 		}
-		if p := opts.Preconditions; p != nil {
-			if p.UID != nil {
-				pre.UID = *p.UID
-			}
-			if p.ResourceVersion != nil {
-				pre.ResourceVersion = *p.ResourceVersion
-			}
+	}
+	for _, d := range opts.DryRun {
+		if d != "All" {
+			return pre, o, badRequest("Invalid dryRun value %q: only \"All\" is supported", d)
 		}
-		for _, d := range opts.DryRun {
-			if d != "All" {
-				return pre, o, badRequest("Invalid dryRun value %q: only \"All\" is supported", d)
-			}
-			o.DryRun = true
-		}
+		o.DryRun = true
 	}
 	policy, err := propagationPolicy(opts)
 	o.PropagationPolicy = policy
 	return pre, o, err
 }
 
+// decodeDeleteOptions decodes a DeleteOptions body of the given media type into opts.
+func decodeDeleteOptions(contentType string, body []byte, opts *metav1.DeleteOptions) error {
+	codecs := metainternalversionscheme.Codecs
+	if contentType == "" {
+		contentType = runtime.ContentTypeJSON
+	}
+	info, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), contentType)
+	if !ok {
+		accepted := make([]string, 0, 3)
+		for _, i := range codecs.SupportedMediaTypes() {
+			accepted = append(accepted, i.MediaType)
+		}
+		return registry.UnsupportedMediaType(strings.Join(accepted, ", "))
+	}
+	defaults := metav1.SchemeGroupVersion.WithKind("DeleteOptions")
+	obj, _, err := codecs.DecoderToVersion(info.Serializer, defaults.GroupVersion()).Decode(body, &defaults, opts)
+	if err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	if obj != opts {
+		return apierrors.NewBadRequest("decoded object cannot be converted to DeleteOptions")
+	}
+	return nil
+}
+
 // propagationPolicy checks DeleteOptions' propagationPolicy and orphanDependents as
 // kube-apiserver's ValidateDeleteOptions does (a 422 naming DeleteOptions) and returns the
 // policy they ask for: orphanDependents true is Orphan, false Background; neither is "" (the
 // object's own finalizers decide).
-func propagationPolicy(opts deleteOptions) (metav1.DeletionPropagation, error) {
+func propagationPolicy(opts *metav1.DeleteOptions) (metav1.DeletionPropagation, error) {
 	path := field.NewPath("propagationPolicy")
 	invalid := func(errs ...*field.Error) error {
 		return apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
@@ -278,11 +291,11 @@ func propagationPolicy(opts deleteOptions) (metav1.DeletionPropagation, error) {
 	case opts.PropagationPolicy == nil:
 		return "", nil
 	}
-	switch p := metav1.DeletionPropagation(*opts.PropagationPolicy); p {
+	switch p := *opts.PropagationPolicy; p {
 	case metav1.DeletePropagationForeground, metav1.DeletePropagationBackground, metav1.DeletePropagationOrphan:
 		return p, nil
 	}
-	return "", invalid(field.NotSupported(path, *opts.PropagationPolicy,
+	return "", invalid(field.NotSupported(path, string(*opts.PropagationPolicy),
 		[]string{string(metav1.DeletePropagationForeground), string(metav1.DeletePropagationBackground), string(metav1.DeletePropagationOrphan), "nil"}))
 }
 

@@ -69,7 +69,7 @@ func TestWriteErrors(t *testing.T) {
 		{name: "name mismatch", method: "PUT", path: appsPath + "/exists", body: app("other", 1, "nginx:1"), code: 400, reason: "BadRequest"},
 		{name: "namespace mismatch", method: "POST", path: appsPath, body: `{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","metadata":{"name":"x","namespace":"other"},"spec":{"replicas":1,"image":"nginx:1"}}`, code: 400, reason: "BadRequest"},
 		{name: "wrong apiVersion", method: "POST", path: appsPath, body: `{"apiVersion":"v1","kind":"Application","metadata":{"name":"x"},"spec":{"replicas":1,"image":"nginx:1"}}`, code: 400, reason: "BadRequest"},
-		{name: "wrong kind", method: "POST", path: appsPath, body: `{"apiVersion":"cloudnative.elide.dev/v1","kind":"Pod","metadata":{"name":"x"},"spec":{"replicas":1,"image":"nginx:1"}}`, code: 400, reason: "BadRequest"},
+		{name: "wrong kind", method: "POST", path: appsPath, body: `{"apiVersion":"cloudnative.elide.dev/v1","kind":"Pod","metadata":{"name":"x"},"spec":{"replicas":1,"image":"nginx:1"}}`, code: 422, reason: "Invalid", causes: []string{"kind"}},
 		{name: "malformed JSON", method: "POST", path: appsPath, body: `{"apiVersion":`, code: 400, reason: "BadRequest"},
 		{name: "JSON array", method: "POST", path: appsPath, body: `[1,2]`, code: 400, reason: "BadRequest"},
 		{name: "empty body", method: "POST", path: appsPath, body: ``, code: 400, reason: "BadRequest"},

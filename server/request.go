@@ -2,12 +2,11 @@ package server
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"mime"
 	"net/http"
 	"strings"
-
-	sigsjson "sigs.k8s.io/json"
 
 	"github.com/labstack/echo/v5"
 	"github.com/opemu/opemu/cache"
@@ -15,7 +14,6 @@ import (
 	"github.com/opemu/opemu/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/yaml"
 )
 
 // parseTarget resolves the URL's group, version, resource, namespace, name and subresource.
@@ -117,57 +115,45 @@ func mediaType(r *http.Request) string {
 	return mt
 }
 
-const objectMediaTypes = "application/json, application/yaml"
+// routePatchTypes are the patch media types kube-apiserver's routes of built-in kinds take.
+var routePatchTypes = []string{"application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json", "application/apply-patch+yaml"}
 
-// decodeObject decodes a create or update body (JSON, YAML, or protobuf for built-in kinds)
-// into a JSON object; a built-in kind's missing apiVersion and kind come from the URL. A field
-// given twice is an error under fieldValidation=Strict and a warning under Warn, as in
-// Kubernetes; the last value given is the one kept.
-func (s *Server) decodeObject(t registry.Target, contentType string, body []byte, fieldValidation string) (map[string]any, []string, error) {
-	obj, js, mayRepeat, err := s.decodeObjectBody(t, contentType, body)
-	if err == nil && t.Sub != "scale" {
-		defaultTypeMeta(t.Kind, obj)
-	}
-	if err != nil || js == nil || !mayRepeat || fieldValidation == "Ignore" {
-		return obj, nil, err
-	}
-	var discard any
-	dups, err := sigsjson.UnmarshalStrict(js, &discard, sigsjson.DisallowDuplicateFields)
-	if err != nil || len(dups) == 0 {
-		return obj, nil, nil
-	}
-	msgs := make([]string, len(dups))
-	for i, d := range dups {
-		msgs[i] = strings.TrimPrefix(d.Error(), "json: ")
-	}
-	if fieldValidation == "Strict" {
-		return nil, nil, badRequest("strict decoding error: %s", strings.Join(msgs, ", "))
-	}
-	return obj, msgs, nil
+// patchType is a PATCH's media type as kube-apiserver reads it: the Content-Type as sent (its
+// case too) up to its parameters.
+func patchType(r *http.Request) string {
+	ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";")
+	return strings.TrimSpace(ct)
 }
 
-// decodeObjectBody decodes body and returns the JSON it was read from (nil for protobuf), and
-// whether that JSON may repeat a key (the strict check that names them is needed only then).
-func (s *Server) decodeObjectBody(t registry.Target, contentType string, body []byte) (map[string]any, []byte, bool, error) {
+// objectMediaTypes are the body formats kube-apiserver lists in a 415 of a create or update:
+// its serializers' (custom resources take no protobuf, but their 415 lists it too).
+const objectMediaTypes = "application/json, application/yaml, application/vnd.kubernetes.protobuf"
+
+// decodeObject decodes a create or update body (JSON, YAML, or protobuf for built-in kinds) as
+// kube-apiserver does (registry.DecodeBody), marking o as decoded. The warnings are
+// fieldValidation's, to be sent whatever becomes of the write.
+func (s *Server) decodeObject(t registry.Target, contentType string, body []byte, o *registry.Options) (map[string]any, []string, error) {
+	format := registry.JSONBody
 	switch contentType {
 	case protobufType:
 		if !t.Kind.Protobuf {
-			return nil, nil, false, registry.UnsupportedMediaType(objectMediaTypes)
+			return nil, nil, registry.UnsupportedMediaType(objectMediaTypes)
 		}
 		obj, err := s.decodeProtobuf(body)
-		return obj, nil, false, err
-	case "", "application/json", "*/*":
-	case "application/yaml", "application/x-yaml", "text/yaml":
-		j, err := yaml.YAMLToJSON(body)
 		if err != nil {
-			return nil, nil, false, badRequest("the body of the request is not valid YAML: %v", err)
+			return nil, nil, err
 		}
-		body = j
+		// A protobuf body holds only what its Go type does: decoded, it is the usual JSON body.
+		if body, err = json.Marshal(obj); err != nil {
+			return nil, nil, err
+		}
+	case "", "application/json":
+	case "application/yaml":
+		format = registry.YAMLBody
 	default:
-		return nil, nil, false, registry.UnsupportedMediaType(objectMediaTypes)
+		return nil, nil, registry.UnsupportedMediaType(objectMediaTypes)
 	}
-	obj, dups, err := registry.DecodeObjectDuplicates(body)
-	return obj, body, dups, err
+	return registry.DecodeBody(t, body, format, o)
 }
 
 // parseWriteOptions reads the query parameters every write takes, and who is writing.

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/faults"
 	"github.com/opemu/opemu/metrics"
+	"github.com/opemu/opemu/registry"
 	"github.com/opemu/opemu/registry/registrytest"
 	"github.com/opemu/opemu/server"
 	"github.com/stretchr/testify/assert"
@@ -41,8 +43,8 @@ func newEnv(t testing.TB, tweak ...func(*server.Config, *cache.Config)) *env {
 	return newEnvWithEventLimit(t, 0, tweak...)
 }
 
-// newEnvWithEventLimit is newEnv whose recorder keeps at most limit Events (EVENT_LIMIT;
-// 0: the default), counting those clients create, as the binary wires it.
+// newEnvWithEventLimit is newEnv whose store keeps at most limit Events (EVENT_LIMIT over the
+// in-memory store; 0: the default), counting those clients create, as the binary wires it.
 func newEnvWithEventLimit(t testing.TB, limit int, tweak ...func(*server.Config, *cache.Config)) *env {
 	t.Helper()
 	return newEnvOn(t, nil, limit, tweak...)
@@ -57,13 +59,14 @@ func newEnvOn(t testing.TB, storage cache.Interface, limit int, tweak ...func(*s
 		f(&cfg, &scfg)
 	}
 	reg := metrics.New()
-	late := &events.Late{}
-	core := apptest.New(t, apptest.Options{Options: registrytest.Options{Storage: storage, Store: scfg, Admission: cfg.Admission, Events: late, EventLimit: late}, Metrics: reg})
-	recorder := cfg.Events
-	if recorder == nil {
-		recorder = events.New(events.Config{Client: core.Registry.Client("opemu-events"), Host: "test", Metrics: reg, Limit: limit})
-	}
-	late.Set(recorder)
+	var recorder *events.Recorder
+	core := apptest.New(t, apptest.Options{Options: registrytest.Options{
+		Storage: storage, Store: scfg, Admission: cfg.Admission, EventLimit: cmp.Or(limit, events.DefaultLimit),
+		Events: func(c *registry.Client) registry.EventRecorder {
+			recorder = events.New(events.Config{Client: c, Host: "test", Metrics: reg})
+			return recorder
+		},
+	}, Metrics: reg})
 	cfg.Registry, cfg.Kinds, cfg.CRDs, cfg.Admission = core.Registry, core.Kinds, core.CRDs, core.Admission
 	cfg.Events, cfg.Metrics, cfg.PrimaryCRD = recorder, reg, application.CRDName
 	engine, err := faults.New(faults.Config{Client: core.Registry.Client("opemu-faults"), Metrics: reg})

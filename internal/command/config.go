@@ -122,7 +122,7 @@ func settings() []setting {
 		{"ETCD_KEY_FILE", "etcd-key-file", "", "the private key (PEM) of ETCD_CERT_FILE", func(c *config, v string) error { c.EtcdKeyFile = v; return nil }},
 		{"ETCD_COMPACTION_INTERVAL", "etcd-compaction-interval", "5m", "how often the leader compacts etcd's history (keeping one interval of it); 0 never", durationInto(func(c *config) *time.Duration { return &c.EtcdCompactionInterval }, true)},
 		{"LOAD", "load", "", "start from the state in this file: a snapshot (opemu snapshot save, POST /snapshot) or any YAML or JSON stream of objects kubectl apply -f takes", func(c *config, v string) error { c.LoadFile = v; return nil }},
-		{"EVENT_LIMIT", "event-limit", "10000", "stored Events beyond which the oldest go", intInto(func(c *config) *int { return &c.EventLimit }, 1)},
+		{"EVENT_LIMIT", "event-limit", "10000", "stored Events beyond which the oldest go (in-memory store; on etcd each Event's lease of EVENT_TTL bounds them)", intInto(func(c *config) *int { return &c.EventLimit }, 1)},
 		{"EVENT_TTL", "event-ttl", "1h", "an Event not updated for this long goes", durationInto(func(c *config) *time.Duration { return &c.EventTTL }, false)},
 		{"ALLOWED_REGISTRIES", "allowed-registries", "docker.io,gcr.io", "comma-separated registries images may come from; empty = any", func(c *config, v string) error { c.AllowedRegistries = splitList(v); return nil }},
 		{"BLOCKED_IMAGES", "blocked-images", "ubuntu,debian,alpine", "comma-separated images denied at any tag; empty = none", func(c *config, v string) error { c.BlockedImages = splitList(v); return nil }},

@@ -1,10 +1,11 @@
 // Package registrytest wires the write path for tests: an in-memory store (or the store under
-// test), the served kinds, the CRD registry with the built-in CRDs it is given, the admission
-// chain it is given and the write path, bootstrapped (the default namespace and the built-in
-// CRDs exist). It imports nothing above registry, so the tests of the packages below opemu's
-// kinds (events, etcd, leader) use it without them; app/apptest adds opemu's built-in CRDs and
-// the Application admission chain, as package app wires them. It also holds the conformance
-// suite of the rules of objects (RunRules), which any store behind the write path must pass.
+// test), the served kinds (the Event kind with its rules from package events), the CRD
+// registry with the built-in CRDs it is given, the admission chain it is given and the write
+// path, bootstrapped (the default namespace and the built-in CRDs exist). It imports nothing
+// above registry, so the tests of the packages below opemu's kinds (events, etcd, leader) use
+// it without them; app/apptest adds opemu's built-in CRDs and the Application admission chain,
+// as package app wires them. It also holds the conformance suite of the rules of objects
+// (RunRules), which any store behind the write path must pass.
 package registrytest
 
 import (
@@ -15,6 +16,7 @@ import (
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/crd"
+	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/registry"
 	"github.com/opemu/opemu/webhooks"
@@ -31,10 +33,11 @@ type Options struct {
 	BuiltIns []*apiextensionsv1.CustomResourceDefinition
 	// Admission is the admission chain of every write; nil admits everything unchanged.
 	Admission *webhooks.Chain
-	// Events records the write path's Events; nil records none.
-	Events registry.EventRecorder
-	// EventLimit counts client-created Events against the recorder's limit; nil counts none.
-	EventLimit registry.EventLimit
+	// Events makes the recorder of the write path's Events (registry.Config.Events); nil
+	// records none.
+	Events func(*registry.Client) registry.EventRecorder
+	// EventLimit is the Event kind's limit (events.KindConfig.Limit); zero means none.
+	EventLimit int
 	// ReadOnly names objects clients may not write.
 	ReadOnly func(cache.Key) bool
 }
@@ -61,7 +64,7 @@ func New(t testing.TB, opts Options) *Env {
 
 // Wire is New without a test: for benchmarks' setup and examples.
 func Wire(opts Options) (*Env, error) {
-	served := kinds.New()
+	served := kinds.New(events.Kind(events.KindConfig{Limit: opts.EventLimit}))
 	storage := opts.Storage
 	if storage == nil {
 		cfg := opts.Store
@@ -82,7 +85,7 @@ func Wire(opts Options) (*Env, error) {
 			return nil, err
 		}
 	}
-	reg, err := registry.New(registry.Config{Storage: storage, Kinds: served, Admission: opts.Admission, Events: opts.Events, EventLimit: opts.EventLimit, ReadOnly: opts.ReadOnly})
+	reg, err := registry.New(registry.Config{Storage: storage, Kinds: served, Admission: opts.Admission, Events: opts.Events, ReadOnly: opts.ReadOnly})
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/opemu/opemu/etcd/etcdtest"
 	"github.com/opemu/opemu/test/internal/request"
@@ -433,6 +434,42 @@ func TestEtcdDownAnswersInTime(t *testing.T) {
 	_, _, rv := appStatus(t, r, "kept")
 	assert.NotEmpty(t, rv, "the write acknowledged before the outage is there")
 	require.Eventually(t, func() bool { return r.readyz() == http.StatusOK }, 10*time.Second, 50*time.Millisecond)
+}
+
+// TestEtcdEventsAreBoundedByTheirLease: on etcd, EVENT_LIMIT does not apply (SPEC §12): every
+// Event is kept, the server's and a client's, each with an etcd lease of EVENT_TTL (plus the
+// lease manager's reuse window of 5%), as kube-apiserver bounds them.
+func TestEtcdEventsAreBoundedByTheirLease(t *testing.T) {
+	t.Parallel()
+	e := etcdtest.Start(t)
+	r := etcdReplica(t, "ev-1", e, "/ev", "ENABLE_CONTROLLER=false", "EVENT_LIMIT=5", "EVENT_TTL=10m")
+	for i := range 12 {
+		body := fmt.Sprintf(`{"apiVersion":"v1","kind":"Event","metadata":{"name":"client-%d"},"involvedObject":{"kind":"Pod","name":"p"},"reason":"Client"}`, i)
+		code, obj := request.JSON(t, "POST", r.url("/api/v1/namespaces/default/events"), body)
+		require.Equal(t, http.StatusCreated, code, "%v", obj)
+	}
+	for i := range 3 {
+		code, obj := request.JSON(t, "POST", r.url(appsPath), appBody(fmt.Sprint("app-", i), 1))
+		require.Equal(t, http.StatusCreated, code, "%v", obj)
+	}
+	eventually(t, 15, func() int {
+		_, list := request.JSON(t, "GET", r.url("/api/v1/namespaces/default/events?fieldSelector=reason!%3DLeaderElection"), "")
+		items, _ := list["items"].([]any)
+		return len(items)
+	}, "12 client Events and 3 Created Events (and the elector's), beyond EVENT_LIMIT")
+
+	client := e.Client(t)
+	ctx := t.Context()
+	res, err := client.Get(ctx, "/ev/core/events/default/", clientv3.WithPrefix())
+	require.NoError(t, err)
+	require.Len(t, res.Kvs, 16)
+	for _, kv := range res.Kvs {
+		require.NotZero(t, kv.Lease, "%s has a lease", kv.Key)
+		ttl, err := client.TimeToLive(ctx, clientv3.LeaseID(kv.Lease))
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, ttl.GrantedTTL, int64(600), "%s", kv.Key)
+		assert.LessOrEqual(t, ttl.GrantedTTL, int64(630), "%s", kv.Key)
+	}
 }
 
 // TestOpemuEtcd: `opemu etcd` serves a one-member etcd a replica can use, keeps its data in

@@ -7,6 +7,9 @@ import (
 	"github.com/opemu/opemu/internal/jsonfast"
 )
 
+// The store's half of the recorder's shortcut (DESIGN.md, "Shortcuts"; registry/create_fast.go
+// is the other): Create for an object its writer encoded and indexed itself.
+
 // Encoded is a new object its writer encoded itself, for Store.CreateEncoded: a writer that
 // makes many objects of one fixed shape (the recorder's Events) builds their bytes directly
 // instead of a decoded map for the store to encode and index.

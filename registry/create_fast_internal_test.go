@@ -11,6 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// The fuzz target of the recorder's shortcut (create_fast.go); FuzzRecorderEvent, in package
+// events, holds the shortcut's whole result to the full write path's.
+
 // FuzzEncodeEvent: the recorder's Events written directly are byte for byte what the store's
 // encoder writes for the same Event decoded (events.Stored.Object, stamped), whatever text
 // they carry.

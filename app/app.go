@@ -97,6 +97,7 @@ type App struct {
 	hooks     *hooks.Manager           // the Controllers' controllers
 	routes    server.Controller        // the controllers' routes (history, reconcile)
 	loop      server.Loop              // pause, step, resume over every controller
+	schedules []scheduleForgetter      // the built-in reconcilers that keep when each object's next step is due
 	collector *gc.Collector            // also made when only the collector is on
 	ns        *namespaces.Controller   // the namespace controller, made with the collector
 	claims    *claims.Controller       // the pvc-protection controller, made with the collector
@@ -107,6 +108,10 @@ type App struct {
 	mirror  *cache.Key // the Lease the file backend mirrors into the store (read-only to clients)
 	// bootstrap
 	crdsAt uint64 // the version the stored CRDs were loaded at (etcd)
+	// restoring is held by a restore (snapshot.go): one at a time.
+	restoring sync.Mutex
+	// terms runs the leader's work (lead), which a restore pauses.
+	terms leadership
 	// Run: the kubernetes Service of Run's listener (lead reads it once Run has set it).
 	apiService apiService
 
@@ -235,9 +240,13 @@ func (a *App) leads() bool {
 // simulated workloads'), the garbage collector, the namespace and pvc-protection controllers, each starting
 // with a full list (a full resync); over a shared store also the Nodes' heartbeats, the
 // kubernetes Service's endpoints (pointed at this replica) and etcd's compaction (one replica
-// does each for all). It returns once they all have, so the elector
-// releases the lease only after the workers finished their item.
-func (a *App) lead(ctx context.Context) {
+// does each for all). It returns once they all have, so the elector releases the lease only
+// after the workers finished their item. A restore ends the work and starts it again in a new
+// term (leadership).
+func (a *App) lead(ctx context.Context) { a.terms.run(ctx, a.leadTerm) }
+
+// leadTerm is one term of the leader's work (see lead), until ctx ends.
+func (a *App) leadTerm(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, c := range a.ctrls {
 		wg.Go(func() { _ = c.Run(ctx) })

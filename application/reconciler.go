@@ -391,3 +391,13 @@ func toAny(l []string) []any {
 	}
 	return out
 }
+
+// ForgetSchedules forgets when each object's next rollout step is due (and its step size),
+// for a clock that was set back (a snapshot restored with its time): the next pass of each
+// object takes its step at once and schedules the next on the clock as it now reads.
+func (a *Reconciler) ForgetSchedules() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	clear(a.next)
+	clear(a.delta)
+}

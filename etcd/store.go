@@ -63,6 +63,9 @@ type Store struct {
 
 	progress progress
 	relists  atomic.Int64
+	// restoring is set by the feed (its goroutine alone) from the beginning of a restore it
+	// saw until it has listed again after its end (restore.go).
+	restoring bool
 
 	closed atomic.Bool
 	stop   context.CancelFunc

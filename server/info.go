@@ -34,6 +34,7 @@ func (s *Server) root(c *echo.Context) error {
 		"watch":      "/watch",
 		"controller": "/controller (POST /controller/pause, /controller/step, /controller/resume)",
 		"clock":      "/clock (POST /clock/advance)",
+		"snapshot":   "POST /snapshot, POST /snapshot/restore",
 	}
 	if c, ok := s.cfg.CRDs.CRD(s.cfg.PrimaryCRD); ok {
 		for _, v := range c.Spec.Versions {

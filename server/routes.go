@@ -29,6 +29,8 @@ func (s *Server) routes() {
 	e.POST("/controller/step", s.stepLoop)
 	e.GET("/clock", s.getClock)
 	e.POST("/clock/advance", s.advanceClock)
+	e.POST(snapshotPath, s.takeSnapshot)
+	e.POST(snapshotRestorePath, s.restoreSnapshot)
 	s.uiRoutes()
 
 	// Discovery.

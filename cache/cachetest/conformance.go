@@ -81,6 +81,10 @@ func RunFactory(t *testing.T, f Factory) {
 		{"WatchStop", testWatchStop},
 		{"StoreClose", testStoreClose},
 		{"Progress", testProgress},
+		{"Encode", testEncode},
+		{"Restore", testRestore},
+		{"RestoreEmpty", testRestoreEmpty},
+		{"RestoreInvalid", testRestoreInvalid},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -733,6 +737,8 @@ func testStoreClose(t *testing.T, f Factory) {
 	require.ErrorIs(t, err, cache.ErrClosed)
 	_, err = s.Watch(ctx, cache.WatchOptions{})
 	require.True(t, errors.Is(err, cache.ErrClosed))
+	_, err = s.Restore(ctx, nil, cache.RestoreOptions{})
+	require.ErrorIs(t, err, cache.ErrClosed)
 }
 
 func testProgress(t *testing.T, f Factory) {

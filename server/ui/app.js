@@ -1,5 +1,5 @@
 // opemu dashboard: one SSE stream (/watch?kind=all&initial=true) feeds everything; the rest is
-// the public API (/leader, /metrics, /events, .../history, /controller, /clock, CRUD). No build
+// the public API (/leader, /metrics, /events, .../history, /controller, /clock, /snapshot, CRUD). No build
 // step.
 "use strict";
 
@@ -758,6 +758,54 @@ function showHint() {
   $("step").classList.toggle("pointed", !seen);
 }
 $("hint-ok").onclick = dismissHint;
+
+// Snapshots (SPEC §23): the state saved into the page (and offered as a file), and put back.
+// The restore ends the stream with an ERROR (410), and the page re-lists like after a restart.
+
+let saved = null; // the last snapshot saved from this page: its text
+let savedURL = null;
+
+function snapResult(ok, text) {
+  $("snap-result").className = ok ? "" : "error";
+  $("snap-result").textContent = text;
+}
+
+async function snapError(r) {
+  const data = await r.json().catch(() => ({}));
+  snapResult(false, `${r.status} ${data.reason || ""}: ${data.message || ""}`);
+}
+
+$("snap-save").onclick = async () => {
+  const r = toLogin(await fetch("/snapshot", { method: "POST" }));
+  if (!r.ok) return snapError(r);
+  saved = await r.text();
+  const header = (saved.match(/^# opemu snapshot: (.*)$/m) || [])[1] || "";
+  const name = ((r.headers.get("Content-Disposition") || "").match(/filename="([^"]+)"/) || [])[1] || "opemu-snapshot.yaml";
+  if (savedURL) URL.revokeObjectURL(savedURL);
+  savedURL = URL.createObjectURL(new Blob([saved], { type: "application/yaml" }));
+  $("snap-download").href = savedURL;
+  $("snap-download").download = name;
+  $("snap-download").textContent = `download ${name}`;
+  $("snap-download").hidden = false;
+  $("snap-reset").disabled = false;
+  snapResult(true, `saved ${header}`);
+};
+
+async function restore(body) {
+  const r = toLogin(await fetch("/snapshot/restore", { method: "POST", headers: { "Content-Type": "application/yaml" }, body }));
+  if (!r.ok) return snapError(r);
+  const res = await r.json();
+  snapResult(true, `restored ${res.objects} objects at resourceVersion ${res.resourceVersion}${res.clockRestored ? ", clock set to " + res.clock : ""}`);
+  refreshLoop();
+}
+
+$("snap-reset").onclick = () => saved && restore(saved);
+$("snap-file").onchange = async () => {
+  const f = $("snap-file").files[0];
+  if (!f) return;
+  await restore(await f.text());
+  $("snap-file").value = "";
+};
 
 // Faults (SPEC §16): the stored Faults, from the stream; created and deleted through the API.
 

@@ -388,3 +388,66 @@ func updateDashboardPNG(t *testing.T, png []byte) {
 	}
 	t.Logf("docs/dashboard.png regenerated from the live page (server/ui changed): commit it")
 }
+
+// TestDashboardSnapshot: the page saves a snapshot (and offers it as a file), the Application
+// is deleted, and the page's Reset puts it back: the same uid, listed again by the page, whose
+// stream ended with the restore's 410 and re-listed.
+func TestDashboardSnapshot(t *testing.T) {
+	t.Parallel()
+	p := start(t, "ROLLOUT_STEP=0", "ENABLE_LEADER_ELECTION=false", "RECONCILE_INTERVAL=0")
+	api := p.url("/apis/cloudnative.elide.dev/v1/namespaces/default/applications")
+	code, created := request.JSON(t, "POST", api, `{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","metadata":{"name":"kept"},"spec":{"replicas":2,"image":"nginx:1.27"}}`)
+	require.Equal(t, http.StatusCreated, code)
+	uid := created["metadata"].(map[string]any)["uid"]
+	ctx := browser.Start(t)
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate("about:blank")))
+	run := func(timeout time.Duration, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		c, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		require.NoError(t, chromedp.Do(c, actions...))
+	}
+	text := func(sel string) string {
+		t.Helper()
+		c, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		s, err := chromedp.Run(c, chromedp.Text(chromedp.CSS(sel)))
+		require.NoError(t, err)
+		return strings.TrimSpace(s)
+	}
+	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
+
+	run(30*time.Second,
+		chromedp.Navigate(p.url("/ui/")),
+		chromedp.WaitVisible(css(`#conn[data-state="live"]`)),
+		chromedp.WaitVisible(css(`tr[data-name="kept"][data-phase="Running"]`)),
+		chromedp.Click(css("#snap-save")),
+		chromedp.WaitEnabled(css("#snap-reset")),
+		chromedp.WaitVisible(css("#snap-download")),
+	)
+	assert.Regexp(t, `^saved \d+ objects at resourceVersion \d+$`, text("#snap-result"))
+	assert.Regexp(t, `^download opemu-snapshot-\d{8}-\d{6}\.yaml$`, text("#snap-download"))
+
+	code, _ = request.JSON(t, "DELETE", api+"/kept", "")
+	require.Equal(t, http.StatusOK, code)
+	run(15*time.Second, chromedp.WaitNotPresent(css(`tr[data-name="kept"]`)))
+
+	run(15*time.Second,
+		chromedp.Click(css("#snap-reset")),
+		chromedp.WaitVisible(css(`tr[data-name="kept"][data-phase="Running"]`)),
+	)
+	assert.Regexp(t, `^restored \d+ objects at resourceVersion \d+$`, text("#snap-result"))
+	back := request.Get(t, api+"/kept")
+	assert.Equal(t, uid, back["metadata"].(map[string]any)["uid"], "the same object, uid and all")
+	assert.Contains(t, text("#timeline"), "ERROR Status Expired", "the stream ended with the restore's 410 and the page re-listed")
+
+	// A file that is not a snapshot: the answer's Status on the page, nothing changed.
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte("- just\n- a list\n"), 0o600))
+	run(15*time.Second,
+		chromedp.SetUploadFiles(css("#snap-file"), []string{bad}),
+		chromedp.WaitVisible(css("#snap-result.error")),
+	)
+	assert.Equal(t, "400 BadRequest: snapshot: document 1: not an object", text("#snap-result"))
+	assert.Equal(t, uid, request.Get(t, api+"/kept")["metadata"].(map[string]any)["uid"])
+}

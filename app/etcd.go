@@ -1,5 +1,3 @@
-//go:build etcd
-
 package app
 
 import (
@@ -12,7 +10,7 @@ import (
 
 // openEtcd opens the etcd store of cfg: a client of cfg.EtcdEndpoints and the store over it,
 // its watch cache configured as cc. closeAll closes the store, then the client.
-var openEtcd = func(cfg Config, cc cache.Config, identity string, log *slog.Logger) (sharedStore, func(), error) {
+func openEtcd(cfg Config, cc cache.Config, identity string, log *slog.Logger) (sharedStore, func(), error) {
 	endpoints := cfg.EtcdEndpoints
 	if len(endpoints) == 0 {
 		endpoints = []string{"http://127.0.0.1:2379"}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -56,9 +55,6 @@ func (a *App) newStore(context.Context) error {
 		a.closeAll = a.store.Close
 		return nil
 	case StoreEtcd:
-		if openEtcd == nil {
-			return errors.New("app: STORE=etcd needs a binary built with etcd support: go build -tags etcd")
-		}
 		s, closeAll, err := openEtcd(cfg, cc, a.identity, a.log)
 		if err != nil {
 			return err

@@ -4,7 +4,7 @@
 # out, as every replica shows; the leader is killed with kill -9 mid-rollout; another replica
 # takes over and finishes that rollout; the killed replica comes back and catches up.
 #
-#   examples/ha-demo.sh               the shared-state demo (builds opemu with -tags etcd)
+#   examples/ha-demo.sh               the shared-state demo (builds opemu)
 #   examples/ha-demo.sh --lease-file  the variant for a machine without etcd: each replica
 #                                     keeps its own objects in memory and they elect one
 #                                     leader through a shared lease file
@@ -153,8 +153,8 @@ start_replica() { # start_replica INDEX
   within ":${PORTS[$i]} to serve" serving "${pids[$i]}" "${PORTS[$i]}"
 }
 
-echo "== building ./opemu with etcd (go build -tags etcd)"
-go build -tags etcd -o "$work/opemu" .
+echo "== building ./opemu (go build)"
+go build -o "$work/opemu" .
 
 echo "== opemu etcd: one etcd member, data in $work/etcd"
 "$work/opemu" etcd --data-dir "$work/etcd" --listen-client-urls "$ENDPOINT" \

@@ -92,9 +92,6 @@ func settings() []setting {
 			if v != "memory" && v != "etcd" {
 				return fmt.Errorf("must be memory or etcd, not %q", v)
 			}
-			if v == "etcd" && !opemu.EtcdBuiltIn() {
-				return errors.New("etcd needs a binary built with etcd support: go build -tags etcd -o opemu .")
-			}
 			c.Store = v
 			return nil
 		}},
@@ -228,7 +225,7 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), out io.Wr
 		fmt.Fprintf(out, "opemu: an in-memory Kubernetes-style API server with the operator pattern inside.\n\n"+
 			"Usage:\n  opemu [flags]\n  opemu kubeconfig [--server URL] [--token TOKEN] [--certificate-authority FILE]\n"+
 			"  "+snapshotUsage+"\n"+
-			"  opemu etcd [--data-dir DIR] [--listen-client-urls URLS] [--listen-peer-urls URLS]   (a binary built with -tags etcd)\n\n"+
+			"  opemu etcd [--data-dir DIR] [--listen-client-urls URLS] [--listen-peer-urls URLS]\n\n"+
 			"Every flag has an environment variable (in brackets); the flag wins.\n\n")
 		fs.PrintDefaults()
 	}

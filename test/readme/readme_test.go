@@ -95,8 +95,10 @@ var expectations = map[string][]string{
 	"CLOCK=manual go run .":                                {"msg=listening"},
 	"curl -X POST $B/controller/pause":                     {`"result":"error"`, `"message":"nothing to step: no key is due; 1 waiting, the next due in 1s`, `"phase":"Running"`},
 	"kubectl apply -f examples/faults/throttle-lists.yaml": {"HTTP/1.1 429 Too Many Requests", `injected by Fault \"throttle-lists\"`, `"type":"ERROR"`, "fault.faults.opemu.dev/web-status-conflicts created"},
+	// snapshots
+	"./opemu snapshot save /tmp/demo.yaml": {"saved", "restored", `application.cloudnative.elide.dev "demo" deleted`},
 	// high availability and TLS
-	"go build -tags etcd -o opemu .":                                              {"etcd ready", `"store":"etcd"`, `"readyReplicas":8`, `"host":"operator-`},
+	"./opemu etcd --data-dir /tmp/opemu-etcd &":                                   {"etcd ready", `"store":"etcd"`, `"readyReplicas":8`, `"host":"operator-`},
 	"for i in 1 2; do POD_NAME=operator-$i PORT=300$i ./opemu & pid[$i]=$!; done": {`"isLeader":true`, "HTTP/1.1 503", "HTTP/1.1 200"},
 	"export TOKEN=$(openssl rand -hex 24)":                                        {`"kind":"APIVersions"`, `"reason":"Unauthorized"`, "No resources found"},
 }

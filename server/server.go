@@ -155,6 +155,8 @@ type Server struct {
 	openapi openAPICache
 	// discoveryCache keeps discovery of one generation of the served kinds.
 	discoveryCache discoveryCache
+	// sessions are the dashboard's logins (with Config.Tokens).
+	sessions sessions
 }
 
 // New validates cfg and builds the routes.

@@ -3,6 +3,8 @@
 package app
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -11,8 +13,9 @@ import (
 )
 
 // openEtcd opens the etcd store of cfg: a client of cfg.EtcdEndpoints and the store over it,
-// its watch cache configured as cc. closeAll closes the store, then the client.
-var openEtcd = func(cfg Config, cc cache.Config, identity string, log *slog.Logger) (sharedStore, func(), error) {
+// its watch cache configured as cc. While etcd does not answer it tries again, logging each
+// failed try, until ctx ends. closeAll closes the store, then the client.
+var openEtcd = func(ctx context.Context, cfg Config, cc cache.Config, identity string, log *slog.Logger) (sharedStore, func(), error) {
 	endpoints := cfg.EtcdEndpoints
 	if len(endpoints) == 0 {
 		endpoints = []string{"http://127.0.0.1:2379"}
@@ -21,10 +24,15 @@ var openEtcd = func(cfg Config, cc cache.Config, identity string, log *slog.Logg
 	if err != nil {
 		return nil, nil, fmt.Errorf("etcd client for %v: %w", endpoints, err)
 	}
-	s, err := etcd.New(etcd.Config{Client: client, Prefix: cfg.EtcdPrefix, Identity: identity, Logger: log, Cache: cc})
-	if err != nil {
-		_ = client.Close()
-		return nil, nil, err
+	for {
+		s, err := etcd.New(etcd.Config{Client: client, Prefix: cfg.EtcdPrefix, Identity: identity, Logger: log, Cache: cc})
+		if err == nil {
+			return s, func() { s.Close(); _ = client.Close() }, nil
+		}
+		if !errors.Is(err, etcd.ErrUnavailable) || ctx.Err() != nil {
+			_ = client.Close()
+			return nil, nil, err
+		}
+		log.Warn("waiting for etcd: /readyz answers 503 until it answers", "endpoints", endpoints, "err", err)
 	}
-	return s, func() { s.Close(); _ = client.Close() }, nil
 }

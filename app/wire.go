@@ -37,9 +37,9 @@ import (
 // newStore opens the store Config.Store names, its watch cache indexing the fields the served
 // kinds select on, and makes those kinds: the built-ins, with the Event kind carrying its rules
 // (its TTL, an etcd lease on etcd, and over the in-memory store only EVENT_LIMIT: on etcd the
-// lease alone bounds Events, as in kube-apiserver). (etcd's store waits for etcd itself, up to
-// its own start timeout.)
-func (a *App) newStore(context.Context) error {
+// lease alone bounds Events, as in kube-apiserver). (etcd's store waits for etcd until ctx
+// ends.)
+func (a *App) newStore(ctx context.Context) error {
 	cfg := a.cfg
 	eventKind := events.KindConfig{TTL: cfg.EventTTL, Clock: a.clock}
 	if cfg.Store != StoreEtcd {
@@ -56,7 +56,7 @@ func (a *App) newStore(context.Context) error {
 		if openEtcd == nil {
 			return errors.New("app: STORE=etcd needs a binary built with etcd support: go build -tags etcd")
 		}
-		s, closeAll, err := openEtcd(cfg, cc, a.identity, a.log)
+		s, closeAll, err := openEtcd(ctx, cfg, cc, a.identity, a.log)
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/opemu/opemu/etcd/etcdtest"
@@ -526,3 +528,95 @@ func TestOpemuEtcd(t *testing.T) {
 
 // portOf is the port of a host:port.
 func portOf(addr string) string { return addr[strings.LastIndex(addr, ":")+1:] }
+
+// TestEtcdReplicaStartsWithoutEtcd: a replica started while etcd is down serves at once: /healthz
+// 200, /readyz 503 naming etcd, every other request a 503 Status saying it waits for etcd; it
+// waits past etcd's start timeout (10 s) instead of exiting, and becomes ready by itself once
+// etcd answers, its system namespaces there. (kube-apiserver v1.37.2 exits when etcd is not
+// there at its start: "error creating storage factory: etcd grpc connection not ready".)
+func TestEtcdReplicaStartsWithoutEtcd(t *testing.T) {
+	t.Parallel()
+	e := etcdtest.Start(t)
+	e.Kill(t)
+	r := etcdReplica(t, "nostart-1", e, "/nostart", "ENABLE_CONTROLLER=false")
+
+	code, obj := request.JSON(t, "GET", r.url("/readyz"), "")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, obj["reason"], "etcd")
+	code, body := rawGet(t, r.url("/readyz?verbose"))
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, string(body), "[-]etcd failed")
+	start := time.Now()
+	code, obj = request.JSON(t, "POST", r.url(appsPath), appBody("early", 1))
+	assert.Less(t, time.Since(start), 5*time.Second)
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Equal(t, "Status", obj["kind"])
+	assert.Contains(t, obj["message"], "waiting for etcd")
+
+	// It waits as long as etcd takes: past the 10 s it gave etcd before, it still answers.
+	deadline := time.Now().Add(11 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-r.p.exited:
+			t.Fatalf("the replica exited while etcd was down; logs:\n%s", r.p.logs())
+		case <-time.After(500 * time.Millisecond):
+		}
+		code, _ := request.JSON(t, "GET", r.url("/healthz"), "")
+		require.Equal(t, http.StatusOK, code)
+		assert.Equal(t, http.StatusServiceUnavailable, r.readyz())
+	}
+
+	e.Restart(t)
+	back := time.Now()
+	require.Eventually(t, func() bool { return r.readyz() == http.StatusOK }, 20*time.Second, 50*time.Millisecond,
+		"ready once etcd answers; logs:\n%s", r.p.logs())
+	t.Logf("ready %v after etcd is back", time.Since(back))
+	code, obj = request.JSON(t, "POST", r.url(appsPath), appBody("after", 1))
+	assert.Equal(t, http.StatusCreated, code, "%v", obj)
+	code, _ = request.JSON(t, "GET", r.url("/api/v1/namespaces/kube-system"), "")
+	assert.Equal(t, http.StatusOK, code)
+}
+
+// TestEtcdFullReplicaStarts: a replica starting over a full etcd (its NOSPACE alarm raised:
+// every write refused) starts and serves what exists; the system namespaces and built-in
+// objects that exist are never written again, so they are no error. Once the alarm is
+// disarmed, writes succeed.
+func TestEtcdFullReplicaStarts(t *testing.T) {
+	t.Parallel()
+	e := etcdtest.Start(t)
+	first := etcdReplica(t, "full-1", e, "/full", "ENABLE_CONTROLLER=false")
+	require.Eventually(t, func() bool { return first.readyz() == http.StatusOK }, 20*time.Second, 50*time.Millisecond)
+
+	c := e.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	members, err := c.MemberList(ctx)
+	require.NoError(t, err)
+	id := members.Members[0].ID
+	_, err = etcdserverpb.NewMaintenanceClient(c.ActiveConnection()).Alarm(ctx, &etcdserverpb.AlarmRequest{
+		Action: etcdserverpb.AlarmRequest_ACTIVATE, MemberID: id, Alarm: etcdserverpb.AlarmType_NOSPACE})
+	require.NoError(t, err)
+	_, err = c.Put(ctx, "/probe", "x")
+	require.Error(t, err, "etcd refuses writes")
+
+	r := etcdReplica(t, "full-2", e, "/full", "ENABLE_CONTROLLER=false")
+	require.Eventually(t, func() bool {
+		code, _ := request.JSON(t, "GET", r.url("/api/v1/namespaces/default"), "")
+		return code == http.StatusOK
+	}, 20*time.Second, 50*time.Millisecond, "it serves what exists; logs:\n%s", r.p.logs())
+	select {
+	case <-r.p.exited:
+		t.Fatalf("the replica exited over a full etcd; logs:\n%s", r.p.logs())
+	case <-time.After(2 * time.Second):
+	}
+	code, obj := request.JSON(t, "POST", r.url(appsPath), appBody("full", 1))
+	assert.GreaterOrEqual(t, code, 400, "a write to a full etcd is refused: %v", obj)
+	assert.Equal(t, "Status", obj["kind"])
+
+	_, err = c.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: id, Alarm: etcdserverpb.AlarmType_NOSPACE})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		code, _ := request.JSON(t, "POST", r.url(appsPath), appBody("room", 1))
+		return code == http.StatusCreated
+	}, 20*time.Second, 100*time.Millisecond, "writes succeed once etcd has room")
+}

@@ -34,7 +34,13 @@ import (
 // election timings of the HA tests, and waits until it serves.
 func etcdReplica(t *testing.T, name string, e *etcdtest.Server, prefix string, env ...string) *replica {
 	t.Helper()
-	p := startBinary(t, etcdBinary(t), append([]string{"STORE=etcd", "ETCD_ENDPOINTS=" + e.Endpoint, "ETCD_PREFIX=" + prefix,
+	return etcdReplicaOf(t, name, e.Endpoint, prefix, env...)
+}
+
+// etcdReplicaOf is etcdReplica over the etcd at endpoints (comma-separated).
+func etcdReplicaOf(t *testing.T, name, endpoints, prefix string, env ...string) *replica {
+	t.Helper()
+	p := startBinary(t, etcdBinary(t), append([]string{"STORE=etcd", "ETCD_ENDPOINTS=" + endpoints, "ETCD_PREFIX=" + prefix,
 		"POD_NAME=" + name, "LEASE_DURATION=" + haLease.String(), "RENEW_DEADLINE=" + haRenew.String(), "RETRY_PERIOD=" + haRetry.String()}, env...)...)
 	require.Eventually(t, func() bool {
 		resp, err := quick.Get("http://" + p.addr + "/healthz")
@@ -619,4 +625,122 @@ func TestEtcdFullReplicaStarts(t *testing.T) {
 		code, _ := request.JSON(t, "POST", r.url(appsPath), appBody("room", 1))
 		return code == http.StatusCreated
 	}, 20*time.Second, 100*time.Millisecond, "writes succeed once etcd has room")
+}
+
+// TestEtcdClusterLosesMembers: three replicas over a three-member etcd keep serving while a
+// member is killed (a follower, then, once it is back, the leader every write goes through):
+// every request is answered within 5 s, writes succeed again within seconds of each loss
+// without restarting anything, and no acknowledged write is lost.
+func TestEtcdClusterLosesMembers(t *testing.T) {
+	t.Parallel()
+	members := etcdtest.StartCluster(t, 3)
+	var endpoints []string
+	for _, m := range members {
+		endpoints = append(endpoints, m.Endpoint)
+	}
+	var rs []*replica
+	for i := range 3 {
+		rs = append(rs, etcdReplicaOf(t, fmt.Sprintf("cluster-%d", i), strings.Join(endpoints, ","), "/cluster", "ENABLE_CONTROLLER=false"))
+	}
+	for _, r := range rs {
+		require.Eventually(t, func() bool { return r.readyz() == http.StatusOK }, 30*time.Second, 50*time.Millisecond)
+	}
+	client := members[0].Client(t)
+	leader := func() int {
+		t.Helper()
+		for i, m := range members {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			st, err := client.Status(ctx, m.Endpoint)
+			cancel()
+			if err == nil && st.Header.MemberId == st.Leader {
+				return i
+			}
+		}
+		return -1
+	}
+
+	// One writer, round-robin over the replicas: what each write answered, and when.
+	type write struct {
+		name string
+		code int
+		at   time.Time
+	}
+	var mu sync.Mutex
+	var writes []write
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			name := fmt.Sprintf("cm-%d", i)
+			start := time.Now()
+			code, _ := request.JSON(t, "POST", rs[i%3].url("/api/v1/namespaces/default/configmaps"),
+				fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q}}`, name))
+			if took := time.Since(start); took >= 5*time.Second {
+				t.Errorf("POST %s answered in %v", name, took)
+			}
+			mu.Lock()
+			writes = append(writes, write{name, code, time.Now()})
+			mu.Unlock()
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	// succeedsAfter waits until a write made after at succeeds.
+	succeedsAfter := func(at time.Time, what string) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, w := range writes {
+				if w.at.After(at) && w.code == http.StatusCreated {
+					return true
+				}
+			}
+			return false
+		}, 15*time.Second, 50*time.Millisecond, "writes succeed again after %s", what)
+		t.Logf("writes succeed %v after %s", time.Since(at).Round(time.Millisecond), what)
+	}
+	succeedsAfter(time.Now(), "the start")
+
+	l := leader()
+	require.GreaterOrEqual(t, l, 0, "the cluster has a leader")
+	follower := (l + 1) % 3
+	members[follower].Kill(t)
+	succeedsAfter(time.Now(), "a follower's death")
+	members[follower].Restart(t)
+	succeedsAfter(time.Now(), "the follower's return")
+
+	l = leader()
+	require.GreaterOrEqual(t, l, 0)
+	members[l].Kill(t)
+	succeedsAfter(time.Now(), "the leader's death")
+	members[l].Restart(t)
+	succeedsAfter(time.Now(), "the old leader's return")
+	close(stop)
+	wg.Wait()
+
+	// Every acknowledged write is there, through every replica.
+	mu.Lock()
+	defer mu.Unlock()
+	acked := 0
+	for _, r := range rs {
+		code, obj := request.JSON(t, "GET", r.url("/api/v1/namespaces/default/configmaps"), "")
+		require.Equal(t, http.StatusOK, code)
+		have := map[string]bool{}
+		for _, it := range obj["items"].([]any) {
+			have[it.(map[string]any)["metadata"].(map[string]any)["name"].(string)] = true
+		}
+		acked = 0
+		for _, w := range writes {
+			if w.code == http.StatusCreated {
+				acked++
+				assert.True(t, have[w.name], "%s: the acknowledged %s is lost", r.name, w.name)
+			}
+		}
+	}
+	t.Logf("%d writes, %d acknowledged", len(writes), acked)
 }

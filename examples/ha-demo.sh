@@ -105,7 +105,8 @@ start_replica() { # start_replica INDEX
   STORE=etcd ETCD_ENDPOINTS="$ENDPOINT" POD_NAME="operator-$((i + 1))" PORT="${PORTS[$i]}" \
     "$work/opemu" 2>>"$work/operator-$((i + 1)).log" &
   pids[$i]=$!
-  until curl -s -o /dev/null "http://127.0.0.1:${PORTS[$i]}/healthz"; do sleep 0.05; done
+  # /version answers once the replica is wired (while it waits for etcd only its probes do).
+  until curl -sf -o /dev/null "http://127.0.0.1:${PORTS[$i]}/version"; do sleep 0.05; done
 }
 
 echo "== building ./opemu with etcd (go build -tags etcd)"

@@ -363,7 +363,7 @@ func buildServers(t *testing.T) string {
 }
 
 // startServer starts bin on a free port ("{port}" in args is replaced by it, and PORT is set),
-// waits for /healthz to answer 200, and kills the process when the test ends. env adds to the
+// waits for /readyz to answer 200, and kills the process when the test ends. env adds to the
 // test's environment.
 func startServer(t *testing.T, bin string, args []string, env ...string) string {
 	t.Helper()
@@ -391,14 +391,16 @@ func startServer(t *testing.T, bin string, args []string, env ...string) string 
 		}
 	})
 	url := "http://" + addr
+	// /readyz, not /healthz: with STORE=etcd /healthz answers while the server still waits for
+	// etcd (election is off, so a wired server is ready).
 	require.Eventually(t, func() bool {
-		resp, err := http.Get(url + "/healthz")
+		resp, err := http.Get(url + "/readyz")
 		if err != nil {
 			return false
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
-	}, 20*time.Second, 20*time.Millisecond, "%s did not become healthy", bin)
+	}, 20*time.Second, 20*time.Millisecond, "%s did not become ready", bin)
 	return url
 }
 

@@ -37,19 +37,26 @@ func etcdReplica(t *testing.T, name string, e *etcdtest.Server, prefix string, e
 	return etcdReplicaOf(t, name, e.Endpoint, prefix, env...)
 }
 
-// etcdReplicaOf is etcdReplica over the etcd at endpoints (comma-separated).
+// etcdReplicaOf is etcdReplica over the etcd at endpoints (comma-separated). It returns once
+// the replica is wired (GET /version is 200: while it waits for etcd only its probes answer).
 func etcdReplicaOf(t *testing.T, name, endpoints, prefix string, env ...string) *replica {
+	t.Helper()
+	return startEtcdReplica(t, name, endpoints, prefix, "/version", env...)
+}
+
+// startEtcdReplica starts a replica and waits until path answers 200.
+func startEtcdReplica(t *testing.T, name, endpoints, prefix, path string, env ...string) *replica {
 	t.Helper()
 	p := startBinary(t, etcdBinary(t), append([]string{"STORE=etcd", "ETCD_ENDPOINTS=" + endpoints, "ETCD_PREFIX=" + prefix,
 		"POD_NAME=" + name, "LEASE_DURATION=" + haLease.String(), "RENEW_DEADLINE=" + haRenew.String(), "RETRY_PERIOD=" + haRetry.String()}, env...)...)
 	require.Eventually(t, func() bool {
-		resp, err := quick.Get("http://" + p.addr + "/healthz")
+		resp, err := quick.Get("http://" + p.addr + path)
 		if err != nil {
 			return false
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
-	}, 15*time.Second, 10*time.Millisecond, "%s serves; logs:\n%s", name, p.logs())
+	}, 15*time.Second, 10*time.Millisecond, "%s answers %s; logs:\n%s", name, path, p.logs())
 	return &replica{name: name, p: p}
 }
 
@@ -544,7 +551,7 @@ func TestEtcdReplicaStartsWithoutEtcd(t *testing.T) {
 	t.Parallel()
 	e := etcdtest.Start(t)
 	e.Kill(t)
-	r := etcdReplica(t, "nostart-1", e, "/nostart", "ENABLE_CONTROLLER=false")
+	r := startEtcdReplica(t, "nostart-1", e.Endpoint, "/nostart", "/healthz", "ENABLE_CONTROLLER=false")
 
 	code, obj := request.JSON(t, "GET", r.url("/readyz"), "")
 	assert.Equal(t, http.StatusServiceUnavailable, code)
@@ -606,10 +613,8 @@ func TestEtcdFullReplicaStarts(t *testing.T) {
 	require.Error(t, err, "etcd refuses writes")
 
 	r := etcdReplica(t, "full-2", e, "/full", "ENABLE_CONTROLLER=false")
-	require.Eventually(t, func() bool {
-		code, _ := request.JSON(t, "GET", r.url("/api/v1/namespaces/default"), "")
-		return code == http.StatusOK
-	}, 20*time.Second, 50*time.Millisecond, "it serves what exists; logs:\n%s", r.p.logs())
+	code, _ := request.JSON(t, "GET", r.url("/api/v1/namespaces/default"), "")
+	assert.Equal(t, http.StatusOK, code, "it serves what exists")
 	select {
 	case <-r.p.exited:
 		t.Fatalf("the replica exited over a full etcd; logs:\n%s", r.p.logs())

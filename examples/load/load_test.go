@@ -391,15 +391,24 @@ func startServer(t *testing.T, bin string, args []string, env ...string) string 
 		}
 	})
 	url := "http://" + addr
-	// /readyz, not /healthz: with STORE=etcd /healthz answers while the server still waits for
-	// etcd (election is off, so a wired server is ready).
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(url + "/readyz")
+	// /readyz, not /healthz: with STORE=etcd /healthz answers while opemu still waits for etcd
+	// (election is off, so a wired opemu is ready). The baseline has no /readyz: its /healthz.
+	status := func(path string) int {
+		resp, err := http.Get(url + path)
 		if err != nil {
-			return false
+			return 0
 		}
 		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
+		return resp.StatusCode
+	}
+	require.Eventually(t, func() bool {
+		switch status("/readyz") {
+		case http.StatusOK:
+			return true
+		case http.StatusNotFound:
+			return status("/healthz") == http.StatusOK
+		}
+		return false
 	}, 20*time.Second, 20*time.Millisecond, "%s did not become ready", bin)
 	return url
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/claims"
 	"github.com/opemu/opemu/crd"
 	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/faults"
@@ -28,11 +29,11 @@ import (
 )
 
 // Run listens on cfg.Addr and serves until ctx is done (see New and App.Run). The first log
-// line is "listening addr=<host:port>", with the real port when a free one was asked for. With
-// STORE=etcd the listener answers from that moment: while New waits for etcd (as long as it
-// takes), /healthz is 200, /readyz 503 naming etcd and every other request a 503 Status
-// (server.Starting); then the wired server takes the listener over. A ctx that ends while
-// waiting is a normal stop.
+// line is "listening addr=<host:port> dashboard=<URL>", with the real port when a free one was
+// asked for, and the dashboard's URL as a browser on this machine opens it. With STORE=etcd the
+// listener answers from that moment: while New waits for etcd (as long as it takes), /healthz is
+// 200, /readyz 503 naming etcd and every other request a 503 Status (server.Starting); then the
+// wired server takes the listener over. A ctx that ends while waiting is a normal stop.
 func Run(ctx context.Context, cfg Config) error {
 	addr := cfg.Addr
 	if addr == "" {
@@ -42,10 +43,14 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	scheme := "http"
+	if cfg.TLS != nil {
+		scheme = "https"
+	}
 	log := logger(cfg)
-	log.Info("listening", "addr", ln.Addr().String())
+	log.Info("listening", "addr", ln.Addr().String(), "dashboard", scheme+"://"+dialAddr(ln.Addr())+"/ui/")
 	stopStarting := func() {}
-	if cfg.Store == StoreEtcd && openEtcd != nil {
+	if cfg.Store == StoreEtcd {
 		if stopStarting, err = server.Starting(ln, server.StartingConfig{Waiting: "etcd", TLS: cfg.TLS, Logger: log}); err != nil {
 			_ = ln.Close()
 			return err
@@ -108,8 +113,10 @@ type App struct {
 	hooks     *hooks.Manager           // the Controllers' controllers
 	routes    server.Controller        // the controllers' routes (history, reconcile)
 	loop      server.Loop              // pause, step, resume over every controller
+	schedules []scheduleForgetter      // the built-in reconcilers that keep when each object's next step is due
 	collector *gc.Collector            // also made when only the collector is on
 	ns        *namespaces.Controller   // the namespace controller, made with the collector
+	claims    *claims.Controller       // the pvc-protection controller, made with the collector
 	// newNodes
 	nodes *nodes.Nodes
 	// newElector: nil when election is off.
@@ -117,6 +124,10 @@ type App struct {
 	mirror  *cache.Key // the Lease the file backend mirrors into the store (read-only to clients)
 	// bootstrap
 	crdsAt uint64 // the version the stored CRDs were loaded at (etcd)
+	// restoring is held by a restore (snapshot.go): one at a time.
+	restoring sync.Mutex
+	// terms runs the leader's work (lead), which a restore pauses.
+	terms leadership
 	// Run: the kubernetes Service of Run's listener (lead reads it once Run has set it).
 	apiService apiService
 
@@ -242,12 +253,16 @@ func (a *App) leads() bool {
 }
 
 // lead is the work of the leader, until ctx ends: every controller (the Application's and the
-// simulated workloads'), the garbage collector and the namespace controller, each starting
+// simulated workloads'), the garbage collector, the namespace and pvc-protection controllers, each starting
 // with a full list (a full resync); over a shared store also the Nodes' heartbeats, the
 // kubernetes Service's endpoints (pointed at this replica) and etcd's compaction (one replica
-// does each for all). It returns once they all have, so the elector
-// releases the lease only after the workers finished their item.
-func (a *App) lead(ctx context.Context) {
+// does each for all). It returns once they all have, so the elector releases the lease only
+// after the workers finished their item. A restore ends the work and starts it again in a new
+// term (leadership).
+func (a *App) lead(ctx context.Context) { a.terms.run(ctx, a.leadTerm) }
+
+// leadTerm is one term of the leader's work (see lead), until ctx ends.
+func (a *App) leadTerm(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, c := range a.ctrls {
 		wg.Go(func() { _ = c.Run(ctx) })
@@ -255,6 +270,7 @@ func (a *App) lead(ctx context.Context) {
 	if a.collector != nil {
 		wg.Go(func() { _ = a.collector.Run(ctx) })
 		wg.Go(func() { _ = a.ns.Run(ctx) })
+		wg.Go(func() { _ = a.claims.Run(ctx) })
 	}
 	if a.hooks != nil {
 		wg.Go(func() { _ = a.hooks.Lead(ctx) })

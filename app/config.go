@@ -9,6 +9,7 @@ import (
 
 	"github.com/opemu/opemu/certs"
 	"github.com/opemu/opemu/server"
+	"github.com/opemu/opemu/snapshot"
 )
 
 // Config is every setting of one server (SPEC §1). The zero value serves the API in memory on
@@ -132,6 +133,10 @@ type Config struct {
 	// installs a suite's CRDs and webhook configurations with it. An object that exists is kept;
 	// one that cannot be created fails New, naming it.
 	Objects []any
+	// Load, when set, is the state the server starts from (LOAD, SPEC §23): New restores it
+	// (App.Restore) before it creates what a cluster has from its start and the snapshot
+	// lacks, Objects among them. With STORE=etcd it replaces what etcd holds under the prefix.
+	Load *snapshot.Snapshot
 	// Ready, when set, is called once the server is wired, just before it serves. The binary
 	// returns start-up's garbage to the OS there (idle RSS), rather than when the runtime's
 	// scavenger gets to it.

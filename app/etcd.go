@@ -1,5 +1,3 @@
-//go:build etcd
-
 package app
 
 import (
@@ -15,7 +13,7 @@ import (
 // openEtcd opens the etcd store of cfg: a client of cfg.EtcdEndpoints and the store over it,
 // its watch cache configured as cc. While etcd does not answer it tries again, logging each
 // failed try, until ctx ends. closeAll closes the store, then the client.
-var openEtcd = func(ctx context.Context, cfg Config, cc cache.Config, identity string, log *slog.Logger) (sharedStore, func(), error) {
+func openEtcd(ctx context.Context, cfg Config, cc cache.Config, identity string, log *slog.Logger) (sharedStore, func(), error) {
 	endpoints := cfg.EtcdEndpoints
 	if len(endpoints) == 0 {
 		endpoints = []string{"http://127.0.0.1:2379"}

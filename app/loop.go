@@ -41,6 +41,9 @@ type controllerState struct {
 	Running bool                   `json:"running"`
 	Paused  bool                   `json:"paused"`
 	Queue   []reconciler.QueueItem `json:"queue"`
+	// Dropped are the objects given up on after MAX_RETRIES: not queued again, by the resync
+	// either, until they change (or a reconcile is asked for).
+	Dropped []string `json:"dropped"`
 }
 
 // pick returns the controller name, or every controller for "".
@@ -73,7 +76,7 @@ func (l loop) Controllers(name string) (any, error) {
 		if q == nil {
 			q = []reconciler.QueueItem{}
 		}
-		st := controllerState{Name: c.Name(), Resource: c.Resource().String(), Running: c.Running(), Paused: c.Paused(), Queue: q}
+		st := controllerState{Name: c.Name(), Resource: c.Resource().String(), Running: c.Running(), Paused: c.Paused(), Queue: q, Dropped: c.Dropped()}
 		if k, ok := l.kinds.Resource(c.Resource()); ok {
 			st.Kind, st.APIVersion, st.Namespaced = k.Kind, k.GroupVersion(), k.Namespaced
 		}

@@ -18,8 +18,3 @@ type sharedStore interface {
 	// RunCompaction compacts the truth's history every interval until ctx ends (the leader).
 	RunCompaction(ctx context.Context, interval time.Duration) error
 }
-
-// EtcdBuiltIn reports whether this binary can serve STORE=etcd. The etcd client (gRPC) adds
-// about 11 MiB to an idle process, beyond SPEC §10's 30 MiB, so it is built in only with
-// `-tags etcd` (etcd.go); the default binary is the in-memory one.
-func EtcdBuiltIn() bool { return openEtcd != nil }

@@ -4,17 +4,18 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 
 	"github.com/opemu/opemu/application"
 	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/claims"
 	"github.com/opemu/opemu/crd"
 	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/faults"
@@ -28,6 +29,7 @@ import (
 	"github.com/opemu/opemu/reconciler"
 	"github.com/opemu/opemu/registry"
 	"github.com/opemu/opemu/server"
+	"github.com/opemu/opemu/snapshot"
 	"github.com/opemu/opemu/workloads"
 )
 
@@ -53,9 +55,6 @@ func (a *App) newStore(ctx context.Context) error {
 		a.closeAll = a.store.Close
 		return nil
 	case StoreEtcd:
-		if openEtcd == nil {
-			return errors.New("app: STORE=etcd needs a binary built with etcd support: go build -tags etcd")
-		}
 		s, closeAll, err := openEtcd(ctx, cfg, cc, a.identity, a.log)
 		if err != nil {
 			return err
@@ -127,6 +126,8 @@ func (a *App) newWritePath(context.Context) error {
 		return err
 	}
 	writeAdmission.Configured = a.webhooks
+	// A deleted CRD's custom resources are deleted through the write path (crd/delete.go).
+	a.crds.UseClient(a.reg.Client("apiextensions-apiserver"))
 	return nil
 }
 
@@ -167,6 +168,9 @@ func (a *App) newControllers(context.Context) error {
 				return err
 			}
 			a.ctrls, names = append(a.ctrls, ctrl), append(names, c.name)
+			if f, ok := c.r.(scheduleForgetter); ok {
+				a.schedules = append(a.schedules, f)
+			}
 		}
 		a.ctrl = a.ctrls[0]
 		var err error
@@ -195,6 +199,9 @@ func (a *App) newControllers(context.Context) error {
 			return err
 		}
 		if a.ns, err = namespaces.New(namespaces.Config{Client: a.reg.Client(namespaceController), Tuning: a.tuning}); err != nil {
+			return err
+		}
+		if a.claims, err = claims.New(claims.Config{Client: a.reg.Client(claims.Name), Tuning: a.tuning}); err != nil {
 			return err
 		}
 	}
@@ -260,30 +267,75 @@ func (a *App) electionClock() clock.WithTicker {
 	return a.clock
 }
 
-// bootstrap makes the stored state the server starts from: over etcd, it serves the kinds of
-// the CRDs stored through any replica first; then it creates the system namespaces, the
-// built-in CRDs and Config.Objects through the write path (Registry.Bootstrap: an object that
-// exists is kept), and registers the Nodes that are missing.
+// bootstrap makes the stored state the server starts from: Config.Load's when it is set (a
+// restore, whose end is settle's); otherwise settle's.
 func (a *App) bootstrap(ctx context.Context) error {
-	if a.etcd != nil {
-		var err error
-		if a.crdsAt, err = a.crds.Load(ctx, a.store, a.log); err != nil {
-			return err
+	if a.cfg.Load != nil {
+		if _, err := a.restore(ctx, a.cfg.Load, snapshot.RestoreOptions{}); err != nil {
+			return fmt.Errorf("app: loading the snapshot: %w", err)
 		}
+		return nil
+	}
+	return a.settle(ctx)
+}
+
+// settle makes the server serve what the store holds and makes what a cluster has from its
+// start where it is missing: it serves the kinds of the stored CRDs (those stored through any
+// replica, over etcd; those a restore brought), then creates the system namespaces, the built-in CRDs and Config.Objects through the write path
+// (Registry.Bootstrap: an object that exists is kept), and registers the Nodes that are
+// missing.
+func (a *App) settle(ctx context.Context) error {
+	var err error
+	if a.crdsAt, err = a.crds.Load(ctx, a.store, a.log); err != nil {
+		return err
 	}
 	var seeds []any
 	for _, c := range a.crds.BuiltIns() {
-		seeds = append(seeds, c)
+		if !a.exists(ctx, c) {
+			seeds = append(seeds, c)
+		}
 	}
 	if err := a.reg.Bootstrap(ctx, seeds...); err != nil {
 		return err
 	}
 	for _, obj := range a.cfg.Objects {
+		if a.exists(ctx, obj) {
+			continue
+		}
 		if err := a.reg.Bootstrap(ctx, obj); err != nil {
 			return fmt.Errorf("app: creating %s: %w", describe(obj), err)
 		}
 	}
 	return a.nodes.Register(ctx)
+}
+
+// exists reports whether obj (an object of Config.Objects or a built-in CRD) is stored, read
+// from its type and object metadata, so that what a restore brought back is not encoded and
+// admitted again only to be found there. False when that cannot be told (the write path
+// decides).
+func (a *App) exists(ctx context.Context, obj any) bool {
+	var av, kind, ns, name string
+	switch o := obj.(type) {
+	case map[string]any:
+		md, _ := o["metadata"].(map[string]any)
+		av, _ = o["apiVersion"].(string)
+		kind, _ = o["kind"].(string)
+		ns, _ = md["namespace"].(string)
+		name, _ = md["name"].(string)
+	case interface {
+		GetObjectKind() schema.ObjectKind
+		GetNamespace() string
+		GetName() string
+	}:
+		av, kind = o.GetObjectKind().GroupVersionKind().ToAPIVersionAndKind()
+		ns, name = o.GetNamespace(), o.GetName()
+	}
+	k, ok := a.served.ForKind(av, kind)
+	if !ok || name == "" {
+		return false
+	}
+	_, err := a.store.Get(ctx, cache.Key{Group: k.Group, Resource: k.Plural, Namespace: ns, Name: name})
+	return err == nil
 }
 
 // serverConfig is the HTTP server's configuration over what the steps made (Run adds the
@@ -312,6 +364,7 @@ func (a *App) serverConfig() server.Config {
 		Controller:  a.routes,
 		Loop:        a.loop,
 		Faults:      a.faults,
+		Snapshots:   a,
 		ManualClock: manual,
 		Leader:      leaderStatus,
 		Logger:      a.log,

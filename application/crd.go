@@ -4,6 +4,7 @@ import (
 	"github.com/opemu/opemu/cache"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
+	"sync"
 )
 
 // CRDName is the name of the built-in Application CRD, which cannot be replaced or deleted.
@@ -122,10 +123,14 @@ spec:
 `
 
 // CRD returns a fresh copy of the built-in Application CRD.
-func CRD() *apiextv1.CustomResourceDefinition {
+func CRD() *apiextv1.CustomResourceDefinition { return applicationCRD().DeepCopy() }
+
+// applicationCRD is the CRD parsed once (a constant of the process, read only; parsing it took
+// most of a testenv start).
+var applicationCRD = sync.OnceValue(func() *apiextv1.CustomResourceDefinition {
 	var c apiextv1.CustomResourceDefinition
 	if err := yaml.UnmarshalStrict([]byte(applicationYAML), &c); err != nil {
 		panic("application: the built-in Application CRD does not parse: " + err.Error())
 	}
 	return &c
-}
+})

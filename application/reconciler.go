@@ -106,35 +106,42 @@ func (a *Reconciler) Reconcile(ctx context.Context, key cache.Key) (reconciler.R
 	if err != nil {
 		return reconciler.Result{}, err
 	}
-	p, err := a.reconcile(ctx, key, obj, start)
+	var wrote []Write
+	p, err := a.reconcile(ctx, key, obj, start, &wrote)
 	msg := p.message
 	if err != nil {
 		msg = err.Error()
 	}
-	a.history.Add(key, Attempt{
+	at := Attempt{
 		Generation: obj.Generation(), Success: err == nil, Phase: p.phase, Message: msg,
 		StartTime: reconciler.FormatStart(start), Duration: a.cfg.Clock.Now().Sub(start).String(),
-	})
+		ResourceVersion: strconv.FormatUint(obj.ResourceVersion(), 10), Wrote: wrote,
+	}
+	if err == nil && p.res.RequeueAfter > 0 {
+		at.RequeueAfter = p.res.RequeueAfter.String()
+	}
+	a.history.Add(key, at)
 	return p.res, err
 }
 
-func (a *Reconciler) reconcile(ctx context.Context, key cache.Key, obj *cache.Object, now time.Time) (pass, error) {
+// reconcile does the pass; each write it makes is appended to wrote.
+func (a *Reconciler) reconcile(ctx context.Context, key cache.Key, obj *cache.Object, now time.Time, wrote *[]Write) (pass, error) {
 	app, err := obj.Decode()
 	if err != nil {
 		return pass{}, reconciler.TerminalError(err)
 	}
 	st := statusOf(app)
 	if obj.Deleting() {
-		return a.cleanup(ctx, key, obj, app, st)
+		return a.cleanup(ctx, key, obj, app, st, wrote)
 	}
-	if p, err, failed := a.simulateFailure(ctx, key, obj, app, st, now); failed {
+	if p, err, failed := a.simulateFailure(ctx, key, obj, app, st, now, wrote); failed {
 		return p, err
 	}
 	if !slices.Contains(obj.Finalizers(), Finalizer) {
 		md := app["metadata"].(map[string]any)
 		md["finalizers"] = append(toAny(obj.Finalizers()), Finalizer)
 		md["resourceVersion"] = strconv.FormatUint(obj.ResourceVersion(), 10)
-		if obj, err = a.cfg.Client.Update(ctx, key, app); err != nil {
+		if obj, err = a.update(ctx, key, app, "metadata.finalizers", wrote); err != nil {
 			return pass{phase: st.Phase}, err
 		}
 		a.record(ctx, obj, events.TypeNormal, events.Info, "FinalizerAdded", "Added finalizer "+Finalizer)
@@ -142,11 +149,11 @@ func (a *Reconciler) reconcile(ctx context.Context, key cache.Key, obj *cache.Ob
 			return pass{}, reconciler.TerminalError(err)
 		}
 	}
-	return a.rollout(ctx, key, obj, app, st, now)
+	return a.rollout(ctx, key, obj, app, st, now, wrote)
 }
 
 // rollout acknowledges a new generation and moves readyReplicas one step when a step is due.
-func (a *Reconciler) rollout(ctx context.Context, key cache.Key, obj *cache.Object, app map[string]any, st appStatus, now time.Time) (pass, error) {
+func (a *Reconciler) rollout(ctx context.Context, key cache.Key, obj *cache.Object, app map[string]any, st appStatus, now time.Time, wrote *[]Write) (pass, error) {
 	step := a.cfg.RolloutStep
 	if due := a.NotBefore(key); now.Before(due) {
 		wait := due.Sub(now)
@@ -228,7 +235,7 @@ func (a *Reconciler) rollout(ctx context.Context, key cache.Key, obj *cache.Obje
 	}
 	a.mu.Unlock()
 	if changed {
-		if _, err := a.writeStatus(ctx, key, obj, app, st); err != nil {
+		if _, err := a.writeStatus(ctx, key, obj, app, st, wrote); err != nil {
 			return pass{phase: st.Phase}, err
 		}
 	}
@@ -240,7 +247,7 @@ func (a *Reconciler) rollout(ctx context.Context, key cache.Key, obj *cache.Obje
 }
 
 // simulateFailure fails this attempt when the simulate-failures annotation says so.
-func (a *Reconciler) simulateFailure(ctx context.Context, key cache.Key, obj *cache.Object, app map[string]any, st appStatus, now time.Time) (pass, error, bool) {
+func (a *Reconciler) simulateFailure(ctx context.Context, key cache.Key, obj *cache.Object, app map[string]any, st appStatus, now time.Time, wrote *[]Write) (pass, error, bool) {
 	v := obj.Annotation(SimulateFailuresAnnotation)
 	if v == "" {
 		return pass{}, nil, false
@@ -267,7 +274,7 @@ func (a *Reconciler) simulateFailure(ctx context.Context, key cache.Key, obj *ca
 	}
 	msg := fmt.Sprintf("simulated failure %d of %s", spent+1, of)
 	st.setCondition("Ready", "False", "ReconciliationFailed", msg, obj.Generation(), now.UTC().Format(time.RFC3339))
-	if _, err := a.writeStatus(ctx, key, obj, app, st); err != nil {
+	if _, err := a.writeStatus(ctx, key, obj, app, st, wrote); err != nil {
 		return pass{phase: st.Phase}, err, true
 	}
 	a.record(ctx, obj, events.TypeWarning, events.Error, "ReconcileError", msg)
@@ -276,7 +283,7 @@ func (a *Reconciler) simulateFailure(ctx context.Context, key cache.Key, obj *ca
 
 // cleanup runs when the object is being deleted: readyReplicas to 0, then the finalizer goes.
 // It never fails on purpose (simulated failures do not apply).
-func (a *Reconciler) cleanup(ctx context.Context, key cache.Key, obj *cache.Object, app map[string]any, st appStatus) (pass, error) {
+func (a *Reconciler) cleanup(ctx context.Context, key cache.Key, obj *cache.Object, app map[string]any, st appStatus, wrote *[]Write) (pass, error) {
 	if !slices.Contains(obj.Finalizers(), Finalizer) {
 		return pass{phase: st.Phase, message: "nothing to do: being deleted, and our finalizer is already removed"}, nil
 	}
@@ -284,7 +291,7 @@ func (a *Reconciler) cleanup(ctx context.Context, key cache.Key, obj *cache.Obje
 	if st.ReadyReplicas != 0 {
 		from := st.ReadyReplicas
 		st.ReadyReplicas = 0
-		if obj, err = a.writeStatus(ctx, key, obj, app, st); err != nil {
+		if obj, err = a.writeStatus(ctx, key, obj, app, st, wrote); err != nil {
 			return pass{phase: st.Phase}, err
 		}
 		if app, err = obj.Decode(); err != nil {
@@ -297,7 +304,7 @@ func (a *Reconciler) cleanup(ctx context.Context, key cache.Key, obj *cache.Obje
 	md := app["metadata"].(map[string]any)
 	md["finalizers"] = toAny(slices.DeleteFunc(slices.Clone(obj.Finalizers()), func(f string) bool { return f == Finalizer }))
 	md["resourceVersion"] = strconv.FormatUint(obj.ResourceVersion(), 10)
-	if _, err := a.cfg.Client.Update(ctx, key, app); err != nil {
+	if _, err := a.update(ctx, key, app, "metadata.finalizers", wrote); err != nil {
 		return pass{phase: st.Phase}, err
 	}
 	a.record(ctx, obj, events.TypeNormal, events.Info, "FinalizerRemoved", "Removed finalizer "+Finalizer)
@@ -319,18 +326,35 @@ func (a *Reconciler) Dropped(ctx context.Context, key cache.Key, cause error) {
 	st.Phase = "Failed"
 	msg := fmt.Sprintf("Giving up after repeated failures: %v", cause)
 	st.setCondition("Ready", "False", "ReconciliationFailed", msg, obj.Generation(), a.cfg.Clock.Now().UTC().Format(time.RFC3339))
-	if _, err := a.writeStatus(ctx, key, obj, app, st); err != nil && !errors.Is(err, cache.ErrNotFound) {
+	if _, err := a.writeStatus(ctx, key, obj, app, st, nil); err != nil && !errors.Is(err, cache.ErrNotFound) {
 		return
 	}
 	a.record(ctx, obj, events.TypeWarning, events.Critical, "ReconcileFailed", msg)
 }
 
 // writeStatus stores app's status st through the status subresource, conditional on obj's
-// resourceVersion; only status changes, so generation never moves.
-func (a *Reconciler) writeStatus(ctx context.Context, key cache.Key, obj *cache.Object, app map[string]any, st appStatus) (*cache.Object, error) {
+// resourceVersion; only status changes, so generation never moves. The write is appended to
+// wrote (when not nil).
+func (a *Reconciler) writeStatus(ctx context.Context, key cache.Key, obj *cache.Object, app map[string]any, st appStatus, wrote *[]Write) (*cache.Object, error) {
 	app["status"] = st.toMap()
 	app["metadata"].(map[string]any)["resourceVersion"] = strconv.FormatUint(obj.ResourceVersion(), 10)
-	return a.cfg.Client.UpdateStatus(ctx, key, app)
+	out, err := a.cfg.Client.UpdateStatus(ctx, key, app)
+	noteWrite(wrote, "status", out, err)
+	return out, err
+}
+
+// update stores app (its metadata: what changes is named by what), appended to wrote.
+func (a *Reconciler) update(ctx context.Context, key cache.Key, app map[string]any, what string, wrote *[]Write) (*cache.Object, error) {
+	out, err := a.cfg.Client.Update(ctx, key, app)
+	noteWrite(wrote, what, out, err)
+	return out, err
+}
+
+// noteWrite appends a successful write to wrote.
+func noteWrite(wrote *[]Write, what string, out *cache.Object, err error) {
+	if wrote != nil && err == nil && out != nil {
+		*wrote = append(*wrote, Write{What: what, ResourceVersion: strconv.FormatUint(out.ResourceVersion(), 10)})
+	}
 }
 
 func (a *Reconciler) record(ctx context.Context, obj *cache.Object, typ string, sev events.Severity, reason, msg string) {
@@ -366,4 +390,14 @@ func toAny(l []string) []any {
 		out[i] = s
 	}
 	return out
+}
+
+// ForgetSchedules forgets when each object's next rollout step is due (and its step size),
+// for a clock that was set back (a snapshot restored with its time): the next pass of each
+// object takes its step at once and schedules the next on the clock as it now reads.
+func (a *Reconciler) ForgetSchedules() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	clear(a.next)
+	clear(a.delta)
 }

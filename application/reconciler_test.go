@@ -390,7 +390,7 @@ func TestEveryPassIsRecorded(t *testing.T) {
 		require.Len(t, after, len(before)+1)
 		last = after[len(after)-1]
 		assert.Equal(t, application.Attempt{Generation: 1, Success: true, Phase: "Running", Message: "nothing to do",
-			StartTime: last.StartTime, Duration: last.Duration}, last)
+			StartTime: last.StartTime, Duration: last.Duration, ResourceVersion: fmt.Sprint(obj.ResourceVersion())}, last)
 		again, err = r.store.Get(ctx, key)
 		require.NoError(t, err)
 		assert.Equal(t, obj.ResourceVersion(), again.ResourceVersion(), "a pass with nothing to do writes nothing")
@@ -432,4 +432,110 @@ func resultLabel(m *dto.Metric) string {
 		}
 	}
 	return ""
+}
+
+// TestResyncLeavesRetriesAndGivingUpAlone runs both simulated failures with the default
+// 30 s resync: "3" still fails three attempts exactly 1, 2 and 4 s apart (a resync inside a
+// backoff does not cut it short), and "always" gives up once, after six attempts, and stays
+// Failed through every later resync until its annotations change (SPEC §8).
+func TestResyncLeavesRetriesAndGivingUpAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 0, func(c *reconciler.Config) { c.ResyncInterval = 30 * time.Second })
+		defer r.stop()
+		time.Sleep(29 * time.Second) // the first resync comes 1 s after the create: inside the first backoff
+		r.create("flaky", 1, map[string]any{application.SimulateFailuresAnnotation: "3"})
+		r.create("broken", 1, map[string]any{application.SimulateFailuresAnnotation: "always"})
+		time.Sleep(5 * time.Minute) // ten resyncs
+		synctest.Wait()
+
+		starts, h := attemptStarts(t, r, "flaky")
+		require.GreaterOrEqual(t, len(h), 4, "history: %+v", h)
+		assert.Equal(t, []bool{false, false, false, true}, []bool{h[0].Success, h[1].Success, h[2].Success, h[3].Success})
+		assert.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second},
+			[]time.Duration{starts[1].Sub(starts[0]), starts[2].Sub(starts[1]), starts[3].Sub(starts[2])})
+		assert.Equal(t, "Running", r.status("flaky").Phase)
+
+		starts, h = attemptStarts(t, r, "broken")
+		require.Len(t, h, 6, "six attempts, then no more (history: %+v)", h)
+		var gaps []time.Duration
+		for i := 1; i < len(starts); i++ {
+			gaps = append(gaps, starts[i].Sub(starts[i-1]))
+		}
+		assert.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second}, gaps)
+		assert.Equal(t, "Failed", r.status("broken").Phase)
+		gaveUp := 0
+		for _, reason := range r.events.reasons("broken") {
+			if reason == "ReconcileFailed" {
+				gaveUp++
+			}
+		}
+		assert.Equal(t, 1, gaveUp, "one Critical ReconcileFailed Event: it gave up once")
+
+		// Changing the annotation starts a new count: the next attempts succeed.
+		o, err := r.store.Get(ctx, cachetest.Key("default", "broken"))
+		require.NoError(t, err)
+		obj := cachetest.Decode(t, o)
+		delete(obj["metadata"].(map[string]any), "resourceVersion")
+		obj["metadata"].(map[string]any)["annotations"] = map[string]any{application.SimulateFailuresAnnotation: "1"}
+		_, err = r.client.Update(ctx, cachetest.Key("default", "broken"), obj)
+		require.NoError(t, err)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, "Running", r.status("broken").Phase)
+	})
+}
+
+// TestHistorySaysWhatEachPassReadAndWrote: each attempt names the version it read and the
+// writes it made with the versions they produced (the watch events that carry them), and the
+// requeue it asked for.
+func TestHistorySaysWhatEachPassReadAndWrote(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, time.Second)
+		defer r.stop()
+		w, err := r.store.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{cachetest.Applications}})
+		require.NoError(t, err)
+		defer w.Stop()
+		r.create("web", 2, nil)
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		_, h := attemptStarts(t, r, "web")
+		require.GreaterOrEqual(t, len(h), 3, "history: %+v", h)
+
+		// The watch events, by version: what a watcher (the dashboard) sees of each write.
+		seen := map[string]*cache.Object{}
+	drain:
+		for {
+			select {
+			case ev := <-w.Events():
+				seen[fmt.Sprint(ev.Object.ResourceVersion())] = ev.Object
+			default:
+				break drain
+			}
+		}
+		first := h[0]
+		require.Len(t, first.Wrote, 2, "the finalizer, then the status: %+v", first)
+		assert.Equal(t, "metadata.finalizers", first.Wrote[0].What)
+		assert.Equal(t, "status", first.Wrote[1].What)
+		assert.Equal(t, "1s", first.RequeueAfter, "the next rollout step")
+		fin := seen[first.Wrote[0].ResourceVersion]
+		require.NotNil(t, fin, "the finalizer write is a watch event")
+		assert.Contains(t, fin.Finalizers(), application.Finalizer)
+		st := seen[first.Wrote[1].ResourceVersion]
+		require.NotNil(t, st, "the status write is a watch event")
+		assert.Equal(t, "Pending", st.Field("status.phase"))
+		assert.Equal(t, first.Wrote[1].ResourceVersion, h[1].ResourceVersion, "the next pass read what the first wrote")
+		// The finalizer's watch event may queue the key again while the first pass runs: a pass
+		// then finds the rollout step not yet due and writes nothing. The next step writes status.
+		next := 1
+		for ; next < len(h) && len(h[next].Wrote) == 0; next++ {
+			assert.Equal(t, first.Wrote[1].ResourceVersion, h[next].ResourceVersion, "pass %d read what the first wrote", next)
+			assert.Equal(t, "1s", h[next].RequeueAfter, "pass %d waits for the step", next)
+		}
+		require.Less(t, next, len(h), "%+v", h)
+		require.Len(t, h[next].Wrote, 1, "%+v", h)
+		assert.Equal(t, "status", h[next].Wrote[0].What)
+		last := h[len(h)-1]
+		assert.Equal(t, "Running", last.Phase)
+		assert.Empty(t, last.RequeueAfter, "done: no requeue")
+	})
 }

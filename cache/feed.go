@@ -69,7 +69,7 @@ func (c *WatchCache) Apply(changes []Change) error {
 		case ch.Object != nil:
 			c.applyLocked(Modified, ch.Object, prev, ch.ResourceVersion)
 		case prev != nil:
-			o, err := c.restampLocked(prev, ch.ResourceVersion)
+			o, err := c.restamp(prev, ch.ResourceVersion)
 			if err != nil {
 				return err
 			}
@@ -101,23 +101,20 @@ func (c *WatchCache) Replace(objects []*Object, rv uint64) error {
 	if c.closed {
 		return newErr(ErrClosed, Key{}, "")
 	}
-	gone := &Error{Err: ErrGone, Message: fmt.Sprintf("the watch cache was refilled from its source at version %d; list again", rv)}
-	for w := range c.watchers {
-		// Softly: what a watcher accepted before the gap is still delivered, then the 410.
-		c.closeWatcherLocked(w, gone, true)
+	c.replaceLocked(objects, rv, &Error{Err: ErrGone, Message: fmt.Sprintf("the watch cache was refilled from its source at version %d; list again", rv)})
+	c.wakeLocked()
+	return nil
+}
+
+// Restored is Replace after a restore at the source (a snapshot replaced everything there):
+// the same refill, whose watchers end with the restore's ErrGone.
+func (c *WatchCache) Restored(objects []*Object, rv uint64) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return newErr(ErrClosed, Key{}, "")
 	}
-	c.startRV, c.rv = rv, rv
-	c.resources = map[GroupResource]*resourceState{}
-	c.historyBytes = 0
-	for _, o := range objects {
-		st := c.stateLocked(o.key.GroupResource())
-		ns := st.byNS[o.key.Namespace]
-		if ns == nil {
-			ns = map[string]*Object{}
-			st.byNS[o.key.Namespace] = ns
-		}
-		ns[o.key.Name] = o
-	}
+	c.replaceLocked(objects, rv, restoredError(rv))
 	c.wakeLocked()
 	return nil
 }
@@ -181,22 +178,7 @@ func (c *WatchCache) Stored(key Key, value []byte, rv uint64) (*Object, error) {
 
 // AtVersion returns o as held at version rv: an encoded object of version 0 (Encode) gains
 // metadata.resourceVersion, a stored one has it replaced.
-func (c *WatchCache) AtVersion(o *Object, rv uint64) (*Object, error) {
-	if o.rv != 0 {
-		return c.restampLocked(o, rv) // restampLocked reads only o and c.cfg
-	}
-	if raw, ok := insertVersion(o.raw, rv); ok {
-		next := *o
-		next.raw, next.rv = raw, rv
-		return &next, nil
-	}
-	obj, err := o.Decode()
-	if err != nil {
-		return nil, err
-	}
-	metadataOf(obj)["resourceVersion"] = formatRV(rv)
-	return c.build(o.key, obj)
-}
+func (c *WatchCache) AtVersion(o *Object, rv uint64) (*Object, error) { return c.atVersion(o, rv) }
 
 // Check returns an error wrapping ErrConflict when cur does not satisfy pre.
 func (pre Preconditions) Check(key Key, cur *Object) error { return checkPreconditions(key, cur, pre) }

@@ -46,6 +46,19 @@ type Interface interface {
 	// DropResource removes every object of gr at once (a DELETED event each) and ends the
 	// watches on gr alone, as deleting a CRD does. It returns how many objects went.
 	DropResource(ctx context.Context, gr GroupResource) (int, error)
+	// Encode returns obj (its metadata.resourceVersion ignored) encoded and indexed as this
+	// store keeps objects, without storing it, for Restore. The store takes ownership of obj.
+	Encode(key Key, obj map[string]any) (*Object, error)
+	// Restore replaces every object the store holds with objects, as one change: each is
+	// stored as it is (uid, timestamps, finalizers, status: everything) but for
+	// metadata.resourceVersion, which becomes a version after every version the store issued
+	// before (versions move forward; none is reused). It returns the version the restored state
+	// is at: a list then carries it, and a watch may start from it. Every open watch ends with
+	// an error wrapping ErrGone (its client lists again), and no watch or paged list may resume
+	// from a version before it. objects come from this store's Encode or Get, List and Watch,
+	// or from those of a store with the same Config.SelectableFields; a key given twice, or
+	// without a name, is ErrInvalid and nothing is restored.
+	Restore(ctx context.Context, objects []*Object, opts RestoreOptions) (uint64, error)
 	// ResourceVersion is the version of the latest write.
 	ResourceVersion() uint64
 	// StartResourceVersion is the first version this store may have issued; versions below it
@@ -95,6 +108,13 @@ type WriteOptions struct {
 	// unless it is written again, as kube-apiserver stores Events (an etcd lease). Store ignores
 	// it: there the Events' recorder expires them.
 	TTL time.Duration
+}
+
+// RestoreOptions modify a Restore.
+type RestoreOptions struct {
+	// TTL, when set, gives the restored objects of each resource the WriteOptions.TTL a write
+	// of them has (zero: none). Store ignores it, as it ignores WriteOptions.TTL.
+	TTL func(gr GroupResource) time.Duration
 }
 
 var _ Interface = (*Store)(nil)

@@ -1,9 +1,11 @@
 package cache
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -21,6 +23,7 @@ type listOptions struct {
 	afterName     string
 	after         bool
 	resourceCheck uint64
+	atRV          uint64
 }
 
 // InNamespace lists only objects in namespace ns ("" means every namespace).
@@ -36,17 +39,41 @@ func MatchingFields(sel fields.Selector) ListOption { return func(o *listOptions
 // more match.
 func Limit(n int) ListOption { return func(o *listOptions) { o.limit = n } }
 
-// After lists only objects whose key sorts after (namespace, name): the continuation of a
-// paged list.
+// After lists only objects whose key sorts after (namespace, name) (see CompareKeys): the
+// continuation of a paged list.
 func After(namespace, name string) ListOption {
 	return func(o *listOptions) { o.afterNS, o.afterName, o.after = namespace, name, true }
 }
 
+// AtVersion lists the objects as they were at version rv rather than now (an exact list, the
+// later pages of a paged list), rebuilt from the resource's history: a version older than that
+// history, or one the store has not issued, fails with an error wrapping ErrGone. Zero means
+// now.
+func AtVersion(rv uint64) ListOption { return func(o *listOptions) { o.atRV = rv } }
+
 // ListResult is one page of a List.
 type ListResult struct {
-	Items           []*Object // sorted by namespace, then name; shared, immutable
-	ResourceVersion uint64    // the counter at the moment of the list
+	Items           []*Object // in key order (CompareKeys); shared, immutable
+	ResourceVersion uint64    // the counter at the moment of the list (AtVersion's version)
 	Remaining       int       // matching objects after this page (0 when it is the last)
+}
+
+// CompareKeys orders objects of one resource as kube-apiserver's storage lists them: by the
+// string "<namespace>/<name>" (just the name when cluster-scoped), so a namespace whose name
+// extends another's with "-" sorts before it ("a-b/x" < "a/x"). It returns -1, 0 or +1.
+func CompareKeys(aNS, aName, bNS, bName string) int {
+	if aNS == bNS {
+		return strings.Compare(aName, bName)
+	}
+	n := min(len(aNS), len(bNS))
+	if c := strings.Compare(aNS[:n], bNS[:n]); c != 0 {
+		return c
+	}
+	// One namespace extends the other: the shorter one's "/" meets the longer one's next byte.
+	if len(aNS) < len(bNS) {
+		return cmp.Compare('/', bNS[n])
+	}
+	return cmp.Compare(aNS[n], '/')
 }
 
 // List returns the objects of gr matching opts, in key order.
@@ -58,21 +85,41 @@ func (c *watchCache) List(_ context.Context, gr GroupResource, opts ...ListOptio
 	c.mu.RLock()
 	rv := c.rv
 	var items []*Object
-	if st := c.resources[gr]; st != nil {
-		collect := func(ns string, m map[string]*Object) {
+	st := c.resources[gr]
+	var then map[Key]*Object // AtVersion: the state at atRV of every key changed since
+	if o.atRV != 0 && o.atRV != rv {
+		if err := c.checkRVLocked(o.atRV, []GroupResource{gr}); err != nil {
+			c.mu.RUnlock()
+			return ListResult{}, err
+		}
+		rv, then = o.atRV, st.stateAt(o.atRV)
+	}
+	take := func(obj *Object) {
+		if o.namespace != "" && obj.key.Namespace != o.namespace ||
+			o.after && CompareKeys(obj.key.Namespace, obj.key.Name, o.afterNS, o.afterName) <= 0 {
+			return
+		}
+		items = append(items, obj)
+	}
+	if st != nil {
+		collect := func(m map[string]*Object) {
 			for _, obj := range m {
-				if o.after && (ns < o.afterNS || ns == o.afterNS && obj.key.Name <= o.afterName) {
-					continue
+				if _, changed := then[obj.key]; !changed {
+					take(obj)
 				}
-				items = append(items, obj)
 			}
 		}
 		if o.namespace != "" {
-			collect(o.namespace, st.byNS[o.namespace])
+			collect(st.byNS[o.namespace])
 		} else {
-			for ns, m := range st.byNS {
-				collect(ns, m)
+			for _, m := range st.byNS {
+				collect(m)
 			}
+		}
+	}
+	for _, obj := range then {
+		if obj != nil {
+			take(obj)
 		}
 	}
 	c.mu.RUnlock()
@@ -87,18 +134,34 @@ func (c *watchCache) List(_ context.Context, gr GroupResource, opts ...ListOptio
 		clear(items[len(kept):])
 		items = kept
 	}
-	sort.Slice(items, func(i, j int) bool {
-		a, b := items[i].key, items[j].key
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		return a.Name < b.Name
+	slices.SortFunc(items, func(a, b *Object) int {
+		return CompareKeys(a.key.Namespace, a.key.Name, b.key.Namespace, b.key.Name)
 	})
 	res := ListResult{Items: items, ResourceVersion: rv}
 	if o.limit > 0 && len(items) > o.limit {
 		res.Items, res.Remaining = items[:o.limit], len(items)-o.limit
 	}
 	return res, nil
+}
+
+// stateAt returns, for every key the resource's history changed after rv, its object at rv
+// (nil: it did not exist then). Called with the cache's lock held; st may be nil.
+func (st *resourceState) stateAt(rv uint64) map[Key]*Object {
+	then := map[Key]*Object{}
+	if st == nil {
+		return then
+	}
+	st.history.after(rv, func(ev Event) {
+		if _, seen := then[ev.Object.key]; seen {
+			return // an earlier change after rv already says what it was at rv
+		}
+		if ev.Type == Added {
+			then[ev.Object.key] = nil
+		} else {
+			then[ev.Object.key] = ev.prev
+		}
+	})
+	return then
 }
 
 func matches(o *Object, label labels.Selector, field fields.Selector) bool {

@@ -3,7 +3,7 @@ package cache
 import (
 	"bytes"
 	"context"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
@@ -185,7 +185,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key Key, pre Preconditions
 				stamped, err = s.build(cur.key, u.Object)
 			}
 		} else {
-			stamped, err = s.restampLocked(cur, s.rv+1)
+			stamped, err = s.restamp(cur, s.rv+1)
 		}
 		s.putScratch(bp) // next is not used beyond this point
 		if err != nil {
@@ -220,7 +220,7 @@ func (s *Store) Delete(_ context.Context, key Key, pre Preconditions, opts Write
 	if opts.DryRun {
 		return cur, nil
 	}
-	o, err := s.restampLocked(cur, s.rv+1)
+	o, err := s.restamp(cur, s.rv+1)
 	if err != nil {
 		return nil, err
 	}
@@ -242,12 +242,14 @@ func (s *Store) DropResource(_ context.Context, gr GroupResource) (int, error) {
 	if st != nil {
 		var all []*Object
 		for _, m := range st.byNS {
-			all = append(all, sortedObjects(m)...)
+			for _, o := range m {
+				all = append(all, o)
+			}
 		}
 		// In key order, so the DELETED events come out the same way every time.
-		sort.SliceStable(all, func(i, j int) bool { return all[i].key.Namespace < all[j].key.Namespace })
+		slices.SortFunc(all, func(a, b *Object) int { return CompareKeys(a.key.Namespace, a.key.Name, b.key.Namespace, b.key.Name) })
 		for _, cur := range all {
-			o, err := s.restampLocked(cur, s.rv+1)
+			o, err := s.restamp(cur, s.rv+1)
 			if err != nil {
 				return n, err
 			}
@@ -257,13 +259,4 @@ func (s *Store) DropResource(_ context.Context, gr GroupResource) (int, error) {
 	}
 	s.endWatchesLocked(gr)
 	return n, nil
-}
-
-func sortedObjects(m map[string]*Object) []*Object {
-	out := make([]*Object, 0, len(m))
-	for _, o := range m {
-		out = append(out, o)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].key.Name < out[j].key.Name })
-	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/fields"
@@ -39,14 +40,21 @@ type WatchOptions struct {
 	// Namespace restricts to one namespace; "" means all.
 	Namespace string
 	// Label and Field select objects; nil means everything. An object that starts matching
-	// arrives as ADDED, one that stops matching as DELETED (carrying its new state). Selectors
+	// arrives as ADDED, one that stops matching as DELETED carrying its last state that
+	// matched, at the change's version (as kube-apiserver's watch cache sends it). Selectors
 	// are never evaluated under the store's lock: a costly selector slows its own watcher only.
 	Label labels.Selector
 	Field fields.Selector
 	// ResourceVersion starts the watch after this version: every matching change after it is
 	// replayed from history first. Zero means from now. A version older than the history or
-	// never issued by this store fails with ErrGone.
+	// never issued by this store fails with ErrGone; one it has not reached yet, see
+	// WaitForVersion.
 	ResourceVersion uint64
+	// WaitForVersion makes a ResourceVersion the store has not reached yet one to wait for
+	// rather than one never issued: the watch starts from now and sends only the changes after
+	// it (kube-apiserver's watch cache does so; opemu's own stream refuses it, so that a
+	// browser holding a version of an etcd since wiped starts again).
+	WaitForVersion bool
 	// SendInitialEvents sends the current matching objects as ADDED events first (carrying the
 	// snapshot's version), then a Bookmark, then changes; ResourceVersion is then only checked
 	// for being issued.
@@ -63,7 +71,10 @@ type Watcher struct {
 	c         *watchCache
 	opts      WatchOptions
 	selective bool // opts has a label or field selector: events pass through the pump
-	ch        chan Event
+	// from, when set, is a version the store had not reached when the watch started: events
+	// at or before it are not sent, and no bookmark is offered before the store reaches it.
+	from uint64
+	ch   chan Event
 	// stopped is closed on a hard stop; a pump blocked on a send gives up.
 	stopped chan struct{}
 	pumps   sync.WaitGroup
@@ -101,7 +112,9 @@ func (c *watchCache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, er
 		c.mu.Unlock()
 		return nil, newErr(ErrClosed, Key{}, "")
 	}
-	if opts.ResourceVersion != 0 {
+	if opts.ResourceVersion > c.rv && opts.WaitForVersion && !opts.SendInitialEvents {
+		w.from = opts.ResourceVersion
+	} else if opts.ResourceVersion != 0 {
 		if err := c.checkRVLocked(opts.ResourceVersion, opts.Resources); err != nil {
 			c.mu.Unlock()
 			return nil, err
@@ -113,7 +126,7 @@ func (c *watchCache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, er
 	case snapshot:
 		candidates = c.snapshotLocked(w)
 		candidates = append(candidates, Event{Type: Bookmark, ResourceVersion: c.rv})
-	case opts.ResourceVersion != 0:
+	case opts.ResourceVersion != 0 && w.from == 0:
 		candidates = c.replayLocked(w, opts.ResourceVersion)
 	}
 	w.holding = true
@@ -205,7 +218,7 @@ func (w *Watcher) Progress() (rv uint64, ok bool) {
 	defer w.mu.Unlock()
 	// Every event up to s.rv was handed to this watcher under s.mu (or is in its initial
 	// events), and the pump removes an event from the queue only after sending it.
-	if w.done || w.holding || len(w.queue) > 0 || len(w.ch) > 0 {
+	if w.done || w.holding || len(w.queue) > 0 || len(w.ch) > 0 || w.c.rv < w.from {
 		return 0, false
 	}
 	return w.c.rv, true
@@ -249,7 +262,7 @@ func (c *watchCache) closeWatcherLocked(w *Watcher, err error, drain bool) {
 // writer.
 func (c *watchCache) dispatchLocked(ev Event) {
 	for w := range c.watchers {
-		if !w.inScope(ev.Object) {
+		if !w.inScope(ev.Object) || ev.ResourceVersion <= w.from {
 			continue
 		}
 		if !w.offer(ev) {
@@ -356,7 +369,11 @@ func (w *Watcher) convert(ev Event) (Event, bool) {
 		ev.Type = Added
 		return ev, true
 	case before:
+		// The last state that matched, at the version of the change that made it leave.
 		ev.Type = Deleted
+		if last, err := w.c.restamp(ev.prev, ev.ResourceVersion); err == nil {
+			ev.Object = last
+		}
 		return ev, true
 	}
 	return Event{}, false
@@ -382,17 +399,14 @@ func (c *watchCache) snapshotLocked(w *Watcher) []Event {
 	return out
 }
 
-// sortByKey orders events by their object's key: resource, namespace, name.
+// sortByKey orders events by their object's key: resource, then as List orders (CompareKeys).
 func sortByKey(evs []Event) {
-	sort.Slice(evs, func(i, j int) bool {
-		a, b := evs[i].Object.key, evs[j].Object.key
+	slices.SortFunc(evs, func(x, y Event) int {
+		a, b := x.Object.key, y.Object.key
 		if a.Group != b.Group || a.Resource != b.Resource {
-			return a.GroupResource().String() < b.GroupResource().String()
+			return strings.Compare(a.GroupResource().String(), b.GroupResource().String())
 		}
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
-		}
-		return a.Name < b.Name
+		return CompareKeys(a.Namespace, a.Name, b.Namespace, b.Name)
 	})
 }
 

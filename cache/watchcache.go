@@ -160,8 +160,9 @@ func (c *watchCache) endWatchesLocked(gr GroupResource) {
 	}
 }
 
-// restampLocked returns cur as of version rv (for its DELETED event).
-func (c *watchCache) restampLocked(cur *Object, rv uint64) (*Object, error) {
+// restamp returns a copy of cur as of version rv (for a DELETED event). It reads only cur and
+// c.cfg, so it needs no lock.
+func (c *watchCache) restamp(cur *Object, rv uint64) (*Object, error) {
 	if o := withVersion(cur, formatRV(cur.rv), rv); o != nil {
 		return o, nil
 	}

@@ -1,6 +1,7 @@
 package crd_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -9,9 +10,11 @@ import (
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/crd"
 	"github.com/opemu/opemu/kinds"
+	"github.com/opemu/opemu/registry/registrytest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 )
@@ -90,16 +93,16 @@ func TestValidate(t *testing.T) {
 	}{
 		{"valid", `{"spec":{"replicas":3,"image":"nginx"}}`, nil},
 		{"replicas over the maximum", `{"spec":{"replicas":150,"image":"nginx"}}`, []string{"spec.replicas|FieldValueInvalid"}},
-		{"negative replicas", `{"spec":{"replicas":-1,"image":"nginx"}}`, []string{"spec.replicas|FieldValueInvalid"}},
-		{"fractional replicas", `{"spec":{"replicas":2.5,"image":"nginx"}}`, []string{"spec.replicas|FieldValueTypeInvalid"}},
-		{"string replicas", `{"spec":{"replicas":"3","image":"nginx"}}`, []string{"spec.replicas|FieldValueTypeInvalid"}},
+		{"negative replicas", `{"spec":{"replicas":-1,"image":"nginx"}}`, []string{"spec.replicas|FieldValueInvalid", ".spec.replicas|FieldValueInvalid"}},                                   // and the scale path's check
+		{"fractional replicas", `{"spec":{"replicas":2.5,"image":"nginx"}}`, []string{"<nil>|FieldValueInvalid", "spec.replicas|FieldValueTypeInvalid", ".spec.replicas|FieldValueInvalid"}}, // the format's check has no field, in kube-apiserver too
+		{"string replicas", `{"spec":{"replicas":"3","image":"nginx"}}`, []string{"spec.replicas|FieldValueTypeInvalid", ".spec.replicas|FieldValueInvalid"}},
 		{"missing image", `{"spec":{"replicas":3}}`, []string{"spec.image|FieldValueRequired"}},
 		{"empty image", `{"spec":{"replicas":3,"image":""}}`, []string{"spec.image|FieldValueInvalid"}},
 		{"bad strategy", `{"spec":{"replicas":3,"image":"x","strategy":"Foo"}}`, []string{"spec.strategy|FieldValueNotSupported"}},
 		{"config values are strings", `{"spec":{"replicas":3,"image":"x","config":{"a":1}}}`, []string{"spec.config.a|FieldValueTypeInvalid"}},
 		{"spec null", `{"spec":null}`, []string{"spec|FieldValueTypeInvalid"}},
 		{"spec missing", `{}`, []string{"spec|FieldValueRequired"}},
-		{"spec an array", `{"spec":[1]}`, []string{"spec|FieldValueTypeInvalid"}},
+		{"spec an array", `{"spec":[1]}`, []string{"spec|FieldValueTypeInvalid", ".spec.replicas|FieldValueInvalid"}},
 		{"bad phase", `{"spec":{"replicas":1,"image":"x"},"status":{"phase":"Sleeping"}}`, []string{"status.phase|FieldValueNotSupported"}},
 		{"condition without status", `{"spec":{"replicas":1,"image":"x"},"status":{"conditions":[{"type":"Ready"}]}}`, []string{"status.conditions[0].status|FieldValueRequired"}},
 		{"two errors", `{"spec":{"replicas":101,"image":""}}`, []string{"spec.image|FieldValueInvalid", "spec.replicas|FieldValueInvalid"}},
@@ -137,7 +140,7 @@ func TestValidateMessages(t *testing.T) {
 	k := applicationKind(t).Schema
 	errs := k.Validate(decode(t, `{"spec":{"replicas":150,"image":"nginx"}}`))
 	require.Len(t, errs, 1)
-	assert.Equal(t, "spec.replicas: Invalid value: 150: must be less than or equal to 100", errs[0].Error())
+	assert.Equal(t, "spec.replicas: Invalid value: 150: spec.replicas in body should be less than or equal to 100", errs[0].Error())
 }
 
 func TestPrune(t *testing.T) {
@@ -307,4 +310,69 @@ func FuzzValidate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDeleteCRD: a deleted CRD is marked, its custom resources deleted through the write path
+// (a finalizer holds one back, and the CRD with it), new ones refused; the last one's removal
+// removes the CRD and its kinds.
+func TestDeleteCRD(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := registrytest.New(t, registrytest.Options{})
+	c := env.Registry.Client("test")
+	crdKey := cache.Key{Group: crd.Resource.Group, Resource: crd.Resource.Resource, Name: "widgets.example.com"}
+	var def map[string]any
+	require.NoError(t, yaml.Unmarshal([]byte(widgetsYAML), &def))
+	_, err := c.Create(ctx, crdKey, def)
+	require.NoError(t, err)
+	widget := func(name string) cache.Key { return cache.Key{Group: "example.com", Resource: "widgets", Name: name} }
+	_, err = c.Create(ctx, widget("held"), map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"finalizers": []any{"example.com/hold"}}, "spec": map[string]any{}})
+	require.NoError(t, err)
+	_, err = c.Create(ctx, widget("free"), map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "spec": map[string]any{}})
+	require.NoError(t, err)
+
+	marked, removed, err := c.Delete(ctx, crdKey, cache.Preconditions{})
+	require.NoError(t, err)
+	assert.False(t, removed)
+	assert.Equal(t, []string{"customresourcecleanup.apiextensions.k8s.io"}, marked.Finalizers())
+	assert.True(t, marked.Deleting())
+
+	_, err = c.Get(ctx, widget("free"))
+	require.ErrorIs(t, err, cache.ErrNotFound, "a custom resource without finalizers is deleted")
+	held, err := c.Get(ctx, widget("held"))
+	require.NoError(t, err)
+	assert.True(t, held.Deleting(), "a custom resource with a finalizer is marked")
+	stored, err := c.Get(ctx, crdKey)
+	require.NoError(t, err, "the CRD waits for its last custom resource")
+	var got apiextv1.CustomResourceDefinition
+	require.NoError(t, json.Unmarshal(stored.Raw(), &got))
+	cond := terminating(got)
+	require.NotNil(t, cond)
+	assert.Equal(t, "InstanceDeletionInProgress", cond.Reason)
+	_, ok := env.Kinds.Lookup("example.com", "v1", "widgets")
+	assert.True(t, ok, "its kinds are served while it terminates")
+
+	_, err = c.Create(ctx, widget("late"), map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "spec": map[string]any{}})
+	require.True(t, apierrors.IsForbidden(err), "creates are refused while it terminates: %v", err)
+	assert.Contains(t, err.Error(), "create not allowed while custom resource definition is terminating")
+
+	obj, err := held.Decode()
+	require.NoError(t, err)
+	obj["metadata"].(map[string]any)["finalizers"] = []any{}
+	_, err = c.Update(ctx, widget("held"), obj)
+	require.NoError(t, err)
+	_, err = c.Get(ctx, crdKey)
+	require.ErrorIs(t, err, cache.ErrNotFound, "the last custom resource's removal removes the CRD")
+	_, ok = env.Kinds.Lookup("example.com", "v1", "widgets")
+	assert.False(t, ok)
+}
+
+func terminating(c apiextv1.CustomResourceDefinition) *apiextv1.CustomResourceDefinitionCondition {
+	for i, cond := range c.Status.Conditions {
+		if cond.Type == apiextv1.Terminating {
+			return &c.Status.Conditions[i]
+		}
+	}
+	return nil
 }

@@ -81,7 +81,7 @@ func (r *Registry) follow(o *cache.Object, log *slog.Logger) {
 		log.Warn("crd: a stored CRD does not decode", "name", o.Key().Name, "err", err)
 		return
 	}
-	if _, errs, err := r.Register(&c); err != nil || len(errs) > 0 {
+	if _, errs, err := r.serve(&c); err != nil || len(errs) > 0 {
 		log.Warn("crd: a stored CRD does not register", "name", c.Name, "err", errors.Join(err, errs.ToAggregate()))
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/opemu/opemu/cache"
@@ -22,9 +21,6 @@ import (
 
 // Resource is where CRDs are stored.
 var Resource = cache.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}
-
-// CELWarning is the Warning a CRD with CEL rules gets: opemu does not evaluate them.
-const CELWarning = "x-kubernetes-validations (CEL rules) are accepted but not evaluated by opemu"
 
 // Kind returns the apiextensions.k8s.io/v1 CustomResourceDefinition kind, whose writes go
 // through r.
@@ -48,10 +44,36 @@ type lifecycle struct{ r *Registry }
 
 var gk = k8sschema.GroupKind{Group: Resource.Group, Kind: "CustomResourceDefinition"}
 
-// BeforeWrite validates the CRD and rewrites obj into its stored form (names defaulted,
-// Established and NamesAccepted), registering nothing yet. A built-in CRD may be created (the
-// server seeds it at start: it gets the registered copy) but not replaced.
+// BeforeWrite validates the CRD as kube-apiserver does and rewrites obj into its stored form
+// (defaulted; Established and NamesAccepted), registering nothing yet. A built-in CRD may be
+// created (the server seeds it at start: it gets the registered copy) but not replaced.
 func (l lifecycle) BeforeWrite(_ context.Context, obj, old map[string]any, _ bool) ([]string, error) {
+	c, err := decodeCRD(obj)
+	if err != nil {
+		return nil, err
+	}
+	if l.r.IsBuiltIn(c.Name) {
+		if old != nil {
+			return nil, builtInError(c.Name)
+		}
+		stored, _ := l.r.CRD(c.Name)
+		return nil, replaceBody(obj, stored)
+	}
+	var prev *apiextv1.CustomResourceDefinition
+	if old != nil {
+		if prev, err = decodeCRD(old); err != nil {
+			return nil, err
+		}
+	}
+	stored, warnings, errs, err := l.r.Check(c, prev)
+	if err != nil || len(errs) > 0 {
+		return nil, statusOf(c.Name, errs, err)
+	}
+	return warnings, replaceBody(obj, stored)
+}
+
+// decodeCRD decodes obj into a CustomResourceDefinition.
+func decodeCRD(obj map[string]any) (*apiextv1.CustomResourceDefinition, error) {
 	raw, err := json.Marshal(obj)
 	if err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
@@ -60,23 +82,7 @@ func (l lifecycle) BeforeWrite(_ context.Context, obj, old map[string]any, _ boo
 	if err := json.Unmarshal(raw, &c); err != nil {
 		return nil, apierrors.NewBadRequest("the body is not a CustomResourceDefinition: " + err.Error())
 	}
-	var warnings []string
-	if strings.Contains(string(raw), `"x-kubernetes-validations"`) {
-		warnings = append(warnings, CELWarning)
-	}
-	var stored *apiextv1.CustomResourceDefinition
-	if l.r.IsBuiltIn(c.Name) {
-		if old != nil {
-			return nil, builtInError(c.Name)
-		}
-		stored, _ = l.r.CRD(c.Name)
-	} else {
-		var errs field.ErrorList
-		if stored, errs, err = l.r.Check(&c); err != nil || len(errs) > 0 {
-			return nil, statusOf(c.Name, errs, err)
-		}
-	}
-	return warnings, replaceBody(obj, stored)
+	return &c, nil
 }
 
 // BeforeDelete refuses to delete a built-in CRD.
@@ -87,8 +93,8 @@ func (l lifecycle) BeforeDelete(_ context.Context, name string) error {
 	return nil
 }
 
-// AfterWrite serves the stored CRD's kinds, or stops serving a removed one's and drops its
-// objects.
+// AfterWrite serves the stored CRD's kinds, cleans a deleted one up (delete.go), or stops
+// serving a removed one's and drops what is left of its objects.
 func (l lifecycle) AfterWrite(ctx context.Context, o *cache.Object, removed bool) error {
 	name := o.Key().Name
 	if l.r.IsBuiltIn(name) {
@@ -112,8 +118,13 @@ func (l lifecycle) AfterWrite(ctx context.Context, o *cache.Object, removed bool
 	if err := json.Unmarshal(o.Raw(), &c); err != nil {
 		return err
 	}
-	_, errs, err := l.r.Register(&c)
-	return statusOf(name, errs, err)
+	if _, errs, err := l.r.serve(&c); err != nil || len(errs) > 0 {
+		return statusOf(name, errs, err)
+	}
+	if c.DeletionTimestamp != nil {
+		return l.r.cleanUp(ctx, &c)
+	}
+	return nil
 }
 
 // replaceBody puts everything but metadata of c into obj.

@@ -3,6 +3,7 @@ package crd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -11,7 +12,7 @@ import (
 	"github.com/opemu/opemu/kinds"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
+	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -48,6 +49,10 @@ type Registry struct {
 	// CRDs cannot take the same names.
 	mu     sync.Mutex
 	byName map[string]*entry
+	// cleaning are the deleted CRDs being cleaned up now (cleanUp), guarded by mu.
+	cleaning map[string]bool
+
+	client Client // set once by UseClient, before serving
 }
 
 // New returns an empty registry.
@@ -55,15 +60,17 @@ func New(cfg Config) (*Registry, error) {
 	if cfg.Kinds == nil {
 		return nil, errors.New("crd: Kinds is required")
 	}
-	return &Registry{cfg: cfg, byName: map[string]*entry{}}, nil
+	return &Registry{cfg: cfg, byName: map[string]*entry{}, cleaning: map[string]bool{}}, nil
 }
 
 // AddBuiltIn registers a CRD the server itself defines (the Application CRD): it is served
-// like any other but cannot be replaced or deleted.
+// like any other but cannot be replaced or deleted. Its schemas compile on first use.
 func (r *Registry) AddBuiltIn(c *apiextv1.CustomResourceDefinition) error {
-	e, errs := prepare(c.DeepCopy(), true)
-	if len(errs) > 0 {
-		return errs.ToAggregate()
+	c = c.DeepCopy()
+	defaultCRD(c)
+	e, err := r.prepare(c, true)
+	if err != nil {
+		return err
 	}
 	setConditions(e.crd)
 	e.builtIn = true
@@ -76,14 +83,27 @@ func (r *Registry) AddBuiltIn(c *apiextv1.CustomResourceDefinition) error {
 	return nil
 }
 
-// Register validates c, compiles each version's schema once and serves its kinds at once. It
-// returns the stored copy (names defaulted, Established and NamesAccepted), or the field errors
-// that make c invalid. Registering an existing name replaces it, except a built-in CRD
+// Register validates c as a new CRD, compiles each version's schema once and serves its kinds
+// at once. It returns the stored copy (defaulted, Established and NamesAccepted), or the field
+// errors that make c invalid. Registering an existing name replaces it, except a built-in CRD
 // (ErrBuiltIn).
 func (r *Registry) Register(c *apiextv1.CustomResourceDefinition) (*apiextv1.CustomResourceDefinition, field.ErrorList, error) {
-	e, errs := prepare(c.DeepCopy(), false)
-	if len(errs) > 0 {
-		return nil, errs, nil
+	c = c.DeepCopy()
+	defaultCRD(c)
+	if len(c.Status.StoredVersions) == 0 {
+		prepareForCreate(c)
+	}
+	if errs, _, err := validateCRD(ctx, c, nil); err != nil || len(errs) > 0 {
+		return nil, errs, err
+	}
+	return r.serve(c)
+}
+
+// serve compiles c, a CRD already validated (stored, or checked by Check), and serves its kinds.
+func (r *Registry) serve(c *apiextv1.CustomResourceDefinition) (*apiextv1.CustomResourceDefinition, field.ErrorList, error) {
+	e, err := r.prepare(c, false)
+	if err != nil {
+		return nil, nil, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -106,22 +126,38 @@ func (r *Registry) Register(c *apiextv1.CustomResourceDefinition) (*apiextv1.Cus
 	return e.crd.DeepCopy(), nil, nil
 }
 
-// Check returns what Register would store for c, or its field errors, registering nothing.
-func (r *Registry) Check(c *apiextv1.CustomResourceDefinition) (*apiextv1.CustomResourceDefinition, field.ErrorList, error) {
-	e, errs := prepare(c.DeepCopy(), false)
-	if len(errs) > 0 {
-		return nil, errs, nil
+// Check returns what storing c would store (a create, old nil, or an update of the stored
+// old), with the warnings kube-apiserver gives, or its field errors, registering nothing: c is
+// defaulted, prepared and validated as kube-apiserver's CRD strategy does it, then compiled.
+func (r *Registry) Check(c, old *apiextv1.CustomResourceDefinition) (*apiextv1.CustomResourceDefinition, []string, field.ErrorList, error) {
+	c = c.DeepCopy()
+	defaultCRD(c)
+	if old == nil {
+		prepareForCreate(c)
+	} else {
+		prepareForUpdate(c, old)
+	}
+	errs, warnings, err := validateCRD(ctx, c, old)
+	if err != nil || len(errs) > 0 {
+		return nil, nil, errs, err
+	}
+	e, err := r.prepare(c, false)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if old, ok := r.byName[e.crd.Name]; ok && old.builtIn {
-		return nil, nil, ErrBuiltIn
+		return nil, nil, nil, ErrBuiltIn
 	}
 	if errs := r.conflictsLocked(e); len(errs) > 0 {
-		return nil, errs, nil
+		return nil, nil, errs, nil
 	}
-	setConditions(e.crd)
-	return e.crd, nil, nil
+	if old == nil || len(e.crd.Status.Conditions) == 0 {
+		setConditions(e.crd)
+	}
+	e.crd.Status.AcceptedNames = e.crd.Spec.Names
+	return e.crd, warnings, nil, nil
 }
 
 // Unregister removes the CRD name and stops serving its kinds.
@@ -206,20 +242,20 @@ func (r *Registry) installLocked(e *entry) {
 	r.cfg.Kinds.Replace(e.crd.Name, e.served, e.storage)
 }
 
-// prepare defaults c's names, validates it and compiles each version into a Kind.
-func prepare(c *apiextv1.CustomResourceDefinition, builtIn bool) (*entry, field.ErrorList) {
-	fillDefaults(c)
-	if errs := validateCRD(c); len(errs) > 0 {
-		return nil, errs
-	}
+// prepare turns each version of c, a valid CRD, into a Kind with its schema compiled (for a
+// built-in CRD lazily: on first use, and with no Lifecycle: it is never deleted).
+func (r *Registry) prepare(c *apiextv1.CustomResourceDefinition, builtIn bool) (*entry, error) {
 	e := &entry{crd: c}
-	var errs field.ErrorList
-	for i, v := range c.Spec.Versions {
+	var lc kinds.Lifecycle
+	if !builtIn {
+		lc = objects{r: r, crd: c.Name, gr: k8sschema.GroupResource{Group: c.Spec.Group, Resource: c.Spec.Names.Plural}, terminating: c.DeletionTimestamp != nil}
+	}
+	for _, v := range c.Spec.Versions {
 		k := &kinds.Kind{
 			Group: c.Spec.Group, Version: v.Name, Kind: c.Spec.Names.Kind, ListKind: c.Spec.Names.ListKind,
 			Plural: c.Spec.Names.Plural, Singular: c.Spec.Names.Singular,
 			ShortNames: c.Spec.Names.ShortNames, Categories: c.Spec.Names.Categories,
-			Namespaced: c.Spec.Scope == apiextv1.NamespaceScoped, CRDName: c.Name,
+			Namespaced: c.Spec.Scope == apiextv1.NamespaceScoped, CRDName: c.Name, Lifecycle: lc,
 		}
 		k.Columns = []kinds.Column{kinds.NameColumn}
 		for _, pc := range v.AdditionalPrinterColumns {
@@ -235,12 +271,13 @@ func prepare(c *apiextv1.CustomResourceDefinition, builtIn bool) (*entry, field.
 			k.Status = v.Subresources.Status != nil
 			k.Scale = v.Subresources.Scale
 		}
-		s, err := compile(v.Schema.OpenAPIV3Schema, builtIn)
-		if err != nil {
-			errs = append(errs, field.Invalid(field.NewPath("spec", "versions").Index(i).Child("schema", "openAPIV3Schema"), "", err.Error()))
-			continue
+		if v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
+			s, err := newSchema(v.Schema.OpenAPIV3Schema, k.Scale, builtIn)
+			if err != nil {
+				return nil, fmt.Errorf("crd %s: version %s: %w", c.Name, v.Name, err)
+			}
+			k.Schema = s
 		}
-		k.Schema = s
 		if v.Storage {
 			e.storage = k
 		}
@@ -248,26 +285,14 @@ func prepare(c *apiextv1.CustomResourceDefinition, builtIn bool) (*entry, field.
 			e.served = append(e.served, k)
 		}
 	}
-	if len(errs) > 0 {
-		return nil, errs
+	if e.storage == nil {
+		return nil, fmt.Errorf("crd %s: no storage version", c.Name)
 	}
 	for _, k := range e.served {
 		k.StorageVersion = e.storage.Version
 	}
 	e.storage.StorageVersion = e.storage.Version
 	return e, nil
-}
-
-// fillDefaults sets the names Kubernetes derives: singular, listKind, apiVersion and kind.
-func fillDefaults(crd *apiextv1.CustomResourceDefinition) {
-	crd.APIVersion, crd.Kind = "apiextensions.k8s.io/v1", "CustomResourceDefinition"
-	n := &crd.Spec.Names
-	if n.Singular == "" {
-		n.Singular = strings.ToLower(n.Kind)
-	}
-	if n.ListKind == "" && n.Kind != "" {
-		n.ListKind = n.Kind + "List"
-	}
 }
 
 // setConditions marks crd Established and NamesAccepted, as the apiserver does once it serves it.
@@ -278,89 +303,4 @@ func setConditions(crd *apiextv1.CustomResourceDefinition) {
 		{Type: apiextv1.NamesAccepted, Status: apiextv1.ConditionTrue, Reason: "NoConflicts", Message: "no conflicts found", LastTransitionTime: now},
 		{Type: apiextv1.Established, Status: apiextv1.ConditionTrue, Reason: "InitialNamesAccepted", Message: "the initial names have been accepted", LastTransitionTime: now},
 	}
-	crd.Status.StoredVersions = nil
-	for _, v := range crd.Spec.Versions {
-		if v.Storage {
-			crd.Status.StoredVersions = []string{v.Name}
-		}
-	}
-}
-
-// validateCRD checks what serving crd needs: names, scope, versions and schemas.
-func validateCRD(crd *apiextv1.CustomResourceDefinition) field.ErrorList {
-	var errs field.ErrorList
-	spec := field.NewPath("spec")
-	names := spec.Child("names")
-	n := crd.Spec.Names
-	if crd.Spec.Group == "" || !strings.Contains(crd.Spec.Group, ".") {
-		errs = append(errs, field.Invalid(spec.Child("group"), crd.Spec.Group, "should be a domain with at least one dot"))
-	} else if msgs := validation.IsDNS1123Subdomain(crd.Spec.Group); len(msgs) > 0 {
-		errs = append(errs, field.Invalid(spec.Child("group"), crd.Spec.Group, strings.Join(msgs, "; ")))
-	}
-	if n.Plural == "" {
-		errs = append(errs, field.Required(names.Child("plural"), ""))
-	} else if msgs := validation.IsDNS1035Label(n.Plural); len(msgs) > 0 {
-		errs = append(errs, field.Invalid(names.Child("plural"), n.Plural, strings.Join(msgs, "; ")))
-	}
-	if msgs := validation.IsDNS1035Label(n.Singular); n.Singular != "" && len(msgs) > 0 {
-		errs = append(errs, field.Invalid(names.Child("singular"), n.Singular, strings.Join(msgs, "; ")))
-	}
-	if n.Kind == "" {
-		errs = append(errs, field.Required(names.Child("kind"), ""))
-	}
-	if want := n.Plural + "." + crd.Spec.Group; crd.Name != want {
-		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), crd.Name, "must be spec.names.plural+\".\"+spec.group ("+want+")"))
-	}
-	switch crd.Spec.Scope {
-	case apiextv1.NamespaceScoped, apiextv1.ClusterScoped:
-	default:
-		errs = append(errs, field.NotSupported(spec.Child("scope"), crd.Spec.Scope, []string{string(apiextv1.NamespaceScoped), string(apiextv1.ClusterScoped)}))
-	}
-	versions := spec.Child("versions")
-	if len(crd.Spec.Versions) == 0 {
-		errs = append(errs, field.Required(versions, "must have exactly one version marked as storage version"))
-	}
-	storage, served := 0, 0
-	seen := map[string]bool{}
-	for i, v := range crd.Spec.Versions {
-		p := versions.Index(i)
-		if msgs := validation.IsDNS1035Label(v.Name); len(msgs) > 0 {
-			errs = append(errs, field.Invalid(p.Child("name"), v.Name, strings.Join(msgs, "; ")))
-		}
-		if seen[v.Name] {
-			errs = append(errs, field.Duplicate(p.Child("name"), v.Name))
-		}
-		seen[v.Name] = true
-		if v.Storage {
-			storage++
-		}
-		if v.Served {
-			served++
-		}
-		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
-			errs = append(errs, field.Required(p.Child("schema", "openAPIV3Schema"), "schemas are required"))
-		} else if v.Schema.OpenAPIV3Schema.Type != "object" {
-			errs = append(errs, field.Invalid(p.Child("schema", "openAPIV3Schema", "type"), v.Schema.OpenAPIV3Schema.Type, "must be object at the root"))
-		}
-		if sc := v.Subresources; sc != nil && sc.Scale != nil {
-			if !strings.HasPrefix(sc.Scale.SpecReplicasPath, ".spec.") {
-				errs = append(errs, field.Invalid(p.Child("subresources", "scale", "specReplicasPath"), sc.Scale.SpecReplicasPath, "should be a json path under .spec"))
-			}
-			if !strings.HasPrefix(sc.Scale.StatusReplicasPath, ".status.") {
-				errs = append(errs, field.Invalid(p.Child("subresources", "scale", "statusReplicasPath"), sc.Scale.StatusReplicasPath, "should be a json path under .status"))
-			}
-		}
-		for j, sf := range v.SelectableFields {
-			if !strings.HasPrefix(sf.JSONPath, ".") || strings.ContainsAny(sf.JSONPath, "[]*") {
-				errs = append(errs, field.Invalid(p.Child("selectableFields").Index(j).Child("jsonPath"), sf.JSONPath, "must be a simple path like .spec.color"))
-			}
-		}
-	}
-	if len(crd.Spec.Versions) > 0 && storage != 1 {
-		errs = append(errs, field.Invalid(versions, storage, "must have exactly one version marked as storage version"))
-	}
-	if len(crd.Spec.Versions) > 0 && served == 0 {
-		errs = append(errs, field.Invalid(versions, served, "must have at least one served version"))
-	}
-	return errs
 }

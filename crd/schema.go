@@ -1,365 +1,325 @@
 package crd
 
 import (
+	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"maps"
-	"math/big"
-	"slices"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 
+	"github.com/opemu/opemu/internal/jsonfast"
 	"github.com/opemu/opemu/kinds"
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/model"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	structurallisttype "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
+	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
+	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/cel/common"
+	"k8s.io/apiserver/pkg/warning"
 )
 
-// schema is one version's structural schema, compiled once; it is the kinds.Schema of that
-// version's Kind. A client's CRD is compiled when it is registered (a schema that does not
-// compile is a field error of the CRD); a built-in CRD, known to compile, on first use, so
-// start-up does not pay for it.
+// schema is one version's schema: the kinds.Schema of that version's Kind. Its objects are
+// pruned, defaulted and validated by apiextensions-apiserver's own code, arranged as
+// kube-apiserver's custom resource handler and strategies arrange it (pkg/apiserver's
+// unstructuredSchemaCoercer and unstructuredDefaulter, pkg/registry/customresource's
+// Validate, ValidateUpdate and the status strategy's ValidateUpdate): structural pruning,
+// defaulting, the OpenAPI schema validator (with ratcheting on updates), the metadata of
+// embedded resources, list-type sets and maps, and x-kubernetes-validations evaluated by the
+// CEL validator with the runtime cost budget, transition rules and ratcheting.
+//
+// It is compiled once: a client's CRD when it is registered, a built-in CRD (known to be
+// valid) on first use, so start-up does not pay for it. CEL programs are compiled with the
+// rest, only when the schema has rules.
 type schema struct {
 	props *apiextv1.JSONSchemaProps
+	// scale is the version's scale subresource (nil: none): its replicas paths are checked as
+	// kube-apiserver's validator checks them.
+	scale      *apiextv1.CustomResourceSubresourceScale
+	scalePaths *scalePaths
 
-	once     sync.Once
-	compiled *jsonschema.Schema
-	quick    *quick // compiled with it, from the same document
-	err      error  // from a lazy compile (a built-in schema that does not compile: a bug)
-
-	// propPtrs holds, per object schema node of props, its Properties as pointers (see
-	// properties); filled on first use, so a schema costs nothing until objects are written.
-	propPtrs sync.Map // *apiextv1.JSONSchemaProps → map[string]*apiextv1.JSONSchemaProps
+	once sync.Once
+	c    *compiled
+	err  error // from a lazy compile (a built-in schema that does not compile: a bug)
 }
 
-var _ kinds.Schema = (*schema)(nil)
+// compiled is what a schema is compiled into. It is never modified once made.
+type compiled struct {
+	// structural is the structural schema with its defaults pruned, as kube-apiserver serves
+	// custom resources with.
+	structural *structuralschema.Structural
+	// defaults is structural again, its defaults' numbers as json.Number, the form objects are
+	// decoded into here: defaulting copies them into objects.
+	defaults *structuralschema.Structural
+	// prune and fill are structural and defaults compiled for the walks of pruning and
+	// defaulting (structural_fast.go).
+	prune, fill *node
+	// validator is the OpenAPI schema validator; status validates the status property alone,
+	// for /status writes (nil when the schema has none).
+	validator, status apiservervalidation.SchemaValidator
+	// cel evaluates the x-kubernetes-validations rules; nil when there are none.
+	cel *cel.Validator
+	// quick vouches for the usual objects before the validator is asked (schema_fast.go).
+	quick *quick
+	// embedded and listTypes say the schema has x-kubernetes-embedded-resource and
+	// x-kubernetes-list-type set or map somewhere: only then are they looked for in objects.
+	embedded, listTypes bool
+}
+
+var (
+	_ kinds.Schema       = (*schema)(nil)
+	_ kinds.UpdateSchema = (*schema)(nil)
+)
 
 // OpenAPI returns the schema as the CRD gives it.
 func (s *schema) OpenAPI() *apiextv1.JSONSchemaProps { return s.props }
 
-// compile returns props compiled now, or, when lazy, on first use.
-func compile(props *apiextv1.JSONSchemaProps, lazy bool) (*schema, error) {
-	s := &schema{props: props}
+// newSchema returns props compiled now, or, when lazy, on first use.
+func newSchema(props *apiextv1.JSONSchemaProps, scale *apiextv1.CustomResourceSubresourceScale, lazy bool) (*schema, error) {
+	s := &schema{props: props, scale: scale, scalePaths: splitScale(scale)}
 	if !lazy {
 		s.once.Do(s.compile)
 	}
 	return s, s.err
 }
 
-// compiledSchema returns the compiled schema and its quick check, compiling them on first use.
-func (s *schema) compiledSchema() (*jsonschema.Schema, *quick, error) {
+// compiled returns the compiled schema, compiling it on first use.
+func (s *schema) compiled() (*compiled, error) {
 	s.once.Do(s.compile)
-	return s.compiled, s.quick, s.err
+	return s.c, s.err
 }
 
-func (s *schema) compile() { s.compiled, s.quick, s.err = compileJSONSchema(s.props) }
+func (s *schema) compile() { s.c, s.err = compileSchema(s.props) }
 
-// compileJSONSchema translates an OpenAPI v3 structural schema into JSON Schema (draft 4, which
-// OpenAPI 3.0 follows) and compiles it, and its quick check from the same document.
-func compileJSONSchema(props *apiextv1.JSONSchemaProps) (*jsonschema.Schema, *quick, error) {
+// compileSchema compiles props as kube-apiserver's custom resource handler does for a version.
+func compileSchema(props *apiextv1.JSONSchemaProps) (*compiled, error) {
+	in := &apiextensions.JSONSchemaProps{}
+	if err := apiextv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(props, in, nil); err != nil {
+		return nil, err
+	}
+	ss, err := structuralschema.NewStructural(in)
+	if err != nil {
+		return nil, err
+	}
+	ss = ss.DeepCopy()
+	if err := structuraldefaulting.PruneDefaults(ss); err != nil {
+		return nil, err
+	}
+	c := &compiled{structural: ss, defaults: ss.DeepCopy()}
+	numbersOfDefaults(c.defaults)
+	c.prune, c.fill = compileNode(c.structural), compileNode(c.defaults)
+	if c.validator, _, err = apiservervalidation.NewSchemaValidator(in); err != nil {
+		return nil, err
+	}
+	if st, ok := in.Properties["status"]; ok {
+		if c.status, _, err = apiservervalidation.NewSchemaValidator(&st); err != nil {
+			return nil, err
+		}
+	}
+	c.cel = cel.NewValidator(ss, true, celconfig.PerCallLimit)
+	c.embedded, c.listTypes = hasEmbeddedAndListTypes(ss)
 	raw, err := json.Marshal(props)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
+	doc, err := jsonfast.Decode(raw)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	doc = translate(doc)
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft4)
-	const url = "mem://schema.json"
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, nil, err
-	}
-	compiled, err := c.Compile(url)
-	if err != nil {
-		return nil, nil, err
-	}
-	return compiled, compileQuick(doc), nil
+	c.quick = compileQuick(translate(doc))
+	return c, nil
 }
 
-// translate rewrites the OpenAPI extensions JSON Schema does not know: `nullable` allows null,
-// `x-kubernetes-int-or-string` allows an integer or a string, other `x-kubernetes-*` keys are
-// dropped. Annotations (`default`, `description`, `example`) stay; they do not validate.
-func translate(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, e := range v {
-			if strings.HasPrefix(k, "x-kubernetes-") || k == "nullable" || k == "example" || k == "externalDocs" {
-				continue
-			}
-			switch k {
-			case "properties", "patternProperties", "definitions":
-				m, _ := e.(map[string]any)
-				props := make(map[string]any, len(m))
-				for name, s := range m {
-					props[name] = translate(s)
-				}
-				out[k] = props
-			default:
-				out[k] = translate(e)
-			}
+// hasEmbeddedAndListTypes reports whether s has an embedded resource, and a list-type set or
+// map, anywhere.
+func hasEmbeddedAndListTypes(s *structuralschema.Structural) (embedded, listTypes bool) {
+	var walk func(s *structuralschema.Structural)
+	walk = func(s *structuralschema.Structural) {
+		if s == nil {
+			return
 		}
-		if ios, _ := v["x-kubernetes-int-or-string"].(bool); ios {
-			delete(out, "type")
-			delete(out, "anyOf")
-			out["anyOf"] = []any{map[string]any{"type": "integer"}, map[string]any{"type": "string"}}
+		embedded = embedded || s.XEmbeddedResource
+		if t := s.XListType; t != nil && (*t == "set" || *t == "map") {
+			listTypes = true
 		}
-		if nullable, _ := v["nullable"].(bool); nullable {
-			if t, ok := out["type"].(string); ok {
-				out["type"] = []any{t, "null"}
-			}
-			if enum, ok := out["enum"].([]any); ok {
-				out["enum"] = append(enum, nil)
-			}
+		for _, p := range s.Properties {
+			walk(&p)
 		}
-		return out
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = translate(e)
+		if s.AdditionalProperties != nil {
+			walk(s.AdditionalProperties.Structural)
 		}
-		return out
+		walk(s.Items)
 	}
-	return v
+	walk(s)
+	return embedded, listTypes
 }
 
-// Validate checks obj against the kind's schema. Each failure becomes one field error with the
-// Kubernetes path ("spec.replicas"), sorted by path. metadata is not checked here.
-func (s *schema) Validate(obj map[string]any) field.ErrorList {
-	compiled, quick, err := s.compiledSchema()
-	if err != nil {
-		return field.ErrorList{field.InternalError(field.NewPath(""), err)}
-	}
-	if quick.valid(obj) {
-		return nil
-	}
-	err = compiled.Validate(normalize(obj))
-	if err == nil {
-		return nil
-	}
-	var verr *jsonschema.ValidationError
-	if !errors.As(err, &verr) {
-		return field.ErrorList{field.InternalError(field.NewPath(""), err)}
-	}
-	var leaves []*jsonschema.ValidationError
-	collectLeaves(verr, &leaves)
-	seen := map[string]bool{}
-	var errs field.ErrorList
-	for _, l := range leaves {
-		for _, fe := range toFieldErrors(obj, l) {
-			id := fe.Field + "|" + string(fe.Type) + "|" + fe.Detail
-			if !seen[id] {
-				seen[id] = true
-				errs = append(errs, fe)
-			}
-		}
-	}
-	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Field < errs[j].Field })
-	return errs
-}
-
-func collectLeaves(e *jsonschema.ValidationError, out *[]*jsonschema.ValidationError) {
-	if len(e.Causes) == 0 {
-		*out = append(*out, e)
+// numbersOfDefaults rewrites the numbers of s's defaults (int64 and float64, as the CRD's JSON
+// decodes) into json.Number, the form objects hold here, so a defaulted field is stored and
+// compared like a field sent by the client.
+func numbersOfDefaults(s *structuralschema.Structural) {
+	if s == nil {
 		return
 	}
-	for _, c := range e.Causes {
-		collectLeaves(c, out)
+	if s.Default.Object != nil {
+		s.Default.Object = toJSONNumbers(s.Default.Object)
 	}
+	for k, p := range s.Properties {
+		numbersOfDefaults(&p)
+		s.Properties[k] = p
+	}
+	if s.AdditionalProperties != nil {
+		numbersOfDefaults(s.AdditionalProperties.Structural)
+	}
+	numbersOfDefaults(s.Items)
 }
 
-// toFieldErrors words one schema failure as Kubernetes does for CRDs.
-func toFieldErrors(obj map[string]any, e *jsonschema.ValidationError) field.ErrorList {
-	loc := e.InstanceLocation
-	path := fieldPath(loc)
-	value, _ := valueAt(obj, e.InstanceLocation)
-	value = plain(value)
-	switch k := e.ErrorKind.(type) {
-	case *kind.Required:
-		var errs field.ErrorList
-		for _, m := range k.Missing {
-			errs = append(errs, field.Required(child(loc, m), ""))
+// ctx is the context of the validators' calls: they read nothing from it but cancellation
+// (the runtime cost budget bounds CEL) and a warning recorder (updates give one).
+var ctx = context.Background()
+
+// Prune removes, in place, every field the structural schema does not know (apiextensions'
+// pruning, metadata and embedded resources' type and object meta kept) and returns their
+// dotted paths, sorted ("spec.foo", "spec.items[0].x"); then it removes nulls the schema does
+// not allow where no default will replace them, coerces the metadata of embedded resources,
+// and writes every number as kube-apiserver's decoding would (canonicalNumbers). The walks
+// are structural_fast.go's, held to apiextensions' by FuzzPruneDefault.
+func (s *schema) Prune(obj map[string]any) []string {
+	c, err := s.compiled()
+	if err != nil {
+		return nil
+	}
+	unknown := pruneRoot(obj, c.prune)
+	pruneNulls(obj, c.prune)
+	if c.embedded {
+		// An error here is invalid metadata of an embedded resource, which validation reports.
+		_, paths := schemaobjectmeta.CoerceWithOptions(nil, obj, c.structural, false, schemaobjectmeta.CoerceOptions{ReturnUnknownFieldPaths: true})
+		if len(paths) > 0 {
+			unknown = append(unknown, paths...)
+			sort.Strings(unknown)
 		}
-		return errs
-	case *kind.Type:
-		return field.ErrorList{field.TypeInvalid(path, value, fmt.Sprintf("must be of type %s", strings.Join(k.Want, " or ")))}
-	case *kind.Enum:
-		want := make([]string, 0, len(k.Want))
-		for _, w := range k.Want {
-			if w != nil {
-				want = append(want, fmt.Sprint(w))
+	}
+	canonicalNumbers(obj)
+	return unknown
+}
+
+// Default applies the schema's defaults in place (apiextensions' defaulting: missing fields,
+// and nulls the schema does not allow, get a copy of their default; structural_fast.go).
+func (s *schema) Default(obj map[string]any) {
+	c, err := s.compiled()
+	if err != nil {
+		return
+	}
+	applyDefaults(obj, c.fill)
+}
+
+// Validate checks a new object, as kube-apiserver's custom resource strategy's Validate does
+// (its metadata excepted: the write path checks it).
+func (s *schema) Validate(obj map[string]any) field.ErrorList {
+	c, err := s.compiled()
+	if err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	valid := c.quick.valid(obj)
+	if valid && s.quicklyScaled(obj) && c.cel == nil && !c.embedded && !c.listTypes {
+		return nil
+	}
+	u := toUnstructured(obj).(map[string]any)
+	var errs field.ErrorList
+	if !valid {
+		errs = sortedByField(apiservervalidation.ValidateCustomResource(nil, u, c.validator))
+	}
+	errs = append(errs, validateScaleSpec(u, s.scale)...)
+	errs = append(errs, validateScaleStatus(u, s.scale)...)
+	if c.embedded {
+		errs = append(errs, schemaobjectmeta.Validate(ctx, nil, u, c.structural, false)...)
+	}
+	if c.listTypes {
+		errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, c.structural, u)...)
+	}
+	return append(errs, c.validateRules(ctx, u, nil, errs)...)
+}
+
+// ValidateUpdate checks obj replacing old, as kube-apiserver's custom resource strategy's
+// ValidateUpdate does, or its status strategy's for sub "status" (only status against the
+// schema): with ratcheting (a value unchanged from old is not refused for the schema's rules;
+// a rule it breaks is a warning) and with old as oldSelf in transition rules.
+func (s *schema) ValidateUpdate(obj, old map[string]any, sub string) (field.ErrorList, []string) {
+	c, err := s.compiled()
+	if err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}, nil
+	}
+	valid := c.quick.valid(obj)
+	if valid && s.quicklyScaled(obj) && c.cel == nil && !c.listTypes && (!c.embedded || sub == "status") {
+		return nil, nil
+	}
+	u := toUnstructured(obj).(map[string]any)
+	uOld := toUnstructured(old).(map[string]any)
+	correlated := common.NewCorrelatedObject(u, uOld, &model.Structural{Structural: c.structural})
+	var errs field.ErrorList
+	if sub == "status" {
+		if st, ok := u["status"]; ok && !valid {
+			errs = sortedByField(apiservervalidation.ValidateCustomResourceUpdate(field.NewPath("status"), st, uOld["status"], c.status,
+				apiservervalidation.WithRatcheting(correlated.Key("status"))))
+		}
+		errs = append(errs, validateScaleStatus(u, s.scale)...)
+		if c.listTypes {
+			if newErrs := structurallisttype.ValidateListSetsAndMaps(nil, c.structural, u); len(newErrs) > 0 &&
+				len(structurallisttype.ValidateListSetsAndMaps(nil, c.structural, uOld)) == 0 {
+				errs = append(errs, newErrs...)
 			}
 		}
-		return field.ErrorList{field.NotSupported(path, value, want)}
-	case *kind.Minimum:
-		return field.ErrorList{field.Invalid(path, value, "must be greater than or equal to "+ratString(k.Want))}
-	case *kind.Maximum:
-		return field.ErrorList{field.Invalid(path, value, "must be less than or equal to "+ratString(k.Want))}
-	case *kind.ExclusiveMinimum:
-		return field.ErrorList{field.Invalid(path, value, "must be greater than "+ratString(k.Want))}
-	case *kind.ExclusiveMaximum:
-		return field.ErrorList{field.Invalid(path, value, "must be less than "+ratString(k.Want))}
-	case *kind.MinLength:
-		return field.ErrorList{field.Invalid(path, value, fmt.Sprintf("should be at least %d chars long", k.Want))}
-	case *kind.MaxLength:
-		return field.ErrorList{field.TooLong(path, value, k.Want)}
-	case *kind.Pattern:
-		return field.ErrorList{field.Invalid(path, value, fmt.Sprintf("should match '%s'", k.Want))}
-	case *kind.MinItems:
-		return field.ErrorList{field.Invalid(path, value, fmt.Sprintf("should have at least %d items", k.Want))}
-	case *kind.MaxItems:
-		return field.ErrorList{field.TooMany(path, k.Got, k.Want)}
-	case *kind.AdditionalProperties:
-		var errs field.ErrorList
-		for _, p := range k.Properties {
-			errs = append(errs, field.Forbidden(child(loc, p), "unknown field"))
+	} else {
+		if !valid {
+			errs = sortedByField(apiservervalidation.ValidateCustomResourceUpdate(nil, u, uOld, c.validator, apiservervalidation.WithRatcheting(correlated)))
 		}
-		return errs
+		errs = append(errs, validateScaleSpec(u, s.scale)...)
+		errs = append(errs, validateScaleStatus(u, s.scale)...)
+		if c.embedded {
+			errs = append(errs, schemaobjectmeta.Validate(ctx, nil, u, c.structural, false)...)
+		}
+		if c.listTypes && len(structurallisttype.ValidateListSetsAndMaps(nil, c.structural, uOld)) == 0 {
+			errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, c.structural, u)...)
+		}
 	}
-	return field.ErrorList{field.Invalid(path, value, e.ErrorKind.LocalizedString(printer))}
+	var warnings warnings
+	errs = append(errs, c.validateRules(warning.WithWarningRecorder(ctx, &warnings), u, uOld, errs, cel.WithRatcheting(correlated))...)
+	return errs, warnings
 }
 
-// printer words the validator's messages for kinds opemu does not map itself.
-var printer = message.NewPrinter(language.English)
+// warnings collects the CEL validator's warnings (warning.Recorder).
+type warnings []string
 
-func ratString(r *big.Rat) string {
-	if r == nil {
-		return "?"
+func (w *warnings) AddWarning(_, text string) { *w = append(*w, text) }
+
+// validateRules evaluates the x-kubernetes-validations rules on u (old: uOld, nil on create)
+// within the runtime cost budget, unless errs has an error that makes rules meaningless (a
+// missing field, a value of the wrong type or over a length limit), as the strategy does.
+func (c *compiled) validateRules(ctx context.Context, u, uOld map[string]any, errs field.ErrorList, opts ...cel.Option) field.ErrorList {
+	if c.cel == nil {
+		return nil
 	}
-	if r.IsInt() {
-		return r.Num().String()
+	for _, e := range errs {
+		switch e.Type {
+		case field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany, field.ErrorTypeTypeInvalid:
+			return field.ErrorList{field.Invalid(nil, nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation")}
+		}
 	}
-	return r.FloatString(6)
+	var oldObj any
+	if uOld != nil {
+		oldObj = uOld
+	}
+	ruleErrs, _ := c.cel.Validate(ctx, nil, c.structural, u, oldObj, celconfig.RuntimeCELCostBudget, opts...)
+	return ruleErrs
 }
 
-// fieldPath turns a JSON pointer's tokens into a Kubernetes field path (numbers index lists).
-func fieldPath(loc []string) *field.Path {
-	var p *field.Path
-	for _, tok := range loc {
-		if i, err := strconv.Atoi(tok); err == nil && p != nil {
-			p = p.Index(i)
-			continue
-		}
-		if p == nil {
-			p = field.NewPath(tok)
-		} else {
-			p = p.Child(tok)
-		}
-	}
-	if p == nil {
-		p = field.NewPath("")
-	}
-	return p
-}
-
-// child is the path of property name under the object at loc.
-func child(loc []string, name string) *field.Path {
-	return fieldPath(append(append([]string(nil), loc...), name))
-}
-
-func valueAt(obj any, loc []string) (any, bool) {
-	cur := obj
-	for _, tok := range loc {
-		switch c := cur.(type) {
-		case map[string]any:
-			v, ok := c[tok]
-			if !ok {
-				return nil, false
-			}
-			cur = v
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(c) {
-				return nil, false
-			}
-			cur = c[i]
-		default:
-			return nil, false
-		}
-	}
-	return cur, true
-}
-
-// plain makes a value printable the way Kubernetes prints it in an error ("150", not json.Number).
-func plain(v any) any {
-	switch v := v.(type) {
-	case json.Number:
-		if i, err := v.Int64(); err == nil {
-			return i
-		}
-		if f, err := v.Float64(); err == nil {
-			return f
-		}
-		return v.String()
-	case map[string]any, []any:
-		return "object"
-	}
-	return v
-}
-
-// normalize converts numbers to json.Number so the validator sees integers exactly, whatever
-// decoded obj (float64 from encoding/json, int or int64 from Go code). It copies only the
-// objects and arrays on the way to a converted number and shares the rest with v (the
-// validator only reads): an object decoded as opemu decodes is mostly json.Number already.
-func normalize(v any) any {
-	out, _ := normalized(v)
-	return out
-}
-
-// normalized returns v normalized and whether that differs from v.
-func normalized(v any) (any, bool) {
-	switch v := v.(type) {
-	case map[string]any:
-		var out map[string]any // a copy, made at the first member that changes
-		for k, e := range v {
-			n, changed := normalized(e)
-			if !changed {
-				continue
-			}
-			if out == nil {
-				out = maps.Clone(v)
-			}
-			out[k] = n
-		}
-		if out == nil {
-			return v, false
-		}
-		return out, true
-	case []any:
-		var out []any
-		for i, e := range v {
-			n, changed := normalized(e)
-			if !changed {
-				continue
-			}
-			if out == nil {
-				out = slices.Clone(v)
-			}
-			out[i] = n
-		}
-		if out == nil {
-			return v, false
-		}
-		return out, true
-	case float64:
-		return json.Number(strconv.FormatFloat(v, 'f', -1, 64)), true
-	case float32:
-		return json.Number(strconv.FormatFloat(float64(v), 'f', -1, 32)), true
-	case int:
-		return json.Number(strconv.Itoa(v)), true
-	case int64:
-		return json.Number(strconv.FormatInt(v, 10)), true
-	case int32:
-		return json.Number(strconv.FormatInt(int64(v), 10)), true
-	}
-	return v, false
+// sortedByField orders the schema validator's errors by field: it finds them walking maps, in
+// no set order.
+func sortedByField(errs field.ErrorList) field.ErrorList {
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Field < errs[j].Field })
+	return errs
 }

@@ -3,15 +3,17 @@ package crd
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
-// quick is a schema's fast check: compiled from the same JSON Schema document the validator
-// compiles, it knows the keywords structural schemas mostly use and walks an object without
-// allocating. It answers only "valid" (then the validator would find nothing) or "do not
-// know": a value it cannot vouch for, a keyword it does not know, anything unusual. Validate
-// then asks the validator, which also words the errors. FuzzQuickValid checks that it never
-// calls valid what the validator refuses.
+// quick is a schema's fast check: compiled from the schema (translated into a JSON Schema
+// document, see translate), it knows the keywords structural schemas mostly use and walks an
+// object without allocating or converting its numbers. It answers only "valid" (then
+// apiextensions' OpenAPI schema validator would find nothing) or "do not know": a value it
+// cannot vouch for, a keyword it does not know, anything unusual. Validate then asks the
+// validator, which also words the errors. FuzzQuickValid checks that it never calls valid what
+// the validator refuses.
 type quick struct {
 	unsupported bool  // a keyword quick does not know: never vouch for a value here
 	types       uint8 // typeObject | ...; 0 means any type
@@ -29,6 +31,8 @@ type quick struct {
 	maxLen      int // -1: none
 	minItems    int
 	maxItems    int // -1: none
+	minProps    int
+	maxProps    int // -1: none
 	dateTime    bool
 }
 
@@ -47,13 +51,60 @@ var typeBits = map[string]uint8{
 	"number": typeNumber, "boolean": typeBoolean, "null": typeNull,
 }
 
+// translate rewrites the OpenAPI extensions of a schema document (the JSON of a
+// JSONSchemaProps, numbers as json.Number) into the JSON Schema keywords quick knows:
+// `nullable` allows null (of the type: an enum must still list it), `x-kubernetes-int-or-string` allows an integer or a string, other
+// `x-kubernetes-*` keys (which the validator does not check) are dropped. Annotations
+// (`default`, `description`, `example`) stay; they do not validate.
+func translate(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			if strings.HasPrefix(k, "x-kubernetes-") || k == "nullable" || k == "example" || k == "externalDocs" {
+				continue
+			}
+			switch k {
+			case "properties", "patternProperties", "definitions":
+				m, _ := e.(map[string]any)
+				props := make(map[string]any, len(m))
+				for name, s := range m {
+					props[name] = translate(s)
+				}
+				out[k] = props
+			default:
+				out[k] = translate(e)
+			}
+		}
+		if ios, _ := v["x-kubernetes-int-or-string"].(bool); ios {
+			delete(out, "type")
+			delete(out, "anyOf")
+			out["anyOf"] = []any{map[string]any{"type": "integer"}, map[string]any{"type": "string"}}
+		}
+		if nullable, _ := v["nullable"].(bool); nullable {
+			// null passes the type, not an enum that does not list it (as in the validator).
+			if t, ok := out["type"].(string); ok {
+				out["type"] = []any{t, "null"}
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = translate(e)
+		}
+		return out
+	}
+	return v
+}
+
 // compileQuick compiles doc (a translated schema, see translate) into a quick check.
 func compileQuick(doc any) *quick {
 	s, ok := doc.(map[string]any)
 	if !ok {
 		return &quick{unsupported: true}
 	}
-	q := &quick{maxLen: -1, maxItems: -1}
+	q := &quick{maxLen: -1, maxItems: -1, maxProps: -1}
 	for k, v := range s {
 		if !q.keyword(k, v) {
 			return &quick{unsupported: true}
@@ -168,7 +219,7 @@ func (q *quick) keyword(k string, v any) bool {
 			q.exclMax = b
 		}
 		return true
-	case "minLength", "maxLength", "minItems", "maxItems":
+	case "minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties":
 		n, ok := v.(json.Number)
 		if !ok {
 			return false
@@ -184,8 +235,12 @@ func (q *quick) keyword(k string, v any) bool {
 			q.maxLen = int(i)
 		case "minItems":
 			q.minItems = int(i)
-		default:
+		case "maxItems":
 			q.maxItems = int(i)
+		case "minProperties":
+			q.minProps = int(i)
+		default:
+			q.maxProps = int(i)
 		}
 		return true
 	case "format":
@@ -326,6 +381,9 @@ func (q *quick) validString(s string) bool {
 }
 
 func (q *quick) validObject(m map[string]any) bool {
+	if len(m) < q.minProps || q.maxProps >= 0 && len(m) > q.maxProps {
+		return false
+	}
 	for _, r := range q.required {
 		if _, ok := m[r]; !ok {
 			return false

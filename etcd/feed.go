@@ -25,6 +25,9 @@ const pageSize = 5000
 
 var errCompacted = errors.New("etcd: the watch's revision was compacted")
 
+// errRestored: the watch saw a restore end (restore.go); the cache lists again.
+var errRestored = errors.New("etcd: a restore replaced everything under the prefix")
+
 // list reads every object under the prefix at one revision, a page at a time, decoding each
 // page on every core. It returns the objects and the revision they were read at.
 func (s *Store) list(ctx context.Context) ([]*cache.Object, int64, error) {
@@ -52,6 +55,11 @@ func (s *Store) list(ctx context.Context) ([]*cache.Object, int64, error) {
 		kvs := resp.Kvs
 		for len(kvs) > 0 && last != nil && bytes.Compare(kvs[0].Key, last) <= 0 {
 			kvs = kvs[1:] // an endpoint that repeats the page's start key (kine)
+		}
+		for _, kv := range kvs {
+			if string(kv.Key) == s.restoreKey() {
+				return nil, 0, errRestoring // listed again once it has ended
+			}
 		}
 		out = append(out, s.decodeAll(kvs)...)
 		if !resp.More || len(kvs) == 0 {
@@ -110,25 +118,37 @@ func (s *Store) run(ctx context.Context, rev int64) {
 		if ctx.Err() != nil {
 			return
 		}
-		if !errors.Is(err, errCompacted) {
+		restored := errors.Is(err, errRestored)
+		if !errors.Is(err, errCompacted) && !restored {
 			rev = int64(s.c.ResourceVersion())
 			s.log.Warn("etcd: the watch ended; resuming it", "revision", rev+1, "err", err)
 			pause()
 			continue
 		}
-		s.log.Warn("etcd: etcd compacted the history the watch needed; listing again", "revision", s.c.ResourceVersion())
+		if restored {
+			s.log.Info("etcd: a restore replaced everything under the prefix; listing again", "revision", s.c.ResourceVersion())
+		} else {
+			s.log.Warn("etcd: etcd compacted the history the watch needed; listing again", "revision", s.c.ResourceVersion())
+		}
 		for ctx.Err() == nil {
 			objs, r, err := s.list(ctx)
 			if err == nil {
-				if s.c.Replace(objs, uint64(r)) != nil {
+				refill := s.c.Replace
+				if restored {
+					refill = s.c.Restored
+				}
+				if refill(objs, uint64(r)) != nil {
 					return // closed
 				}
+				s.restoring = false
 				s.relists.Add(1)
 				rev = r
 				backoff = 100 * time.Millisecond
 				break
 			}
-			s.log.Warn("etcd: listing again failed", "err", err)
+			if !errors.Is(err, errRestoring) {
+				s.log.Warn("etcd: listing again failed", "err", err)
+			}
 			pause()
 		}
 	}
@@ -154,11 +174,41 @@ func (s *Store) watch(ctx context.Context, rev int64) error {
 			continue // created, or a progress notification
 		}
 		changes = changes[:0]
+		var skipped uint64 // the last revision passed over while a restore runs
 		for _, ev := range resp.Events {
+			if string(ev.Kv.Key) == s.restoreKey() {
+				// A restore begins (its key is written) or ends (deleted, or its lease
+				// expired): what came before it is applied; what follows the beginning
+				// waits for the end, which lists everything again.
+				rev := uint64(ev.Kv.ModRevision)
+				if ev.Type != clientv3.EventTypeDelete {
+					// The beginning's own deletions share its revision, whatever their order.
+					for len(changes) > 0 && changes[len(changes)-1].ResourceVersion == rev {
+						changes = changes[:len(changes)-1]
+					}
+				}
+				if err := s.c.Apply(changes); err != nil {
+					return err
+				}
+				changes = changes[:0]
+				if ev.Type == clientv3.EventTypeDelete {
+					return errRestored
+				}
+				s.restoring, skipped = true, rev
+				continue
+			}
+			if s.restoring {
+				skipped = uint64(ev.Kv.ModRevision)
+				continue
+			}
 			changes = append(changes, s.change(ev))
 		}
 		if err := s.c.Apply(changes); err != nil {
 			return err
+		}
+		if skipped != 0 {
+			// Readers keep the state from before the restore, the truth until it ends.
+			s.c.Advance(skipped)
 		}
 	}
 	if err := ctx.Err(); err != nil {

@@ -72,6 +72,9 @@ type Store struct {
 
 	progress progress
 	relists  atomic.Int64
+	// restoring is set by the feed (its goroutine alone) from the beginning of a restore it
+	// saw until it has listed again after its end (restore.go).
+	restoring bool
 
 	closed atomic.Bool
 	stop   context.CancelFunc
@@ -125,6 +128,15 @@ func New(cfg Config) (*Store, error) {
 	var rev int64
 	for {
 		objs, r, err := s.list(ctx)
+		if err == nil && r <= 1 {
+			// An etcd nothing was ever written to is at revision 1, which no write issues:
+			// the progress key makes the cache start at a write's version, so a client's
+			// version 1 is older than the cache (410), as on kube-apiserver, whose watch
+			// caches start after its own first writes.
+			if _, err = s.writeProgress(ctx); err == nil {
+				continue
+			}
+		}
 		if err == nil {
 			if err := s.c.Replace(objs, uint64(r)); err != nil {
 				return nil, err
@@ -173,7 +185,8 @@ func (s *Store) List(ctx context.Context, gr cache.GroupResource, opts ...cache.
 
 // Watch streams the changes matching opts (see cache.WatchOptions). A version this replica has
 // not seen yet but etcd has issued (a list made on another replica) is waited for, up to
-// FreshTimeout; one beyond etcd's current revision was never issued (ErrGone).
+// FreshTimeout; one beyond etcd's current revision was never issued (ErrGone), unless
+// opts.WaitForVersion makes it one to wait for.
 func (s *Store) Watch(ctx context.Context, opts cache.WatchOptions) (*cache.Watcher, error) {
 	if rv := opts.ResourceVersion; rv > s.c.ResourceVersion() {
 		cctx, cancel := s.freshCtx(ctx)
@@ -182,10 +195,11 @@ func (s *Store) Watch(ctx context.Context, opts cache.WatchOptions) (*cache.Watc
 		if err != nil {
 			return nil, err
 		}
-		if rv > cur {
+		if rv > cur && !opts.WaitForVersion {
 			return nil, &cache.Error{Err: cache.ErrGone, Message: fmt.Sprintf("too old resource version: %d (never issued: etcd is at %d)", rv, cur)}
 		}
-		if err := s.waitFor(cctx, rv); err != nil {
+		// A version etcd has not reached yet is then the cache's to wait for.
+		if err := s.waitFor(cctx, min(rv, cur)); err != nil {
 			return nil, err
 		}
 	}

@@ -183,7 +183,11 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key cache.Key, pre cache.P
 			continue
 		}
 		if u.Remove {
-			return s.removed(ctx, key, cur, resp.Header.Revision)
+			last := cur // the answer is the state the update gave, if it gave one (as the memory store's)
+			if next != nil {
+				last = next
+			}
+			return s.removed(ctx, key, last, resp.Header.Revision)
 		}
 		return s.committed(ctx, key, ekey, next, resp.Header.Revision), nil
 	}
@@ -298,13 +302,14 @@ func (s *Store) committed(ctx context.Context, key cache.Key, ekey string, next 
 	return o
 }
 
-// removed is what a removal at rev returns: the object's last state as of rev (its DELETED
-// event carries the same), once this replica's cache has seen the removal.
-func (s *Store) removed(ctx context.Context, key cache.Key, cur *cache.Object, rev int64) (*cache.Object, error) {
+// removed is what a removal at rev returns: last, the object's last state (the one the update
+// gave, else the stored one, which its DELETED event carries), as of rev, once this replica's
+// cache has seen the removal.
+func (s *Store) removed(ctx context.Context, key cache.Key, last *cache.Object, rev int64) (*cache.Object, error) {
 	wctx, cancel := s.freshCtx(ctx)
 	if err := s.c.WaitUntil(wctx, uint64(rev)); err != nil && ctx.Err() == nil {
 		s.log.Warn("etcd: a removal is committed but this replica's cache has not seen it yet", "key", key.String(), "revision", rev, "err", err)
 	}
 	cancel()
-	return s.c.AtVersion(cur, uint64(rev))
+	return s.c.AtVersion(last, uint64(rev))
 }

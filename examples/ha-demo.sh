@@ -4,13 +4,14 @@
 # out, as every replica shows; the leader is killed with kill -9 mid-rollout; another replica
 # takes over and finishes that rollout; the killed replica comes back and catches up.
 #
-#   examples/ha-demo.sh               the shared-state demo (builds opemu with -tags etcd)
+#   examples/ha-demo.sh               the shared-state demo (builds opemu)
 #   examples/ha-demo.sh --lease-file  the variant for a machine without etcd: each replica
 #                                     keeps its own objects in memory and they elect one
 #                                     leader through a shared lease file
 #
-# It uses the built binary (go run would hide the server from signals) and stops only the
-# processes it started.
+# It uses the built binary (go run would hide the server from signals), names the leader as
+# the replicas' /leader does, refuses to start when one of its ports is taken (an earlier run
+# still up?), bounds every wait, and stops the processes it started (also on Ctrl-C).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,20 +23,60 @@ LEASE_DURATION=${LEASE_DURATION:-5s}
 RENEW_DEADLINE=${RENEW_DEADLINE:-3s}
 RETRY_PERIOD=${RETRY_PERIOD:-1s}
 ROLLOUT_STEP=${ROLLOUT_STEP:-1s}
-work=$(mktemp -d)
+WAIT=${WAIT:-60} # seconds any one wait may take before the demo gives up
 export LEASE_DURATION RENEW_DEADLINE RETRY_PERIOD ROLLOUT_STEP
 
-pids=()
+# Refuse at once, before building or starting anything, when a port is taken.
+taken=()
+for port in "${PORTS[@]}" $([[ "$MODE" == etcd ]] && echo "${ETCD_PORTS[@]}"); do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then taken+=("$port"); fi
+done
+if (( ${#taken[@]} )); then
+  echo "examples/ha-demo.sh: port ${taken[*]} already in use on 127.0.0.1 (an earlier demo or" \
+    "replica still running? stop it first, or pick free ports: PORTS='4001 4002 4003' ETCD_PORTS='14379 14380')" >&2
+  exit 1
+fi
+
+work=$(mktemp -d)
+pids=()      # the replicas, by index
+etcd_pid=""  # opemu etcd, stopped after them
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait "${pids[@]}" 2>/dev/null || true
+  if [[ -n "$etcd_pid" ]]; then kill "$etcd_pid" 2>/dev/null || true; fi
   wait 2>/dev/null || true
   rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
-leader_of() { # prints the port of the replica that leads, if any
-  for port in "$@"; do
-    if curl -s "http://127.0.0.1:$port/leader" | grep -q '"isLeader":true'; then echo "$port"; return; fi
+# within WHAT CMD...: runs CMD until it succeeds, at most $WAIT seconds, then gives up.
+within() {
+  local what=$1 deadline=$((SECONDS + WAIT))
+  shift
+  until "$@"; do
+    if ((SECONDS >= deadline)); then echo "examples/ha-demo.sh: gave up after ${WAIT}s waiting for $what" >&2; exit 1; fi
+    sleep 0.1
+  done
+}
+
+# leader_name PORT: the leader as the replica on PORT names it ("" while there is none).
+leader_name() {
+  curl -s "http://127.0.0.1:$1/leader" | grep -o '"leader":"[^"]*"' | cut -d'"' -f4 || true
+}
+
+# port_of NAME: the port of replica operator-N.
+port_of() { echo "${PORTS[$((${1#operator-} - 1))]}"; }
+
+# leader_of PORT...: prints the port of the leader that the first given replica names, once
+# that leader itself says it leads.
+leader_of() {
+  local name port
+  name=$(leader_name "$1")
+  [[ "$name" == operator-* ]] || return 0
+  port=$(port_of "$name")
+  for p in "$@"; do
+    if [[ "$p" == "$port" ]] && curl -s "http://127.0.0.1:$port/leader" | grep -q '"isLeader":true'; then echo "$port"; fi
   done
 }
 
@@ -46,9 +87,8 @@ show() {
   done
 }
 
-wait_leader() { # waits until one of the given ports leads
-  until [[ -n "$(leader_of "$@")" ]]; do sleep 0.1; done
-}
+has_leader() { [[ -n "$(leader_of "$@")" ]]; }
+wait_leader() { within "a leader among :${*// / :}" has_leader "$@"; }
 
 if [[ "$MODE" == lease-file ]]; then
   # Each replica is its own cluster; they share only the lease file.
@@ -59,7 +99,7 @@ if [[ "$MODE" == lease-file ]]; then
     POD_NAME="operator-$((i + 1))" PORT="${PORTS[$i]}" "$work/opemu" 2>"$work/operator-$((i + 1)).log" &
     pids+=("$!")
   done
-  echo "== waiting for a leader"
+  echo "== waiting for a leader (each replica's /leader names it)"
   wait_leader "${PORTS[@]}"
   sleep 2.5 # let every replica observe it
   show "${PORTS[@]}"
@@ -100,31 +140,36 @@ show_status() { # prints how every given replica sees Application $1
 
 ready_of() { status "$1" "$2" | cut -d/ -f1; }
 
+serving() { # serving PID PORT: true once PORT serves the API; the demo stops if PID has exited
+  kill -0 "$1" 2>/dev/null || { echo "examples/ha-demo.sh: the replica for :$2 exited:" >&2; cat "$work"/operator-*.log >&2; exit 1; }
+  curl -sf -o /dev/null "http://127.0.0.1:$2/version"
+}
+
 start_replica() { # start_replica INDEX
   local i=$1
   STORE=etcd ETCD_ENDPOINTS="$ENDPOINT" POD_NAME="operator-$((i + 1))" PORT="${PORTS[$i]}" \
     "$work/opemu" 2>>"$work/operator-$((i + 1)).log" &
   pids[$i]=$!
   # /version answers once the replica is wired (while it waits for etcd only its probes do).
-  until curl -sf -o /dev/null "http://127.0.0.1:${PORTS[$i]}/version"; do sleep 0.05; done
+  within ":${PORTS[$i]} to serve" serving "${pids[$i]}" "${PORTS[$i]}"
 }
 
-echo "== building ./opemu with etcd (go build -tags etcd)"
-go build -tags etcd -o "$work/opemu" .
+echo "== building ./opemu (go build)"
+go build -o "$work/opemu" .
 
 echo "== opemu etcd: one etcd member, data in $work/etcd"
 "$work/opemu" etcd --data-dir "$work/etcd" --listen-client-urls "$ENDPOINT" \
   --listen-peer-urls "http://127.0.0.1:${ETCD_PORTS[1]}" >"$work/etcd.out" 2>"$work/etcd.log" &
 etcd_pid=$!
-until grep -q "etcd ready" "$work/etcd.out"; do
+etcd_ready() {
   kill -0 "$etcd_pid" 2>/dev/null || { echo "opemu etcd failed:"; cat "$work/etcd.log"; exit 1; }
-  sleep 0.1
-done
+  grep -q "etcd ready" "$work/etcd.out"
+}
+within "opemu etcd to be ready" etcd_ready
 cat "$work/etcd.out"
 
 echo "== three replicas with STORE=etcd"
 for i in 0 1 2; do start_replica "$i"; done
-pids+=("$etcd_pid")
 wait_leader "${PORTS[@]}"
 sleep 2.5 # let every replica observe it
 show "${PORTS[@]}"
@@ -138,7 +183,8 @@ curl -s -o /dev/null -w '  POST -> %{http_code}\n' -X POST -H 'Content-Type: app
   -d '{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","metadata":{"name":"demo"},"spec":{"replicas":8,"image":"nginx:1.27"}}'
 
 echo "== the leader :$lead rolls it out; every replica shows the same object and version"
-until [[ "$(ready_of "$lead" demo)" -ge 2 ]]; do sleep 0.1; done
+rolling() { [[ "$(ready_of "$lead" demo)" -ge 2 ]]; }
+within "the rollout to start" rolling
 show_status demo "${PORTS[@]}"
 
 echo "== kill -9 of the leader on :$lead mid-rollout"
@@ -151,7 +197,8 @@ show "${followers[@]}"
 next=$(leader_of "${followers[@]}")
 
 echo "== the new leader :$next finishes the rollout"
-until status "$next" demo | grep -q "^8/8 Running"; do sleep 0.2; done
+finished() { status "$next" demo | grep -q "^8/8 Running"; }
+within "the new leader to finish the rollout" finished
 echo "== finished the rollout"
 show_status demo "${followers[@]}"
 echo "== who recorded the rollout's Events (source.host)"

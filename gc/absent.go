@@ -13,7 +13,8 @@ const absentLimit = 1024
 // ends. The kind and namespace are part of the key, as in Kubernetes' absent owner cache,
 // because a reference may name the wrong kind for a uid that does exist, and a cluster-scoped
 // dependent's reference to a namespaced kind must never find the absence of an owner in some
-// namespace. It holds no version: a kind's objects are the same whatever version names them.
+// namespace. (Only a restored snapshot brings a uid back, between two runs of the collector,
+// each of which starts with none remembered.) It holds no version: a kind's objects are the same whatever version names them.
 type absentKey struct {
 	group, kind, uid, namespace string
 }
@@ -51,6 +52,13 @@ func (a *absent) add(k absentKey) {
 	}
 	a.set[k] = struct{}{}
 	a.order = append(a.order, k)
+}
+
+// reset forgets every absence.
+func (a *absent) reset() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.set, a.order = nil, nil
 }
 
 func (a *absent) has(k absentKey) bool {

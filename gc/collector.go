@@ -96,8 +96,10 @@ func New(cfg Config) (*Collector, error) {
 // Run watches every resource, builds the graph from a full list and collects until ctx is
 // done. Workers start once the list is complete, so every decision sees the whole graph. It
 // returns once its goroutines have; the graph is dropped then. Run may be called again (each
-// leadership term calls it anew, which is a full resync).
+// leadership term calls it anew, which is a full resync); each run starts without the absent
+// owners the last one remembered (a restored snapshot brings uids back).
 func (c *Collector) Run(ctx context.Context) error {
+	c.absent.reset()
 	q := workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](c.cfg.BackoffBase, c.cfg.BackoffMax),
 		workqueue.TypedRateLimitingQueueConfig[string]{Clock: c.cfg.Clock},

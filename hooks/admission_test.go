@@ -111,6 +111,24 @@ func newAdmissionRig(t *testing.T) *admissionRig {
 // configure stores a webhook configuration and waits until its webhooks are in the chain.
 func (r *admissionRig) configure(t *testing.T, mutating bool, name string, hooksList ...map[string]any) {
 	t.Helper()
+	r.configureWith(t, r.client.Create, mutating, name, hooksList...)
+}
+
+// configureStored is configure, the configuration written straight to the store, past the
+// write path's validation: as a webhook admissionregistration.k8s.io/v1 no longer accepts
+// (sideEffects Unknown) was stored by an older version and is still served.
+func (r *admissionRig) configureStored(t *testing.T, mutating bool, name string, hooksList ...map[string]any) {
+	t.Helper()
+	create := func(ctx context.Context, key cache.Key, obj map[string]any) (*cache.Object, error) {
+		obj["metadata"].(map[string]any)["uid"] = "stored-" + name
+		obj["metadata"].(map[string]any)["creationTimestamp"] = "2026-01-01T00:00:00Z"
+		return r.env.Storage.Create(ctx, key, obj, cache.WriteOptions{})
+	}
+	r.configureWith(t, create, mutating, name, hooksList...)
+}
+
+func (r *admissionRig) configureWith(t *testing.T, create func(context.Context, cache.Key, map[string]any) (*cache.Object, error), mutating bool, name string, hooksList ...map[string]any) {
+	t.Helper()
 	kind, gr := "ValidatingWebhookConfiguration", hooks.ValidatingResource
 	if mutating {
 		kind, gr = "MutatingWebhookConfiguration", hooks.MutatingResource
@@ -121,7 +139,7 @@ func (r *admissionRig) configure(t *testing.T, mutating bool, name string, hooks
 	}
 	m0, v0 := r.adm.Handlers()
 	before := len(m0) + len(v0)
-	_, err := r.client.Create(context.Background(), cache.Key{Group: gr.Group, Resource: gr.Resource, Name: name}, map[string]any{
+	_, err := create(context.Background(), cache.Key{Group: gr.Group, Resource: gr.Resource, Name: name}, map[string]any{
 		"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind, "metadata": map[string]any{"name": name}, "webhooks": whs,
 	})
 	require.NoError(t, err)
@@ -323,7 +341,8 @@ func TestWebhookDryRun(t *testing.T) {
 	require.Len(t, got, 1, "sideEffects None: a dry run reaches the webhook")
 	assert.True(t, *got[0].DryRun)
 
-	r.configure(t, false, "unknown", webhook("unknown.test.opemu.dev", srv.URL+"/unknown", srv.caBundle, "", []string{"configmaps"}, []string{"CREATE"}, map[string]any{"sideEffects": "Unknown"}))
+	// admissionregistration.k8s.io/v1 refuses sideEffects Unknown; one stored before still judges.
+	r.configureStored(t, false, "unknown", webhook("unknown.test.opemu.dev", srv.URL+"/unknown", srv.caBundle, "", []string{"configmaps"}, []string{"CREATE"}, map[string]any{"sideEffects": "Unknown"}))
 	_, err = r.env.Registry.Create(context.Background(), tg, configMap("dry", nil, nil), registry.Options{DryRun: true})
 	st := statusOf(t, err)
 	assert.Equal(t, int32(400), st.Code)
@@ -464,7 +483,7 @@ spec:
 	srv.handle("/equivalent", allow)
 	srv.handle("/exact", allow)
 	rule := func(url string, policy string) map[string]any {
-		w := webhook(policy+".test.opemu.dev", url, srv.caBundle, "test.opemu.dev", []string{"gadgets"}, []string{"CREATE"}, map[string]any{"matchPolicy": policy})
+		w := webhook(strings.ToLower(policy)+".test.opemu.dev", url, srv.caBundle, "test.opemu.dev", []string{"gadgets"}, []string{"CREATE"}, map[string]any{"matchPolicy": policy})
 		w["rules"].([]any)[0].(map[string]any)["apiVersions"] = []any{"v2"}
 		return w
 	}

@@ -4,6 +4,7 @@ import (
 	"github.com/opemu/opemu/cache"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
+	"sync"
 )
 
 // CRDName is the name of the built-in Controller CRD, which cannot be replaced or deleted.
@@ -136,10 +137,14 @@ spec:
 `
 
 // CRD returns a fresh copy of the built-in Controller CRD.
-func CRD() *apiextv1.CustomResourceDefinition {
+func CRD() *apiextv1.CustomResourceDefinition { return controllerCRD().DeepCopy() }
+
+// controllerCRD is the CRD parsed once (a constant of the process, read only; parsing it took
+// most of a testenv start).
+var controllerCRD = sync.OnceValue(func() *apiextv1.CustomResourceDefinition {
 	var c apiextv1.CustomResourceDefinition
 	if err := yaml.UnmarshalStrict([]byte(controllerYAML), &c); err != nil {
 		panic("hooks: the built-in Controller CRD does not parse: " + err.Error())
 	}
 	return &c
-}
+})

@@ -1,18 +1,14 @@
 package kinds
 
 import (
-	"strings"
-	"time"
-
 	"github.com/opemu/opemu/cache"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The built-in kinds served beside custom resources since the start (SPEC §3) that have no
-// schema: the write path checks their metadata only, and keeps the rest as sent (v1 Events
-// carry opemu's severity). The kinds of SPEC §14, and Namespace, are in served.go; the rules
+// The built-in kinds served beside custom resources since the start (SPEC §3) that are kept as
+// sent (v1 Events carry opemu's severity): no pruning or defaults, kube-apiserver's validation
+// rules only (builtin_rules.go). The kinds of SPEC §14, and Namespace, are in served.go; the rules
 // of Namespaces their Go type cannot say are here.
 
 // Namespaces, Events and Leases are where the built-in kinds are stored.
@@ -110,19 +106,7 @@ func keepNamespaceFinalizers(obj, old map[string]any) {
 func EventKind() *Kind {
 	return &Kind{
 		Version: "v1", Kind: "Event", ListKind: "EventList", Plural: "events", Singular: "event", ShortNames: []string{"ev"}, Namespaced: true,
-		Columns: []Column{
-			lastSeenColumn("lastTimestamp", "series.lastObservedTime", "eventTime"),
-			PathColumn("Type", ".type", "string", 0),
-			PathColumn("Reason", ".reason", "string", 0),
-			{Def: metav1.TableColumnDefinition{Name: "Object", Type: "string"}, Cell: func(obj map[string]any, _ time.Time) any {
-				return strings.ToLower(stringAt(obj, "involvedObject.kind")) + "/" + stringAt(obj, "involvedObject.name")
-			}},
-			PathColumn("Message", ".message", "string", 0),
-			PathColumn("Source", ".source.component", "string", 1),
-			{Def: metav1.TableColumnDefinition{Name: "First Seen", Type: "string", Priority: 1}, Cell: PathCell(".firstTimestamp", "date")},
-			PathColumn("Count", ".count", "integer", 1),
-			{Def: metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Priority: 1}, Cell: NameColumn.Cell},
-		},
+		Columns: eventColumns(coreEventFields),
 		Fields: []Field{
 			{Name: "involvedObject.kind"}, {Name: "involvedObject.namespace"}, {Name: "involvedObject.name"},
 			{Name: "involvedObject.uid"}, {Name: "involvedObject.apiVersion"}, {Name: "involvedObject.resourceVersion"},
@@ -132,8 +116,27 @@ func EventKind() *Kind {
 			// When an Event written through events.k8s.io (no lastTimestamp) was last seen.
 			{Name: "series.lastObservedTime"}, {Name: "eventTime"},
 		},
-		StrategicPatch: &corev1.Event{},
-		Protobuf:       true,
+		StrategicPatch:      &corev1.Event{},
+		Protobuf:            true,
+		NameRule:            NameIsPathSegment,
+		AllowCreateOnUpdate: true,
+		Canonicalize:        eventShape,
+		Schema:              rulesOnly[corev1.Event]{check: validateCoreEvent},
+	}
+}
+
+// eventShape gives a v1 Event the fields its Go type always encodes (times as null, the
+// reporting strings as ""), as kube-apiserver stores every Event in that shape.
+func eventShape(obj map[string]any) {
+	for _, k := range []string{"eventTime", "firstTimestamp", "lastTimestamp"} {
+		if _, ok := obj[k]; !ok {
+			obj[k] = nil
+		}
+	}
+	for _, k := range []string{"reportingComponent", "reportingInstance"} {
+		if _, ok := obj[k]; !ok {
+			obj[k] = ""
+		}
 	}
 }
 
@@ -141,8 +144,10 @@ func EventKind() *Kind {
 func LeaseKind() *Kind {
 	return &Kind{
 		Group: "coordination.k8s.io", Version: "v1", Kind: "Lease", ListKind: "LeaseList", Plural: "leases", Singular: "lease", Namespaced: true,
-		Columns:        []Column{NameColumn, PathColumn("Holder", ".spec.holderIdentity", "string", 0), AgeColumn("Age")},
-		StrategicPatch: &coordinationv1.Lease{},
-		Protobuf:       true,
+		Columns:             leaseColumns(),
+		StrategicPatch:      &coordinationv1.Lease{},
+		Protobuf:            true,
+		AllowCreateOnUpdate: true,
+		Schema:              rulesOnly[coordinationv1.Lease]{check: validateLease},
 	}
 }

@@ -12,15 +12,21 @@ import (
 // Table columns: the builders kinds use for their Columns, and the Name column every Table
 // starts with.
 
+// objectMeta is the OpenAPI name of metav1.ObjectMeta, whose descriptions the Name and Age
+// columns carry.
+const objectMeta = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+
 // NameColumn is the first column of every Table.
 var NameColumn = Column{
-	Def:  metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Description: "Name must be unique within a namespace."},
+	Def:  metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name"},
+	Doc:  [2]string{objectMeta, "name"},
 	Cell: func(obj map[string]any, _ time.Time) any { return stringAt(obj, "metadata.name") },
 }
 
-// AgeColumn shows how long ago the object was created.
+// AgeColumn shows how long ago the object was created, as a date column (a custom resource's
+// Age; kube-apiserver's printers' Age columns are strings, ageColumn).
 func AgeColumn(name string) Column {
-	return Column{Def: metav1.TableColumnDefinition{Name: name, Type: "date", Description: "CreationTimestamp is the time the object was created."},
+	return Column{Def: metav1.TableColumnDefinition{Name: name, Type: "date"}, Doc: [2]string{objectMeta, "creationTimestamp"},
 		Cell: PathCell(".metadata.creationTimestamp", "date")}
 }
 
@@ -75,8 +81,12 @@ func PathCell(path, typ string) func(map[string]any, time.Time) any {
 	}
 }
 
-// Age is how long before now the RFC 3339 time ts was, the way kubectl shows it.
+// Age is how long before now the RFC 3339 time ts was, the way kubectl shows it ("<unknown>"
+// when there is none).
 func Age(ts string, now time.Time) string {
+	if ts == "" {
+		return "<unknown>"
+	}
 	t, err := time.Parse(time.RFC3339, ts)
 	if err != nil {
 		return "<invalid>"

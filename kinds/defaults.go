@@ -86,8 +86,12 @@ func defaultStatefulSet(s *appsv1.StatefulSet) {
 	if sp.RevisionHistoryLimit == nil {
 		sp.RevisionHistoryLimit = ptr.To[int32](10)
 	}
+	statefulSetMaxUnavailable(s)
 	for i := range sp.VolumeClaimTemplates {
-		defaultPVC(&sp.VolumeClaimTemplates[i])
+		c := &sp.VolumeClaimTemplates[i]
+		defaultPVC(c)
+		// The claims templates are stored as the objects they make.
+		c.APIVersion, c.Kind = "v1", "PersistentVolumeClaim"
 	}
 	defaultPodTemplate(&sp.Template)
 }
@@ -116,6 +120,7 @@ func defaultDaemonSet(d *appsv1.DaemonSet) {
 
 func defaultJob(j *batchv1.Job) {
 	defaultJobSpec(&j.Spec)
+	defaultJobLabels(j)
 }
 
 func defaultJobSpec(s *batchv1.JobSpec) {
@@ -190,6 +195,7 @@ func defaultPod(p *corev1.Pod) {
 			requestsFromLimits(&cs[i].Resources)
 		}
 	}
+	defaultPodStatus(&p.Status)
 	if s.ServiceAccountName == "" {
 		s.ServiceAccountName = "default"
 	}
@@ -416,9 +422,13 @@ func defaultService(svc *corev1.Service) {
 	if s.InternalTrafficPolicy == nil && (external || s.Type == corev1.ServiceTypeClusterIP) {
 		s.InternalTrafficPolicy = ptr.To(corev1.ServiceInternalTrafficPolicyCluster)
 	}
+	if s.Type == corev1.ServiceTypeExternalName {
+		s.InternalTrafficPolicy = nil // kube-apiserver drops it on every read
+	}
 	if s.Type == corev1.ServiceTypeLoadBalancer && s.AllocateLoadBalancerNodePorts == nil {
 		s.AllocateLoadBalancerNodePorts = ptr.To(true)
 	}
+	defaultLoadBalancerIPMode(svc)
 }
 
 func defaultPVC(c *corev1.PersistentVolumeClaim) {

@@ -2,13 +2,13 @@ package kinds
 
 import (
 	"encoding/json"
-	"strings"
-	"time"
+	"fmt"
 
 	"github.com/opemu/opemu/cache"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -19,7 +19,8 @@ import (
 
 // EventsV1Kind is events.k8s.io/v1 Event, a view of the v1 Events.
 func (ts *typeSet) eventsV1Kind() *Kind {
-	k := ts.kind(typed{obj: &eventsv1.Event{}, short: []string{"ev"}, columns: eventsV1Columns(), validate: validator(validateEventsV1)})
+	k := ts.kind(typed{obj: &eventsv1.Event{}, short: []string{"ev"}, columns: eventsV1Columns(), validate: validator(validateEventsV1),
+		validateCreate: validator(validateEventsV1Create), createOnUpdate: true})
 	k.Conversion = &Conversion{
 		Storage:     Events,
 		ToStorage:   eventToCore,
@@ -85,24 +86,58 @@ func eventFromCore(obj map[string]any) (map[string]any, error) {
 
 // validateEventsV1 checks what kube-apiserver requires of an Event written through
 // events.k8s.io/v1: when and by whom it was reported, and what happened.
+// validateEventsV1 is the legacy validation kube-apiserver gives every Event written through
+// events.k8s.io/v1 (legacyValidateEvent, an Event with an eventTime), under the core Event's
+// field names (it validates its internal Event: the note is "message").
 func validateEventsV1(e *eventsv1.Event) field.ErrorList {
+	var errs field.ErrorList
+	tooLong := func(path, v string, max int) {
+		if len(v) > max {
+			errs = append(errs, field.Invalid(field.NewPath(path), "", fmt.Sprintf("can have at most %d characters", max)))
+		}
+	}
+	if !e.EventTime.IsZero() {
+		if e.ReportingController == "" {
+			errs = append(errs, field.Required(field.NewPath("reportingController"), ""))
+		}
+		errs = append(errs, stringErrors(field.NewPath("reportingController"), e.ReportingController, validation.IsQualifiedName(e.ReportingController))...)
+		for _, f := range []struct{ name, v string }{{"reportingInstance", e.ReportingInstance}, {"action", e.Action}, {"reason", e.Reason}} {
+			if f.v == "" {
+				errs = append(errs, field.Required(field.NewPath(f.name), ""))
+			}
+			tooLong(f.name, f.v, 128)
+		}
+		tooLong("message", e.Note, 1024)
+	}
+	if sr := e.Series; sr != nil {
+		if sr.Count < 2 {
+			errs = append(errs, field.Invalid(field.NewPath("series.count"), "", "should be at least 2"))
+		}
+		if sr.LastObservedTime.IsZero() {
+			errs = append(errs, field.Required(field.NewPath("series.lastObservedTime"), ""))
+		}
+	}
+	return errs
+}
+
+// validateEventsV1Create is what ValidateEventCreate adds for a new Event written through
+// events.k8s.io/v1 (an update keeps what older clients wrote).
+func validateEventsV1Create(e *eventsv1.Event) field.ErrorList {
 	var errs field.ErrorList
 	if e.EventTime.IsZero() {
 		errs = append(errs, field.Required(field.NewPath("eventTime"), ""))
 	}
-	for _, f := range []struct{ name, v string }{
-		{"reportingController", e.ReportingController}, {"reportingInstance", e.ReportingInstance},
-		{"action", e.Action}, {"reason", e.Reason},
-	} {
-		if f.v == "" {
-			errs = append(errs, field.Required(field.NewPath(f.name), ""))
+	if e.Type != corev1.EventTypeNormal && e.Type != corev1.EventTypeWarning {
+		errs = append(errs, field.Invalid(field.NewPath("type"), "", "has invalid value: "+e.Type))
+	}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"firstTimestamp", !e.DeprecatedFirstTimestamp.IsZero()}, {"lastTimestamp", !e.DeprecatedLastTimestamp.IsZero()},
+		{"count", e.DeprecatedCount != 0}, {"source", e.DeprecatedSource.Component != "" || e.DeprecatedSource.Host != ""}} {
+		if f.set {
+			errs = append(errs, field.Invalid(field.NewPath(f.name), "", "needs to be unset"))
 		}
-	}
-	if e.Type != "" && e.Type != corev1.EventTypeNormal && e.Type != corev1.EventTypeWarning {
-		errs = append(errs, field.NotSupported(field.NewPath("type"), e.Type, []string{corev1.EventTypeNormal, corev1.EventTypeWarning}))
-	}
-	if len(e.Note) > 1024 {
-		errs = append(errs, field.TooLong(field.NewPath("note"), "", 1024))
 	}
 	return errs
 }
@@ -123,36 +158,5 @@ func toMap(v any) (map[string]any, error) {
 	return cache.DecodeJSON(raw)
 }
 
-// eventLastSeen is when an Event was last seen: lastTimestamp, else its series' last
-// observation, else its eventTime (Events written through events.k8s.io have no lastTimestamp).
-func eventLastSeen(last, series, eventTime string) string {
-	for _, t := range []string{last, series, eventTime} {
-		if t != "" {
-			return t
-		}
-	}
-	return ""
-}
-
-// lastSeenColumn shows how long ago an Event was last seen.
-func lastSeenColumn(last, series, eventTime string) Column {
-	return Column{Def: metav1.TableColumnDefinition{Name: "Last Seen", Type: "string"}, Cell: func(obj map[string]any, now time.Time) any {
-		ts := eventLastSeen(stringAt(obj, last), stringAt(obj, series), stringAt(obj, eventTime))
-		if ts == "" {
-			return "<unknown>"
-		}
-		return Age(ts, now)
-	}}
-}
-
-func eventsV1Columns() []Column {
-	return []Column{
-		lastSeenColumn("deprecatedLastTimestamp", "series.lastObservedTime", "eventTime"),
-		PathColumn("Type", ".type", "string", 0),
-		PathColumn("Reason", ".reason", "string", 0),
-		column("Object", "string", 0, func(obj map[string]any, _ time.Time) any {
-			return strings.ToLower(stringAt(obj, "regarding.kind")) + "/" + stringAt(obj, "regarding.name")
-		}),
-		PathColumn("Message", ".note", "string", 0),
-	}
-}
+// eventsV1Columns are the v1 Event's columns over the events.k8s.io fields.
+func eventsV1Columns() []Column { return eventColumns(eventsV1Fields) }

@@ -3,6 +3,7 @@ package kinds
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -62,6 +64,10 @@ type Kind struct {
 	// PrepareForCreate, when set, fills what the kind's API strategy fills on create before
 	// validation (e.g. a Namespace's phase). It may change obj.
 	PrepareForCreate func(obj map[string]any)
+	// PrepareStamped, when set, fills on create what needs the new object's name and uid, once
+	// the write path has set them and before validation (a Job's generated selector, as its
+	// strategy's PrepareForCreate makes it). It may change obj.
+	PrepareStamped func(obj map[string]any)
 	// Canonicalize, when set, runs on creates and updates after validation, right before each
 	// store write, as kube-apiserver's strategies' Canonicalize does: a name generateName made
 	// is final only then (a Namespace's kubernetes.io/metadata.name label follows it). It may
@@ -91,6 +97,45 @@ type Kind struct {
 	// EVENT_LIMIT over the in-memory store). The write path asks it for room before every
 	// create and tells it of every write and removal.
 	Limit Limit
+
+	// NameRule, when set, is the rule of the kind's names (and, with prefix, of its
+	// generateName), as its API strategy's validation has it: a DNS label for Services and
+	// Namespaces, any path segment for RBAC objects. Nil means NameIsDNSSubdomain, most kinds'.
+	NameRule func(name string, prefix bool) []string
+	// AllowCreateOnUpdate says a PUT of an object that does not exist creates it (kube-apiserver's
+	// strategies' AllowCreateOnUpdate: Services, Endpoints, Events, Leases, RBAC objects).
+	AllowCreateOnUpdate bool
+	// ReturnDeletedObject says a DELETE that removes an object answers the object rather than a
+	// Status (kube-apiserver's stores' ReturnDeletedObject: Pods, Services, PVCs...).
+	ReturnDeletedObject bool
+	// GracefulDelete says the kind's objects are deleted gracefully, as Pods are: one removed at
+	// once (no grace period left) goes marked, with its deletionTimestamp, a grace period of 0
+	// and its generation moved, which its DELETE answer and DELETED event show.
+	GracefulDelete bool
+	// DeletePropagation, when set, is the propagation policy of a DELETE that gives none, for
+	// an object that has no garbage collector finalizer yet (the strategy's
+	// DefaultGarbageCollectionPolicy: Orphan for batch/v1 Jobs); DeleteWarning is the warning
+	// such a DELETE gets.
+	DeletePropagation metav1.DeletionPropagation
+	DeleteWarning     string
+	// Warning, when set, is sent with every request of this version of the kind (a
+	// deprecation: "v1 Endpoints is deprecated in v1.33+; ...").
+	Warning string
+}
+
+// NameValidator is the rule of the kind's names: NameRule, or NameIsDNSSubdomain.
+func (k *Kind) NameValidator() func(name string, prefix bool) []string {
+	if k.NameRule != nil {
+		return k.NameRule
+	}
+	return NameIsDNSSubdomain
+}
+
+// Warner is implemented by schemas that warn about objects they accept (kube-apiserver's
+// strategies' WarningsOnCreate and WarningsOnUpdate): the write path sends the warnings of every
+// create and update that passed validation.
+type Warner interface {
+	Warnings(obj map[string]any) []string
 }
 
 // Schema validates, prunes and defaults the objects of a kind, as Kubernetes does for a
@@ -107,6 +152,16 @@ type Schema interface {
 	OpenAPI() *apiextv1.JSONSchemaProps
 }
 
+// UpdateSchema is a Schema whose rules read the stored object on updates (a CRD's CEL
+// transition rules, validation ratcheting; a built-in kind's immutable fields). The write path calls ValidateUpdate instead of
+// Validate for every write of an existing object: update, patch, apply and the subresources.
+type UpdateSchema interface {
+	// ValidateUpdate checks obj (metadata excepted), which replaces old; sub is the
+	// subresource written ("", "status" or "scale"). Neither object is modified. The warnings
+	// are failures let through (a rule ratcheted: old broke it the same way).
+	ValidateUpdate(obj, old map[string]any, sub string) (field.ErrorList, []string)
+}
+
 // Lifecycle lets a kind act on the writes of its objects: the part of an API strategy that
 // changes what the server itself does. Every method is called by the write path only, with no
 // lock held.
@@ -117,8 +172,9 @@ type Lifecycle interface {
 	BeforeWrite(ctx context.Context, obj, old map[string]any, dryRun bool) ([]string, error)
 	// BeforeDelete may refuse to delete the object name (an error with its Status).
 	BeforeDelete(ctx context.Context, name string) error
-	// AfterWrite is called once obj has been stored (removed: it is gone). An error is
-	// returned to the client, though the write stands.
+	// AfterWrite is called once obj has been stored (removed: it is gone; a delete that only
+	// marked it calls it with obj marked). An error is returned to the client, though the
+	// write stands.
 	AfterWrite(ctx context.Context, obj *cache.Object, removed bool) error
 }
 
@@ -136,6 +192,15 @@ type Limit interface {
 	Updated(obj *cache.Object)
 	// Removed tells it the object at key is gone.
 	Removed(key cache.Key)
+}
+
+// DeleteMarker is a Lifecycle whose objects a delete marks the kind's own way, as
+// kube-apiserver's CRD storage marks a deleted CRD: MarkDeleted changes obj, the stored object
+// about to get its deletionTimestamp (a finalizer of the kind's, a status condition), and the
+// kind's AfterWrite, called with the marked object, cleans up and removes that finalizer. Such
+// a mark sets no deletionGracePeriodSeconds and keeps the generation.
+type DeleteMarker interface {
+	MarkDeleted(obj map[string]any)
 }
 
 // Conversion makes a kind a view of objects stored as another kind (Storage's storage version).
@@ -167,8 +232,21 @@ type Field struct {
 
 // Column is one Table column and how to fill its cell from a decoded object.
 type Column struct {
-	Def  metav1.TableColumnDefinition
+	Def metav1.TableColumnDefinition
+	// Doc, when Def has no Description, names the one kube-apiserver's printers give the column:
+	// a Go type's OpenAPI name and one of its fields, whose SwaggerDoc it is (read on first use,
+	// see swaggerdoc.go).
+	Doc  [2]string
 	Cell func(obj map[string]any, now time.Time) any
+}
+
+// Definition is the column's definition, its description included.
+func (c Column) Definition() metav1.TableColumnDefinition {
+	d := c.Def
+	if d.Description == "" && c.Doc[0] != "" {
+		d.Description = docTable{}.of(c.Doc[0])[c.Doc[1]]
+	}
+	return d
 }
 
 // GroupVersion returns "group/version" (just "version" for the core group).
@@ -231,21 +309,32 @@ func (k *Kind) AppendFields(dst []string, obj map[string]any) []string {
 	return dst
 }
 
-// Selectable reports whether a field selector on this kind may name label.
-func (k *Kind) Selectable(label string) bool {
-	if label == "metadata.name" || label == "metadata.namespace" {
-		return true
+// ConvertFieldLabel checks a field selector's label as kube-apiserver's scheme does for the
+// kind, and returns it: metadata.name always; metadata.namespace, and the kind's own fields
+// (Fields, a view's FieldLabels). A kind with fields of its own (a CRD's kinds, the built-ins
+// kube-apiserver registers a conversion for) takes metadata.namespace only when namespaced and
+// refuses others with "field label not supported"; the other built-ins take metadata.name and
+// metadata.namespace alone, with apimachinery's default conversion and its message.
+func (k *Kind) ConvertFieldLabel(label, value string) (string, string, error) {
+	own := !k.BuiltIn() || len(k.Fields) > 0 || k.Conversion != nil
+	if !own {
+		return runtime.DefaultMetaV1FieldSelectorConversion(label, value)
 	}
-	if k.Conversion != nil {
-		_, ok := k.Conversion.FieldLabels[label]
-		return ok
-	}
-	for _, f := range k.Fields {
-		if f.Name == label {
-			return true
+	switch {
+	case label == "metadata.name", label == "metadata.namespace" && k.Namespaced:
+		return label, value, nil
+	case k.Conversion != nil:
+		if _, ok := k.Conversion.FieldLabels[label]; ok {
+			return label, value, nil
+		}
+	default:
+		for _, f := range k.Fields {
+			if f.Name == label {
+				return label, value, nil
+			}
 		}
 	}
-	return false
+	return "", "", fmt.Errorf("field label not supported: %s", label)
 }
 
 // ValueAt is the value at a dotted path like ".spec.replicas" (the leading dot optional) in a

@@ -1,6 +1,7 @@
 package kinds
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -18,9 +19,41 @@ import (
 
 const none = "<none>"
 
-// column is a Column computed by f.
-func column(name, typ string, priority int32, f func(obj map[string]any, now time.Time) any) Column {
-	return Column{Def: metav1.TableColumnDefinition{Name: name, Type: typ, Priority: priority}, Cell: f}
+// column is a Column computed by f, described by the printers' own words (desc).
+func column(name, typ string, priority int32, desc string, f func(obj map[string]any, now time.Time) any) Column {
+	return Column{Def: metav1.TableColumnDefinition{Name: name, Type: typ, Priority: priority, Description: desc}, Cell: f}
+}
+
+// docColumn is a Column computed by f, described by the SwaggerDoc of field of the Go type
+// whose OpenAPI name is of, as the printers describe it.
+func docColumn(name, typ string, priority int32, of, field string, f func(obj map[string]any, now time.Time) any) Column {
+	return Column{Def: metav1.TableColumnDefinition{Name: name, Type: typ, Priority: priority}, Doc: [2]string{of, field}, Cell: f}
+}
+
+// ageColumn is the printers' Age: a string, "<unknown>" without a creation time.
+func ageColumn() Column {
+	return docColumn("Age", "string", 0, objectMeta, "creationTimestamp", func(obj map[string]any, now time.Time) any {
+		return Age(stringAt(obj, "metadata.creationTimestamp"), now)
+	})
+}
+
+// The OpenAPI names of the Go types whose descriptions the printers' columns carry.
+const (
+	coreV1  = "io.k8s.api.core.v1."
+	appsV1  = "io.k8s.api.apps.v1."
+	batchV1 = "io.k8s.api.batch.v1."
+)
+
+// Descriptions the printers give several kinds' columns.
+const (
+	containersDesc = "Names of each container in the template."
+	imagesDesc     = "Images referenced by each container in the template."
+	readyDesc      = "Number of the pod with ready state"
+)
+
+// stringCell is the string at path ("" when absent).
+func stringCell(path string) func(map[string]any, time.Time) any {
+	return func(obj map[string]any, _ time.Time) any { return stringAt(obj, path) }
 }
 
 func intAt(obj map[string]any, path string) int64 {
@@ -63,12 +96,13 @@ func containersColumns(path string) []Column {
 			return strings.Join(out, ",")
 		}
 	}
-	return []Column{column("Containers", "string", 1, each("name")), column("Images", "string", 1, each("image"))}
+	return []Column{column("Containers", "string", 1, containersDesc, each("name")), column("Images", "string", 1, imagesDesc, each("image"))}
 }
 
-// selectorColumn is the -o wide Selector column of a label selector at keys.
-func selectorColumn(path string) Column {
-	return column("Selector", "string", 1, func(obj map[string]any, _ time.Time) any {
+// selectorColumn is the -o wide Selector column of a label selector at path, described by
+// field of the type of.
+func selectorColumn(path, of, field string) Column {
+	return docColumn("Selector", "string", 1, of, field, func(obj map[string]any, _ time.Time) any {
 		raw, _ := json.Marshal(mapAt(obj, path))
 		var sel metav1.LabelSelector
 		if json.Unmarshal(raw, &sel) != nil {
@@ -82,27 +116,25 @@ func selectorColumn(path string) Column {
 	})
 }
 
-// mapSelectorColumn shows a map of labels (a Service's selector) as a selector.
-func mapSelectorColumn(name string, priority int32, path string) Column {
-	return column(name, "string", priority, func(obj map[string]any, _ time.Time) any {
+// labelsCell shows a map of labels (a Service's selector) as the printers format them.
+func labelsCell(path string) func(map[string]any, time.Time) any {
+	return func(obj map[string]any, _ time.Time) any {
 		set := labels.Set{}
 		for k, v := range mapAt(obj, path) {
 			set[k], _ = v.(string)
 		}
-		if len(set) == 0 {
-			return none
-		}
-		return set.String()
-	})
+		return labels.FormatLabels(set)
+	}
 }
 
-// intColumn shows the integer at keys, 0 when absent (as the printers show a Go type's zero).
-func intColumn(name string, path string) Column {
-	return column(name, "integer", 0, func(obj map[string]any, _ time.Time) any { return intAt(obj, path) })
+// intCell is the integer at path, 0 when absent (as the printers show a Go type's zero).
+func intCell(path string) func(map[string]any, time.Time) any {
+	return func(obj map[string]any, _ time.Time) any { return intAt(obj, path) }
 }
 
-func countColumn(name string, paths ...string) Column {
-	return column(name, "integer", 0, func(obj map[string]any, _ time.Time) any {
+// countCell counts the members of the maps and lists at paths.
+func countCell(paths ...string) func(map[string]any, time.Time) any {
+	return func(obj map[string]any, _ time.Time) any {
 		n := 0
 		for _, p := range paths {
 			v, _ := ValueAt(obj, p)
@@ -114,13 +146,13 @@ func countColumn(name string, paths ...string) Column {
 			}
 		}
 		return int64(n)
-	})
+	}
 }
 
 func podColumns() []Column {
 	return []Column{
 		NameColumn,
-		column("Ready", "string", 0, func(obj map[string]any, _ time.Time) any {
+		column("Ready", "string", 0, "The aggregate readiness state of this pod for accepting traffic.", func(obj map[string]any, _ time.Time) any {
 			ready := 0
 			for _, cs := range listAt(obj, "status.containerStatuses") {
 				if m, _ := cs.(map[string]any); m["ready"] == true {
@@ -129,28 +161,53 @@ func podColumns() []Column {
 			}
 			return fmt.Sprintf("%d/%d", ready, len(listAt(obj, "spec.containers")))
 		}),
-		column("Status", "string", 0, podStatus),
-		column("Restarts", "string", 0, func(obj map[string]any, _ time.Time) any {
-			var n int64
-			for _, cs := range listAt(obj, "status.containerStatuses") {
-				m, _ := cs.(map[string]any)
-				n += intAt(m, "restartCount")
+		column("Status", "string", 0, "The aggregate status of the containers in this pod.", podStatus),
+		column("Restarts", "string", 0, "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.",
+			func(obj map[string]any, _ time.Time) any {
+				var n int64
+				for _, cs := range listAt(obj, "status.containerStatuses") {
+					m, _ := cs.(map[string]any)
+					n += intAt(m, "restartCount")
+				}
+				return strconv.FormatInt(n, 10)
+			}),
+		ageColumn(),
+		docColumn("IP", "string", 1, coreV1+"PodStatus", "podIP", func(obj map[string]any, _ time.Time) any {
+			ips := listAt(obj, "status.podIPs")
+			if len(ips) == 0 {
+				return none
 			}
-			return strconv.FormatInt(n, 10)
+			m, _ := ips[0].(map[string]any)
+			return orNone(stringAt(m, "ip"))
 		}),
-		AgeColumn("Age"),
-		column("IP", "string", 1, func(obj map[string]any, _ time.Time) any { return orNone(stringAt(obj, "status.podIP")) }),
-		column("Node", "string", 1, func(obj map[string]any, _ time.Time) any { return orNone(stringAt(obj, "spec.nodeName")) }),
-		column("Nominated Node", "string", 1, func(obj map[string]any, _ time.Time) any {
+		docColumn("Node", "string", 1, coreV1+"PodSpec", "nodeName", func(obj map[string]any, _ time.Time) any { return orNone(stringAt(obj, "spec.nodeName")) }),
+		docColumn("Nominated Node", "string", 1, coreV1+"PodStatus", "nominatedNodeName", func(obj map[string]any, _ time.Time) any {
 			return orNone(stringAt(obj, "status.nominatedNodeName"))
 		}),
-		column("Readiness Gates", "string", 1, func(obj map[string]any, _ time.Time) any {
-			if n := len(listAt(obj, "spec.readinessGates")); n > 0 {
-				return fmt.Sprintf("0/%d", n)
-			}
-			return none
-		}),
+		docColumn("Readiness Gates", "string", 1, coreV1+"PodSpec", "readinessGates", readinessGates),
 	}
+}
+
+// readinessGates is how many of a Pod's readiness gates its conditions say are True.
+func readinessGates(obj map[string]any, _ time.Time) any {
+	gates := listAt(obj, "spec.readinessGates")
+	if len(gates) == 0 {
+		return none
+	}
+	ok := 0
+	for _, g := range gates {
+		gm, _ := g.(map[string]any)
+		for _, c := range listAt(obj, "status.conditions") {
+			cm, _ := c.(map[string]any)
+			if stringAt(cm, "type") == stringAt(gm, "conditionType") {
+				if stringAt(cm, "status") == "True" {
+					ok++
+				}
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d/%d", ok, len(gates))
 }
 
 // podStatus is the STATUS kubectl shows: the phase, or the reason of the pod or of a container
@@ -177,50 +234,52 @@ func podStatus(obj map[string]any, _ time.Time) any {
 func deploymentColumns() []Column {
 	return append([]Column{
 		NameColumn,
-		column("Ready", "string", 0, func(obj map[string]any, _ time.Time) any {
+		column("Ready", "string", 0, readyDesc, func(obj map[string]any, _ time.Time) any {
 			return fmt.Sprintf("%d/%d", intAt(obj, "status.readyReplicas"), intAt(obj, "spec.replicas"))
 		}),
-		intColumn("Up-to-date", "status.updatedReplicas"),
-		intColumn("Available", "status.availableReplicas"),
-		AgeColumn("Age"),
-	}, append(containersColumns("spec.template.spec"), selectorColumn("spec.selector"))...)
+		docColumn("Up-to-date", "string", 0, appsV1+"DeploymentStatus", "updatedReplicas", intCell("status.updatedReplicas")),
+		docColumn("Available", "string", 0, appsV1+"DeploymentStatus", "availableReplicas", intCell("status.availableReplicas")),
+		ageColumn(),
+	}, append(containersColumns("spec.template.spec"), selectorColumn("spec.selector", appsV1+"DeploymentSpec", "selector"))...)
 }
 
 func replicaSetColumns() []Column {
 	return append([]Column{
 		NameColumn,
-		intColumn("Desired", "spec.replicas"),
-		intColumn("Current", "status.replicas"),
-		intColumn("Ready", "status.readyReplicas"),
-		AgeColumn("Age"),
-	}, append(containersColumns("spec.template.spec"), selectorColumn("spec.selector"))...)
+		docColumn("Desired", "integer", 0, appsV1+"ReplicaSetSpec", "replicas", intCell("spec.replicas")),
+		docColumn("Current", "integer", 0, appsV1+"ReplicaSetStatus", "replicas", intCell("status.replicas")),
+		docColumn("Ready", "integer", 0, appsV1+"ReplicaSetStatus", "readyReplicas", intCell("status.readyReplicas")),
+		ageColumn(),
+	}, append(containersColumns("spec.template.spec"), selectorColumn("spec.selector", appsV1+"ReplicaSetSpec", "selector"))...)
 }
 
 func statefulSetColumns() []Column {
 	return append([]Column{
 		NameColumn,
-		column("Ready", "string", 0, func(obj map[string]any, _ time.Time) any {
+		column("Ready", "string", 0, readyDesc, func(obj map[string]any, _ time.Time) any {
 			return fmt.Sprintf("%d/%d", intAt(obj, "status.readyReplicas"), intAt(obj, "spec.replicas"))
 		}),
-		AgeColumn("Age"),
+		ageColumn(),
 	}, containersColumns("spec.template.spec")...)
 }
 
 func daemonSetColumns() []Column {
-	n := func(name, field string) Column { return intColumn(name, "status."+field) }
+	n := func(name, field string) Column {
+		return docColumn(name, "integer", 0, appsV1+"DaemonSetStatus", field, intCell("status."+field))
+	}
 	return append([]Column{
 		NameColumn, n("Desired", "desiredNumberScheduled"), n("Current", "currentNumberScheduled"), n("Ready", "numberReady"),
 		n("Up-to-date", "updatedNumberScheduled"), n("Available", "numberAvailable"),
-		mapSelectorColumn("Node Selector", 0, "spec.template.spec.nodeSelector"),
-		AgeColumn("Age"),
-	}, append(containersColumns("spec.template.spec"), selectorColumn("spec.selector"))...)
+		docColumn("Node Selector", "string", 0, coreV1+"PodSpec", "nodeSelector", labelsCell("spec.template.spec.nodeSelector")),
+		ageColumn(),
+	}, append(containersColumns("spec.template.spec"), selectorColumn("spec.selector", appsV1+"DaemonSetSpec", "selector"))...)
 }
 
 func jobColumns() []Column {
 	return append([]Column{
 		NameColumn,
-		column("Status", "string", 0, jobStatus),
-		column("Completions", "string", 0, func(obj map[string]any, _ time.Time) any {
+		column("Status", "string", 0, "Status of the job.", jobStatus),
+		docColumn("Completions", "string", 0, batchV1+"JobStatus", "succeeded", func(obj map[string]any, _ time.Time) any {
 			if _, ok := ValueAt(obj, "spec.completions"); ok {
 				return fmt.Sprintf("%d/%d", intAt(obj, "status.succeeded"), intAt(obj, "spec.completions"))
 			}
@@ -229,7 +288,7 @@ func jobColumns() []Column {
 			}
 			return fmt.Sprintf("%d/1", intAt(obj, "status.succeeded"))
 		}),
-		column("Duration", "string", 0, func(obj map[string]any, now time.Time) any {
+		column("Duration", "string", 0, "Time required to complete the job.", func(obj map[string]any, now time.Time) any {
 			start, err := time.Parse(time.RFC3339, stringAt(obj, "status.startTime"))
 			if err != nil {
 				return ""
@@ -240,8 +299,8 @@ func jobColumns() []Column {
 			}
 			return duration.HumanDuration(end.Sub(start))
 		}),
-		AgeColumn("Age"),
-	}, append(containersColumns("spec.template.spec"), selectorColumn("spec.selector"))...)
+		ageColumn(),
+	}, append(containersColumns("spec.template.spec"), selectorColumn("spec.selector", batchV1+"JobSpec", "selector"))...)
 }
 
 // jobStatus is the STATUS kubectl shows for a Job, from its conditions.
@@ -275,27 +334,43 @@ func jobStatus(obj map[string]any, _ time.Time) any {
 func cronJobColumns() []Column {
 	return append([]Column{
 		NameColumn,
-		PathColumn("Schedule", ".spec.schedule", "string", 0),
-		column("Timezone", "string", 0, func(obj map[string]any, _ time.Time) any { return orNone(stringAt(obj, "spec.timeZone")) }),
-		PathColumn("Suspend", ".spec.suspend", "boolean", 0),
-		column("Active", "integer", 0, func(obj map[string]any, _ time.Time) any { return int64(len(listAt(obj, "status.active"))) }),
-		column("Last Schedule", "string", 0, func(obj map[string]any, now time.Time) any {
+		docColumn("Schedule", "string", 0, batchV1+"CronJobSpec", "schedule", stringCell("spec.schedule")),
+		docColumn("Timezone", "string", 0, batchV1+"CronJobSpec", "timeZone", func(obj map[string]any, _ time.Time) any { return orNone(stringAt(obj, "spec.timeZone")) }),
+		docColumn("Suspend", "boolean", 0, batchV1+"CronJobSpec", "suspend", func(obj map[string]any, _ time.Time) any {
+			// The printers show the flag as text.
+			switch v, _ := ValueAt(obj, "spec.suspend"); v {
+			case true:
+				return "True"
+			case false:
+				return "False"
+			}
+			return "<unset>"
+		}),
+		docColumn("Active", "integer", 0, batchV1+"CronJobStatus", "active", func(obj map[string]any, _ time.Time) any { return int64(len(listAt(obj, "status.active"))) }),
+		docColumn("Last Schedule", "string", 0, batchV1+"CronJobStatus", "lastScheduleTime", func(obj map[string]any, now time.Time) any {
 			if s := stringAt(obj, "status.lastScheduleTime"); s != "" {
 				return Age(s, now)
 			}
 			return none
 		}),
-		AgeColumn("Age"),
-	}, append(containersColumns("spec.jobTemplate.spec.template.spec"), selectorColumn("spec.jobTemplate.spec.selector"))...)
+		ageColumn(),
+	}, append(containersColumns("spec.jobTemplate.spec.template.spec"), selectorColumn("spec.jobTemplate.spec.selector", batchV1+"JobSpec", "selector"))...)
 }
 
 func serviceColumns() []Column {
+	spec := coreV1 + "ServiceSpec"
 	return []Column{
 		NameColumn,
-		PathColumn("Type", ".spec.type", "string", 0),
-		column("Cluster-IP", "string", 0, func(obj map[string]any, _ time.Time) any { return orNone(stringAt(obj, "spec.clusterIP")) }),
-		column("External-IP", "string", 0, serviceExternalIP),
-		column("Port(s)", "string", 0, func(obj map[string]any, _ time.Time) any {
+		docColumn("Type", "string", 0, spec, "type", stringCell("spec.type")),
+		docColumn("Cluster-IP", "string", 0, spec, "clusterIP", func(obj map[string]any, _ time.Time) any {
+			if ips := listAt(obj, "spec.clusterIPs"); len(ips) > 0 {
+				s, _ := ips[0].(string)
+				return s
+			}
+			return none
+		}),
+		docColumn("External-IP", "string", 0, spec, "externalIPs", serviceExternalIP),
+		docColumn("Port(s)", "string", 0, spec, "ports", func(obj map[string]any, _ time.Time) any {
 			var out []string
 			for _, p := range listAt(obj, "spec.ports") {
 				m, _ := p.(map[string]any)
@@ -310,8 +385,8 @@ func serviceColumns() []Column {
 			}
 			return strings.Join(out, ",")
 		}),
-		AgeColumn("Age"),
-		mapSelectorColumn("Selector", 1, "spec.selector"),
+		ageColumn(),
+		docColumn("Selector", "string", 1, spec, "selector", labelsCell("spec.selector")),
 	}
 }
 
@@ -345,21 +420,24 @@ func serviceExternalIP(obj map[string]any, _ time.Time) any {
 }
 
 func configMapColumns() []Column {
-	return []Column{NameColumn, countColumn("Data", "data", "binaryData"), AgeColumn("Age")}
+	return []Column{NameColumn, docColumn("Data", "string", 0, coreV1+"ConfigMap", "data", countCell("data", "binaryData")), ageColumn()}
 }
 
 func secretColumns() []Column {
-	return []Column{NameColumn, PathColumn("Type", ".type", "string", 0), countColumn("Data", "data"), AgeColumn("Age")}
+	return []Column{
+		NameColumn, docColumn("Type", "string", 0, coreV1+"Secret", "type", stringCell("type")),
+		docColumn("Data", "string", 0, coreV1+"Secret", "data", countCell("data")), ageColumn(),
+	}
 }
 
 func serviceAccountColumns() []Column {
-	return []Column{NameColumn, countColumn("Secrets", "secrets"), AgeColumn("Age")}
+	return []Column{NameColumn, ageColumn()}
 }
 
 func endpointsColumns() []Column {
 	return []Column{
 		NameColumn,
-		column("Endpoints", "string", 0, func(obj map[string]any, _ time.Time) any {
+		docColumn("Endpoints", "string", 0, coreV1+"Endpoints", "subsets", func(obj map[string]any, _ time.Time) any {
 			var out []string
 			for _, s := range listAt(obj, "subsets") {
 				m, _ := s.(map[string]any)
@@ -380,17 +458,41 @@ func endpointsColumns() []Column {
 			}
 			return strings.Join(out, ",")
 		}),
-		AgeColumn("Age"),
+		ageColumn(),
 	}
 }
 
 func pvcColumns() []Column {
+	spec, status := coreV1+"PersistentVolumeClaimSpec", coreV1+"PersistentVolumeClaimStatus"
+	bound := func(obj map[string]any) bool { return stringAt(obj, "spec.volumeName") != "" }
+	orUnset := func(path string) func(map[string]any, time.Time) any {
+		return func(obj map[string]any, _ time.Time) any {
+			if v, ok := ValueAt(obj, path); ok {
+				s, _ := v.(string)
+				return s
+			}
+			return "<unset>"
+		}
+	}
 	return []Column{
 		NameColumn,
-		PathColumn("Status", ".status.phase", "string", 0),
-		PathColumn("Volume", ".spec.volumeName", "string", 0),
-		column("Capacity", "string", 0, func(obj map[string]any, _ time.Time) any { return stringAt(obj, "status.capacity.storage") }),
-		column("Access Modes", "string", 0, func(obj map[string]any, _ time.Time) any {
+		docColumn("Status", "string", 0, status, "phase", func(obj map[string]any, _ time.Time) any {
+			if stringAt(obj, "metadata.deletionTimestamp") != "" {
+				return "Terminating"
+			}
+			return stringAt(obj, "status.phase")
+		}),
+		docColumn("Volume", "string", 0, spec, "volumeName", stringCell("spec.volumeName")),
+		docColumn("Capacity", "string", 0, status, "capacity", func(obj map[string]any, _ time.Time) any {
+			if !bound(obj) {
+				return ""
+			}
+			return stringAt(obj, "status.capacity.storage")
+		}),
+		docColumn("Access Modes", "string", 0, status, "accessModes", func(obj map[string]any, _ time.Time) any {
+			if !bound(obj) {
+				return ""
+			}
 			short := map[string]string{"ReadWriteOnce": "RWO", "ReadOnlyMany": "ROX", "ReadWriteMany": "RWX", "ReadWriteOncePod": "RWOP"}
 			var out []string
 			for _, m := range listAt(obj, "status.accessModes") {
@@ -399,16 +501,26 @@ func pvcColumns() []Column {
 			}
 			return strings.Join(out, ",")
 		}),
-		PathColumn("StorageClass", ".spec.storageClassName", "string", 0),
-		AgeColumn("Age"),
+		column("StorageClass", "string", 0, "StorageClass of the pvc", func(obj map[string]any, _ time.Time) any {
+			// The beta annotation first, as kube-apiserver's GetPersistentVolumeClaimClass.
+			if c, ok := mapAt(obj, "metadata.annotations")["volume.beta.kubernetes.io/storage-class"].(string); ok {
+				return c
+			}
+			return stringAt(obj, "spec.storageClassName")
+		}),
+		column("VolumeAttributesClass", "string", 0, "VolumeAttributesClass of the pvc", orUnset("spec.volumeAttributesClassName")),
+		ageColumn(),
+		docColumn("VolumeMode", "string", 1, spec, "volumeMode", orUnset("spec.volumeMode")),
 	}
 }
 
 func ingressColumns() []Column {
 	return []Column{
 		NameColumn,
-		column("Class", "string", 0, func(obj map[string]any, _ time.Time) any { return orNone(stringAt(obj, "spec.ingressClassName")) }),
-		column("Hosts", "string", 0, func(obj map[string]any, _ time.Time) any {
+		column("Class", "string", 0, "The name of the IngressClass resource that should be used for additional configuration", func(obj map[string]any, _ time.Time) any {
+			return orNone(stringAt(obj, "spec.ingressClassName"))
+		}),
+		column("Hosts", "string", 0, "Hosts that incoming requests are matched against before the ingress rule", func(obj map[string]any, _ time.Time) any {
 			var hosts []string
 			for _, r := range listAt(obj, "spec.rules") {
 				m, _ := r.(map[string]any)
@@ -421,7 +533,7 @@ func ingressColumns() []Column {
 			}
 			return strings.Join(hosts, ",")
 		}),
-		column("Address", "string", 0, func(obj map[string]any, _ time.Time) any {
+		column("Address", "string", 0, "Address is a list containing ingress points for the load-balancer", func(obj map[string]any, _ time.Time) any {
 			var out []string
 			for _, in := range listAt(obj, "status.loadBalancer.ingress") {
 				m, _ := in.(map[string]any)
@@ -429,84 +541,163 @@ func ingressColumns() []Column {
 			}
 			return strings.Join(out, ",")
 		}),
-		column("Ports", "string", 0, func(obj map[string]any, _ time.Time) any {
+		column("Ports", "string", 0, "Ports of TLS configurations that open", func(obj map[string]any, _ time.Time) any {
 			if len(listAt(obj, "spec.tls")) > 0 {
 				return "80, 443"
 			}
 			return "80"
 		}),
-		AgeColumn("Age"),
+		ageColumn(),
 	}
 }
 
-// createdAtColumns are the columns of RBAC roles: kubectl shows the creation time itself.
+// createdAtColumns are the columns of the kinds the printers have none for (RBAC roles):
+// kube-apiserver's default Table shows the creation time itself.
 func createdAtColumns() []Column {
-	return []Column{NameColumn, column("Created At", "date", 0, func(obj map[string]any, _ time.Time) any {
-		return stringAt(obj, "metadata.creationTimestamp")
-	})}
+	return []Column{NameColumn, docColumn("Created At", "date", 0, objectMeta, "creationTimestamp", stringCell("metadata.creationTimestamp"))}
 }
 
-func bindingColumns() []Column {
+// bindingColumns are a RoleBinding's or ClusterRoleBinding's (kind): its role, then with -o
+// wide its subjects by kind, as rbac.SubjectsStrings sorts them.
+func bindingColumns(kind string) []Column {
+	subjects := func(of string) func(map[string]any, time.Time) any {
+		return func(obj map[string]any, _ time.Time) any {
+			var out []string
+			for _, s := range listAt(obj, "subjects") {
+				m, _ := s.(map[string]any)
+				if stringAt(m, "kind") != of {
+					continue
+				}
+				name := stringAt(m, "name")
+				if of == "ServiceAccount" {
+					name = stringAt(m, "namespace") + "/" + name
+				}
+				out = append(out, name)
+			}
+			return strings.Join(out, ", ")
+		}
+	}
+	lower := strings.ToLower(kind[:1]) + kind[1:]
 	return []Column{
 		NameColumn,
-		column("Role", "string", 0, func(obj map[string]any, _ time.Time) any {
+		docColumn("Role", "string", 0, "io.k8s.api.rbac.v1beta1."+kind, "roleRef", func(obj map[string]any, _ time.Time) any {
 			return stringAt(obj, "roleRef.kind") + "/" + stringAt(obj, "roleRef.name")
 		}),
-		AgeColumn("Age"),
+		ageColumn(),
+		column("Users", "string", 1, "Users in the "+lower, subjects("User")),
+		column("Groups", "string", 1, "Groups in the "+lower, subjects("Group")),
+		column("ServiceAccounts", "string", 1, "ServiceAccounts in the "+lower, subjects("ServiceAccount")),
 	}
 }
 
 func networkPolicyColumns() []Column {
-	return []Column{NameColumn, selectorColumnAt("Pod-Selector", 0, "spec.podSelector"), AgeColumn("Age")}
-}
-
-// selectorColumnAt is a label selector column that shows an empty selector as <none>.
-func selectorColumnAt(name string, priority int32, path string) Column {
-	c := selectorColumn(path)
-	c.Def.Name, c.Def.Priority = name, priority
-	return c
+	c := selectorColumn("spec.podSelector", "io.k8s.api.networking.v1.NetworkPolicySpec", "podSelector")
+	c.Def.Name, c.Def.Priority = "Pod-Selector", 0
+	return []Column{NameColumn, c, ageColumn()}
 }
 
 func pdbColumns() []Column {
-	orNA := func(path string) Column {
-		return column(pathName(path), "string", 0, func(obj map[string]any, _ time.Time) any {
+	orNA := func(path string) func(map[string]any, time.Time) any {
+		return func(obj map[string]any, _ time.Time) any {
 			v, ok := ValueAt(obj, path)
 			if !ok {
 				return "N/A"
 			}
 			return fmt.Sprint(v)
-		})
+		}
 	}
 	return []Column{
-		NameColumn, orNA(".spec.minAvailable"), orNA(".spec.maxUnavailable"),
-		intColumn("Allowed Disruptions", "status.disruptionsAllowed"), AgeColumn("Age"),
+		NameColumn,
+		column("Min Available", "string", 0, "The minimum number of pods that must be available.", orNA(".spec.minAvailable")),
+		column("Max Unavailable", "string", 0, "The maximum number of pods that may be unavailable.", orNA(".spec.maxUnavailable")),
+		column("Allowed Disruptions", "integer", 0, "Calculated number of pods that may be disrupted at this time.", intCell("status.disruptionsAllowed")),
+		ageColumn(),
 	}
-}
-
-func pathName(path string) string {
-	switch path {
-	case ".spec.minAvailable":
-		return "Min Available"
-	case ".spec.maxUnavailable":
-		return "Max Unavailable"
-	}
-	return path
 }
 
 func webhookColumns() []Column {
-	return []Column{NameColumn, countColumn("Webhooks", "webhooks"), AgeColumn("Age")}
+	return []Column{NameColumn, column("Webhooks", "integer", 0, "Webhooks indicates the number of webhooks registered in this configuration", countCell("webhooks")), ageColumn()}
 }
 
+// namespaceColumns are a Namespace's.
 func namespaceColumns() []Column {
-	return []Column{NameColumn, PathColumn("Status", ".status.phase", "string", 0), AgeColumn("Age")}
+	return []Column{NameColumn, column("Status", "string", 0, "The status of the namespace", stringCell("status.phase")), ageColumn()}
 }
+
+// leaseColumns are a Lease's.
+func leaseColumns() []Column {
+	return []Column{NameColumn, docColumn("Holder", "string", 0, "io.k8s.api.coordination.v1.LeaseSpec", "holderIdentity", stringCell("spec.holderIdentity")), ageColumn()}
+}
+
+// eventColumns are a v1 Event's, which kube-apiserver also shows for an events.k8s.io Event
+// (its printers print the internal Event both are): at is where each field is in the object
+// shown.
+func eventColumns(at eventFields) []Column {
+	ev := coreV1 + "Event"
+	first := func(obj map[string]any, now time.Time) string {
+		if ts := stringAt(obj, at.firstTimestamp); ts != "" {
+			return Age(ts, now)
+		}
+		return Age(stringAt(obj, "eventTime"), now)
+	}
+	return []Column{
+		docColumn("Last Seen", "string", 0, ev, "lastTimestamp", func(obj map[string]any, now time.Time) any {
+			if ts := stringAt(obj, "series.lastObservedTime"); ts != "" {
+				return Age(ts, now)
+			}
+			if ts := stringAt(obj, at.lastTimestamp); ts != "" {
+				return Age(ts, now)
+			}
+			return first(obj, now)
+		}),
+		docColumn("Type", "string", 0, ev, "type", stringCell("type")),
+		docColumn("Reason", "string", 0, ev, "reason", stringCell("reason")),
+		docColumn("Object", "string", 0, ev, "involvedObject", func(obj map[string]any, _ time.Time) any {
+			kind := strings.ToLower(stringAt(obj, at.involved+".kind"))
+			if name := stringAt(obj, at.involved+".name"); name != "" {
+				return kind + "/" + name
+			}
+			return kind
+		}),
+		docColumn("Subobject", "string", 1, coreV1+"ObjectReference", "fieldPath", stringCell(at.involved+".fieldPath")),
+		docColumn("Source", "string", 1, ev, "source", func(obj map[string]any, _ time.Time) any {
+			component := cmp.Or(stringAt(obj, at.sourceComponent), stringAt(obj, at.reportingController))
+			if instance := cmp.Or(stringAt(obj, at.sourceHost), stringAt(obj, "reportingInstance")); instance != "" {
+				return component + ", " + instance
+			}
+			return component
+		}),
+		docColumn("Message", "string", 0, ev, "message", func(obj map[string]any, _ time.Time) any { return strings.TrimSpace(stringAt(obj, at.message)) }),
+		docColumn("First Seen", "string", 1, ev, "firstTimestamp", func(obj map[string]any, now time.Time) any { return first(obj, now) }),
+		docColumn("Count", "string", 1, ev, "count", func(obj map[string]any, _ time.Time) any {
+			if _, ok := ValueAt(obj, "series"); ok {
+				return intAt(obj, "series.count")
+			}
+			return max(intAt(obj, at.count), 1) // a singleton event of the new API has none
+		}),
+		{Def: metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Priority: 1}, Doc: NameColumn.Doc, Cell: NameColumn.Cell},
+	}
+}
+
+// eventFields says where an Event's fields are: in a v1 Event (coreEventFields) or an
+// events.k8s.io one (eventsV1Fields).
+type eventFields struct {
+	firstTimestamp, lastTimestamp, involved, sourceComponent, sourceHost, reportingController, message, count string
+}
+
+var (
+	coreEventFields = eventFields{firstTimestamp: "firstTimestamp", lastTimestamp: "lastTimestamp", involved: "involvedObject",
+		sourceComponent: "source.component", sourceHost: "source.host", reportingController: "reportingComponent", message: "message", count: "count"}
+	eventsV1Fields = eventFields{firstTimestamp: "deprecatedFirstTimestamp", lastTimestamp: "deprecatedLastTimestamp", involved: "regarding",
+		sourceComponent: "deprecatedSource.component", sourceHost: "deprecatedSource.host", reportingController: "reportingController", message: "note", count: "deprecatedCount"}
+)
 
 // nodeColumns are kubectl's for Nodes: Ready or NotReady (Unknown without the condition, with
 // SchedulingDisabled when cordoned), the roles from node-role.kubernetes.io/<role> labels, the
 // kubelet's version, and with -o wide the addresses and what the kubelet reports of its host.
 func nodeColumns() []Column {
 	info := func(name, key string) Column {
-		return column(name, "string", 1, func(obj map[string]any, _ time.Time) any {
+		return docColumn(name, "string", 1, coreV1+"NodeSystemInfo", key, func(obj map[string]any, _ time.Time) any {
 			v := stringAt(obj, "status.nodeInfo."+key)
 			if v == "" {
 				v = "<unknown>"
@@ -518,7 +709,7 @@ func nodeColumns() []Column {
 		})
 	}
 	address := func(name, typ string) Column {
-		return column(name, "string", 1, func(obj map[string]any, _ time.Time) any {
+		return docColumn(name, "string", 1, coreV1+"NodeStatus", "addresses", func(obj map[string]any, _ time.Time) any {
 			for _, a := range listAt(obj, "status.addresses") {
 				if m, _ := a.(map[string]any); m["type"] == typ {
 					return stringAt(m, "address")
@@ -529,7 +720,7 @@ func nodeColumns() []Column {
 	}
 	return []Column{
 		NameColumn,
-		column("Status", "string", 0, func(obj map[string]any, _ time.Time) any {
+		column("Status", "string", 0, "The status of the node", func(obj map[string]any, _ time.Time) any {
 			status := "Unknown"
 			for _, c := range listAt(obj, "status.conditions") {
 				if m, _ := c.(map[string]any); m["type"] == "Ready" {
@@ -544,7 +735,7 @@ func nodeColumns() []Column {
 			}
 			return status
 		}),
-		column("Roles", "string", 0, func(obj map[string]any, _ time.Time) any {
+		column("Roles", "string", 0, "The roles of the node", func(obj map[string]any, _ time.Time) any {
 			roles := sets.New[string]()
 			for k, v := range mapAt(obj, "metadata.labels") {
 				if role, ok := strings.CutPrefix(k, "node-role.kubernetes.io/"); ok && role != "" {
@@ -558,8 +749,8 @@ func nodeColumns() []Column {
 			}
 			return strings.Join(sets.List(roles), ",")
 		}),
-		AgeColumn("Age"),
-		column("Version", "string", 0, func(obj map[string]any, _ time.Time) any { return stringAt(obj, "status.nodeInfo.kubeletVersion") }),
+		ageColumn(),
+		docColumn("Version", "string", 0, coreV1+"NodeSystemInfo", "kubeletVersion", stringCell("status.nodeInfo.kubeletVersion")),
 		address("Internal-IP", "InternalIP"),
 		address("External-IP", "ExternalIP"),
 		info("OS-Image", "osImage"),
@@ -571,6 +762,7 @@ func nodeColumns() []Column {
 // endpointSliceColumns are kubectl's for EndpointSlices: the first three ports and addresses
 // ("+ N more..." beyond), <unset> when there are none.
 func endpointSliceColumns() []Column {
+	const endpointSlice = "io.k8s.api.discovery.v1.EndpointSlice" // (the printers' descriptions are v1beta1's)
 	firstThree := func(list []string) string {
 		switch {
 		case len(list) == 0:
@@ -582,8 +774,8 @@ func endpointSliceColumns() []Column {
 	}
 	return []Column{
 		NameColumn,
-		PathColumn("AddressType", ".addressType", "string", 0),
-		column("Ports", "string", 0, func(obj map[string]any, _ time.Time) any {
+		docColumn("AddressType", "string", 0, endpointSlice, "addressType", stringCell("addressType")),
+		docColumn("Ports", "string", 0, endpointSlice, "ports", func(obj map[string]any, _ time.Time) any {
 			var out []string
 			for _, p := range listAt(obj, "ports") {
 				m, _ := p.(map[string]any)
@@ -598,7 +790,7 @@ func endpointSliceColumns() []Column {
 			}
 			return firstThree(out)
 		}),
-		column("Endpoints", "string", 0, func(obj map[string]any, _ time.Time) any {
+		docColumn("Endpoints", "string", 0, endpointSlice, "endpoints", func(obj map[string]any, _ time.Time) any {
 			var out []string
 			for _, e := range listAt(obj, "endpoints") {
 				m, _ := e.(map[string]any)
@@ -609,6 +801,6 @@ func endpointSliceColumns() []Column {
 			}
 			return firstThree(out)
 		}),
-		AgeColumn("Age"),
+		ageColumn(),
 	}
 }

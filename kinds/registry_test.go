@@ -86,9 +86,18 @@ func TestFieldSet(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(`{"spec":{"color":"blue","size":3,"on":true}}`), &obj))
 	assert.Equal(t, fields.Set{"spec.color": "blue", "size": "3"}, k.FieldSet(obj))
 	assert.Equal(t, fields.Set{"spec.color": "", "size": ""}, k.FieldSet(map[string]any{"spec": "not an object"}))
-	assert.True(t, k.Selectable("metadata.name"))
-	assert.True(t, k.Selectable("size"))
-	assert.False(t, k.Selectable("spec.size"), "a field is selected by its name")
+	for _, label := range []string{"metadata.name", "metadata.namespace", "size"} {
+		_, _, err := k.ConvertFieldLabel(label, "x")
+		assert.NoError(t, err, label)
+	}
+	_, _, err := k.ConvertFieldLabel("spec.size", "x")
+	assert.EqualError(t, err, "field label not supported: spec.size", "a field is selected by its name")
+	ns, ok := kinds.New().Lookup("", "v1", "namespaces")
+	require.True(t, ok)
+	_, _, err = ns.ConvertFieldLabel("metadata.namespace", "x")
+	assert.EqualError(t, err, "field label not supported: metadata.namespace", "a cluster-scoped kind with fields of its own")
+	_, _, err = kinds.LeaseKind().ConvertFieldLabel("spec.holderIdentity", "x")
+	assert.EqualError(t, err, `"spec.holderIdentity" is not a known field selector: only "metadata.name", "metadata.namespace"`)
 
 	ev := kinds.EventKind()
 	require.NoError(t, json.Unmarshal([]byte(`{"involvedObject":{"kind":"Application","name":"web"},"source":{"component":"c"},"count":2}`), &obj))

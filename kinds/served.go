@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,44 +14,59 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // The kinds operators use (SPEC §14), served from their Go types: adding one is a line here.
 
 func servedTypes() []typed {
 	return []typed{
-		{obj: &corev1.Namespace{}, cluster: true, short: []string{"ns"}, status: true, finalize: true, columns: namespaceColumns(),
+		{obj: &corev1.Namespace{}, cluster: true, short: []string{"ns"}, status: true, finalize: true, columns: namespaceColumns(), nameRule: NameIsDNSLabel, returnDeleted: true,
 			fields: []Field{{Name: "status.phase"}, {Name: "name", Path: "metadata.name"}}, defaults: defaulter(defaultNamespace),
 			prepareForCreate: prepareNamespace, prepareForUpdate: keepNamespaceFinalizers, canonicalize: labelNamespace},
 		{obj: &corev1.Node{}, cluster: true, short: []string{"no"}, status: true, statusOnCreate: true, columns: nodeColumns(),
 			fields: []Field{{Name: "spec.unschedulable", Default: "false"}}, defaults: defaulter(defaultNode), validate: validator(validateNode),
 			prepareForCreate: taintNewNode},
-		{obj: &corev1.ConfigMap{}, short: []string{"cm"}, columns: configMapColumns(), validate: validator(validateConfigMap)},
-		{obj: &corev1.Secret{}, columns: secretColumns(), fields: []Field{{Name: "type"}}, defaults: defaulter(defaultSecret), validate: validator(validateSecret)},
-		{obj: &corev1.ServiceAccount{}, short: []string{"sa"}, columns: serviceAccountColumns()},
-		{obj: &corev1.Service{}, status: true, short: []string{"svc"}, all: true, columns: serviceColumns(), defaults: defaulter(defaultService), validate: validator(validateService),
-			prepareForCreate: allocateService, prepareForUpdate: keepServiceAllocations},
+		{obj: &corev1.ConfigMap{}, short: []string{"cm"}, columns: configMapColumns(), validate: validator(validateConfigMap), validateUpdate: updateValidator(validateConfigMapUpdate)},
+		{obj: &corev1.Secret{}, columns: secretColumns(), fields: []Field{{Name: "type"}}, defaults: defaulter(defaultSecret), validate: validator(validateSecret),
+			validateUpdate: updateValidator(validateSecretUpdate), warnings: warner(secretWarnings)},
+		{obj: &corev1.ServiceAccount{}, short: []string{"sa"}, columns: serviceAccountColumns(), returnDeleted: true},
+		{obj: &corev1.Service{}, status: true, short: []string{"svc"}, all: true, columns: serviceColumns(), fields: []Field{{Name: "spec.clusterIP"}, {Name: "spec.type"}},
+			defaults: defaulter(defaultService), validate: validator(validateService),
+			validateUpdate: updateValidator(validateServiceUpdate), prepareForCreate: allocateService, prepareForUpdate: keepServiceAllocations,
+			nameRule: NameIsDNSLabel, createOnUpdate: true, returnDeleted: true},
 		{obj: &corev1.Pod{}, status: true, short: []string{"po"}, all: true, columns: podColumns(), fields: podFields, defaults: defaulter(defaultPod), validate: validator(validatePod),
-			prepareForCreate: preparePod},
-		{obj: &corev1.PersistentVolumeClaim{}, status: true, short: []string{"pvc"}, columns: pvcColumns(), defaults: defaulter(defaultPVC)},
-		{obj: &corev1.Endpoints{}, plural: "endpoints", short: []string{"ep"}, columns: endpointsColumns(), defaults: defaulter(defaultEndpoints)},
+			validateUpdate: updateValidator(validatePodUpdate), prepareForCreate: preparePod, returnDeleted: true, gracefulDelete: true},
+		{obj: &corev1.PersistentVolumeClaim{}, status: true, short: []string{"pvc"}, columns: pvcColumns(), defaults: defaulter(defaultPVC), validate: validator(validatePVC),
+			validateUpdate: updateValidator(validatePVCUpdate), prepareForCreate: protectPVC, returnDeleted: true},
+		{obj: &corev1.Endpoints{}, plural: "endpoints", short: []string{"ep"}, columns: endpointsColumns(), defaults: defaulter(defaultEndpoints), validate: validator(validateEndpoints),
+			createOnUpdate: true},
 		{obj: &discoveryv1.EndpointSlice{}, labelsGeneration: true, columns: endpointSliceColumns(), defaults: defaulter(defaultEndpointSlice)},
-		{obj: &appsv1.Deployment{}, status: true, short: []string{"deploy"}, all: true, scale: true, columns: deploymentColumns(), defaults: defaulter(defaultDeployment), validate: validator(validateDeployment)},
-		{obj: &appsv1.ReplicaSet{}, status: true, short: []string{"rs"}, all: true, scale: true, columns: replicaSetColumns(), fields: []Field{{Name: "status.replicas"}},
-			defaults: defaulter(defaultReplicaSet), validate: validator(validateReplicaSet)},
-		{obj: &appsv1.StatefulSet{}, status: true, short: []string{"sts"}, all: true, scale: true, columns: statefulSetColumns(), defaults: defaulter(defaultStatefulSet), validate: validator(validateStatefulSet)},
-		{obj: &appsv1.DaemonSet{}, status: true, short: []string{"ds"}, all: true, columns: daemonSetColumns(), defaults: defaulter(defaultDaemonSet), validate: validator(validateDaemonSet)},
-		{obj: &batchv1.Job{}, status: true, all: true, columns: jobColumns(), fields: []Field{{Name: "status.successful", Path: "status.succeeded"}}, defaults: defaulter(defaultJob), validate: validator(validateJob)},
-		{obj: &batchv1.CronJob{}, status: true, short: []string{"cj"}, all: true, columns: cronJobColumns(), defaults: defaulter(defaultCronJob), validate: validator(validateCronJob)},
-		{obj: &rbacv1.Role{}, columns: createdAtColumns()},
-		{obj: &rbacv1.RoleBinding{}, columns: bindingColumns(), defaults: defaulter(defaultRoleBinding)},
-		{obj: &rbacv1.ClusterRole{}, cluster: true, columns: createdAtColumns()},
-		{obj: &rbacv1.ClusterRoleBinding{}, cluster: true, columns: bindingColumns(), defaults: defaulter(defaultClusterRoleBinding)},
-		{obj: &networkingv1.Ingress{}, status: true, short: []string{"ing"}, columns: ingressColumns()},
-		{obj: &networkingv1.NetworkPolicy{}, short: []string{"netpol"}, columns: networkPolicyColumns(), defaults: defaulter(defaultNetworkPolicy)},
-		{obj: &policyv1.PodDisruptionBudget{}, status: true, short: []string{"pdb"}, columns: pdbColumns()},
-		{obj: &admissionregistrationv1.ValidatingWebhookConfiguration{}, cluster: true, extension: true, columns: webhookColumns(), defaults: defaulter(defaultValidatingWebhookConfiguration)},
-		{obj: &admissionregistrationv1.MutatingWebhookConfiguration{}, cluster: true, extension: true, columns: webhookColumns(), defaults: defaulter(defaultMutatingWebhookConfiguration)},
+		{obj: &appsv1.Deployment{}, status: true, short: []string{"deploy"}, all: true, scale: true, columns: deploymentColumns(), defaults: defaulter(defaultDeployment), validate: validator(validateDeployment),
+			validateUpdate: updateValidator(validateDeploymentUpdate)},
+		{obj: &appsv1.ReplicaSet{}, status: true, short: []string{"rs"}, all: true, scale: true, columns: replicaSetColumns(),
+			defaults: defaulter(defaultReplicaSet), validate: validator(validateReplicaSet), validateUpdate: updateValidator(validateReplicaSetUpdate)},
+		{obj: &appsv1.StatefulSet{}, status: true, short: []string{"sts"}, all: true, scale: true, columns: statefulSetColumns(), defaults: defaulter(defaultStatefulSet), validate: validator(validateStatefulSet),
+			validateUpdate: updateValidator(validateStatefulSetUpdate), nameRule: NameIsDNSLabel},
+		{obj: &appsv1.DaemonSet{}, status: true, short: []string{"ds"}, all: true, columns: daemonSetColumns(), defaults: defaulter(defaultDaemonSet), validate: validator(validateDaemonSet),
+			validateUpdate: updateValidator(validateDaemonSetUpdate), prepareForCreate: firstTemplateGeneration, prepareForUpdate: nextTemplateGeneration},
+		{obj: &batchv1.Job{}, status: true, all: true, columns: jobColumns(), fields: []Field{{Name: "status.successful", Path: "status.succeeded"}}, defaults: defaulter(defaultJob), validate: validator(validateJob), validateCreate: validator(validateGeneratedSelector),
+			validateUpdate: updateValidator(validateJobUpdate), afterStamp: generateJobSelector, deletePropagation: metav1.DeletePropagationOrphan, deleteWarning: jobDeleteWarning},
+		{obj: &batchv1.CronJob{}, status: true, short: []string{"cj"}, all: true, columns: cronJobColumns(), defaults: defaulter(defaultCronJob), validate: validator(validateCronJob),
+			validateCreate: validator(validateCronJobName)},
+		{obj: &rbacv1.Role{}, columns: createdAtColumns(), validate: validator(validateRole), nameRule: NameIsPathSegment, createOnUpdate: true},
+		{obj: &rbacv1.RoleBinding{}, columns: bindingColumns("RoleBinding"), defaults: defaulter(defaultRoleBinding), validate: validator(validateRoleBinding),
+			validateUpdate: updateValidator(validateRoleBindingUpdate), nameRule: NameIsPathSegment, createOnUpdate: true},
+		{obj: &rbacv1.ClusterRole{}, cluster: true, columns: createdAtColumns(), validate: validator(validateClusterRole), nameRule: NameIsPathSegment, createOnUpdate: true},
+		{obj: &rbacv1.ClusterRoleBinding{}, cluster: true, columns: bindingColumns("ClusterRoleBinding"), defaults: defaulter(defaultClusterRoleBinding), validate: validator(validateClusterRoleBinding),
+			validateUpdate: updateValidator(validateClusterRoleBindingUpdate), nameRule: NameIsPathSegment, createOnUpdate: true},
+		{obj: &networkingv1.Ingress{}, status: true, short: []string{"ing"}, columns: ingressColumns(), validate: validator(validateIngress)},
+		{obj: &networkingv1.NetworkPolicy{}, short: []string{"netpol"}, columns: networkPolicyColumns(), defaults: defaulter(defaultNetworkPolicy), validate: validator(validateNetworkPolicy)},
+		{obj: &policyv1.PodDisruptionBudget{}, status: true, short: []string{"pdb"}, columns: pdbColumns(), validate: validator(validatePDB), nameRule: NameIsPathSegment},
+		{obj: &admissionregistrationv1.ValidatingWebhookConfiguration{}, cluster: true, extension: true, columns: webhookColumns(), defaults: defaulter(defaultValidatingWebhookConfiguration),
+			validate: validator(validateValidatingWebhookConfiguration)},
+		{obj: &admissionregistrationv1.MutatingWebhookConfiguration{}, cluster: true, extension: true, columns: webhookColumns(), defaults: defaulter(defaultMutatingWebhookConfiguration),
+			validate: validator(validateMutatingWebhookConfiguration)},
 	}
 }
 
@@ -183,6 +199,9 @@ func allocateService(obj map[string]any) {
 func keepServiceAllocations(obj, old map[string]any) {
 	spec, ok := obj["spec"].(map[string]any)
 	oldSpec, ok2 := old["spec"].(map[string]any)
+	if ok && ok2 {
+		dropTypeDependentFields(obj, spec, oldSpec)
+	}
 	if ok && ok2 && spec["type"] != string(corev1.ServiceTypeExternalName) {
 		typ, _ := spec["type"].(string)
 		for _, k := range []string{"clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"} {
@@ -213,4 +232,78 @@ func keepServiceAllocations(obj, old map[string]any) {
 		}
 	}
 	allocateService(obj)
+}
+
+// dropTypeDependentFields is the Service strategy's: a Service whose type no longer needs what
+// its old type was given (cluster IPs, node ports, a load balancer's fields) loses them, when
+// the update left them as they were.
+func dropTypeDependentFields(obj, spec, oldSpec map[string]any) {
+	typ, oldTyp := serviceType(spec), serviceType(oldSpec)
+	same := func(k string) bool { return reflect.DeepEqual(spec[k], oldSpec[k]) }
+	nodePorts := func(t corev1.ServiceType) bool {
+		return t == corev1.ServiceTypeNodePort || t == corev1.ServiceTypeLoadBalancer
+	}
+	external := func(t corev1.ServiceType, s map[string]any) bool {
+		ips, _ := s["externalIPs"].([]any)
+		return nodePorts(t) || len(ips) > 0
+	}
+	if oldTyp != corev1.ServiceTypeExternalName && typ == corev1.ServiceTypeExternalName {
+		if same("clusterIP") && same("clusterIPs") {
+			delete(spec, "clusterIP")
+			delete(spec, "clusterIPs")
+		}
+		for _, k := range []string{"ipFamilies", "ipFamilyPolicy"} {
+			if same(k) {
+				delete(spec, k)
+			}
+		}
+	}
+	if nodePorts(oldTyp) && !nodePorts(typ) && sameNodePorts(spec, oldSpec) {
+		ports, _ := spec["ports"].([]any)
+		for _, p := range ports {
+			if m, ok := p.(map[string]any); ok {
+				delete(m, "nodePort")
+			}
+		}
+	}
+	if oldTyp == corev1.ServiceTypeLoadBalancer && typ != corev1.ServiceTypeLoadBalancer {
+		for _, k := range []string{"allocateLoadBalancerNodePorts", "loadBalancerClass", "healthCheckNodePort"} {
+			if same(k) {
+				delete(spec, k)
+			}
+		}
+	}
+	if external(oldTyp, oldSpec) && !external(typ, spec) && same("externalTrafficPolicy") {
+		delete(spec, "externalTrafficPolicy")
+	}
+	if typ != corev1.ServiceTypeLoadBalancer {
+		if st, ok := obj["status"].(map[string]any); ok {
+			st["loadBalancer"] = map[string]any{}
+		}
+	}
+}
+
+// serviceType is a Service spec's type, ClusterIP when unset.
+func serviceType(spec map[string]any) corev1.ServiceType {
+	if t, _ := spec["type"].(string); t != "" {
+		return corev1.ServiceType(t)
+	}
+	return corev1.ServiceTypeClusterIP
+}
+
+// sameNodePorts reports whether the ports of spec kept old's node ports, port by port.
+func sameNodePorts(spec, old map[string]any) bool {
+	ports, _ := spec["ports"].([]any)
+	oldPorts, _ := old["ports"].([]any)
+	for i, p := range ports {
+		if i >= len(oldPorts) {
+			return false
+		}
+		m, _ := p.(map[string]any)
+		o, _ := oldPorts[i].(map[string]any)
+		if !reflect.DeepEqual(m["nodePort"], o["nodePort"]) {
+			return false
+		}
+	}
+	return true
 }

@@ -12,6 +12,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1beta1 "k8s.io/api/rbac/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -45,6 +48,11 @@ func swaggerDocs() map[string]map[string]string {
 	for _, k := range typedKinds(ts) {
 		walk(ts.of(k.Schema.(*typedSchema).t))
 	}
+	// The types whose descriptions the Table columns of other kinds carry, as kube-apiserver's
+	// printers take them.
+	for _, obj := range []any{&corev1.Event{}, &coordinationv1.Lease{}, &rbacv1beta1.RoleBinding{}, &rbacv1beta1.ClusterRoleBinding{}} {
+		walk(ts.of(reflect.TypeOf(obj).Elem()))
+	}
 	// What custom resources' OpenAPI documents read (the metadata types, the descriptions of an
 	// object's and a list's metadata), and the types of the discovery documents.
 	for _, t := range append(metaTypes, DiscoveryTypes.Version, DiscoveryTypes.APIVersions, DiscoveryTypes.APIGroupList) {
@@ -70,6 +78,16 @@ func addInlineDocs(t reflect.Type, out map[string]map[string]string) {
 			out[definitionName(f.Type)] = d.SwaggerDoc()
 		}
 		addInlineDocs(f.Type, out)
+	}
+}
+
+// TestColumnDescriptions checks that every built-in kind's columns are described, as
+// kube-apiserver's printers describe them.
+func TestColumnDescriptions(t *testing.T) {
+	for _, k := range Builtins() {
+		for _, c := range k.Columns {
+			assert.NotEmpty(t, c.Definition().Description, "%s's column %s", k.Kind, c.Def.Name)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,8 +13,11 @@ import (
 
 	"github.com/opemu/opemu/cache"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/endpoints/deprecation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
@@ -49,11 +53,27 @@ type typed struct {
 	// defaults fills what Kubernetes' defaulting fills, on every write (as decoding does); it
 	// gets a pointer to the Go type.
 	defaults func(any)
-	// validate checks what Kubernetes' validation checks beyond types and required fields.
-	validate         func(any) field.ErrorList
+	// validate checks what Kubernetes' validation checks beyond types and required fields;
+	// validateCreate what it checks of new objects only.
+	validate       func(any) field.ErrorList
+	validateCreate func(any) field.ErrorList
+	// validateUpdate checks what may not change (immutable fields), after validate; it gets
+	// pointers to the new and the old object's Go types.
+	validateUpdate func(obj, old any) field.ErrorList
+	// warnings are what kube-apiserver warns about in an object it accepts.
+	warnings         func(any) []string
 	prepareForCreate func(obj map[string]any)
 	prepareForUpdate func(obj, old map[string]any)
-	canonicalize     func(obj map[string]any)
+	// afterStamp is the Kind's PrepareStamped.
+	afterStamp   func(obj map[string]any)
+	canonicalize func(obj map[string]any)
+	// The strategy's and store's capabilities (Kind's fields of the same names).
+	nameRule          func(name string, prefix bool) []string
+	createOnUpdate    bool
+	returnDeleted     bool
+	gracefulDelete    bool
+	deletePropagation metav1.DeletionPropagation
+	deleteWarning     string
 	// extension puts the kind in the "api-extensions" category (what extends the API:
 	// admission webhooks), as kube-apiserver does.
 	extension bool
@@ -65,6 +85,16 @@ func defaulter[T any](f func(*T)) func(any) { return func(v any) { f(v.(*T)) } }
 // validator adapts a function of one Go type to typed.validate.
 func validator[T any](f func(*T) field.ErrorList) func(any) field.ErrorList {
 	return func(v any) field.ErrorList { return f(v.(*T)) }
+}
+
+// warner adapts a function of one Go type to typed.warnings.
+func warner[T any](f func(*T) []string) func(any) []string {
+	return func(v any) []string { return f(v.(*T)) }
+}
+
+// updateValidator adapts a function of one Go type to typed.validateUpdate.
+func updateValidator[T any](f func(obj, old *T) field.ErrorList) func(obj, old any) field.ErrorList {
+	return func(obj, old any) field.ErrorList { return f(obj.(*T), old.(*T)) }
 }
 
 // kind makes the Kind of one line.
@@ -87,15 +117,24 @@ func (ts *typeSet) kind(d typed) *Kind {
 		StatusOnCreate:   d.statusOnCreate,
 		Finalize:         d.finalize,
 		LabelsGeneration: d.labelsGeneration,
-		Schema:           &typedSchema{ts: ts, t: t, defaults: d.defaults, validate: d.validate},
+		Schema:           &typedSchema{ts: ts, t: t, defaults: d.defaults, validate: d.validate, validateCreate: d.validateCreate, validateUpdate: d.validateUpdate, warnings: d.warnings},
 		Columns:          d.columns,
 		StrategicPatch:   d.obj,
 		Fields:           d.fields,
 		Protobuf:         true,
 		PrepareForCreate: d.prepareForCreate,
 		PrepareForUpdate: d.prepareForUpdate,
+		PrepareStamped:   d.afterStamp,
 		Canonicalize:     d.canonicalize,
 		TypeConverter:    ts.smd.converter(),
+
+		NameRule:            d.nameRule,
+		AllowCreateOnUpdate: d.createOnUpdate,
+		ReturnDeletedObject: d.returnDeleted,
+		GracefulDelete:      d.gracefulDelete,
+		DeletePropagation:   d.deletePropagation,
+		DeleteWarning:       d.deleteWarning,
+		Warning:             deprecation.WarningMessage(withKind(d.obj, gvk)),
 	}
 	if d.all {
 		k.Categories = []string{"all"}
@@ -108,6 +147,13 @@ func (ts *typeSet) kind(d typed) *Kind {
 		k.Scale = &apiextv1.CustomResourceSubresourceScale{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas", LabelSelectorPath: &selector}
 	}
 	return k
+}
+
+// withKind returns a copy of obj with its apiVersion and kind set to gvk.
+func withKind(obj runtime.Object, gvk schema.GroupVersionKind) runtime.Object {
+	c := obj.DeepCopyObject()
+	c.GetObjectKind().SetGroupVersionKind(gvk)
+	return c
 }
 
 // guessPlural is the resource name Kubernetes' convention gives a lower-cased kind.
@@ -128,6 +174,11 @@ type typedSchema struct {
 	t        reflect.Type // the struct type
 	defaults func(any)
 	validate func(any) field.ErrorList
+	// validateCreate checks new objects only, beyond validate.
+	validateCreate func(any) field.ErrorList
+	// validateUpdate checks changes (immutable fields) beyond validate.
+	validateUpdate func(obj, old any) field.ErrorList
+	warnings       func(any) []string
 
 	once sync.Once
 	g    *goType
@@ -199,6 +250,7 @@ func (s *typedSchema) Default(obj map[string]any) {
 	if s.defaults != nil {
 		s.defaults(v)
 	}
+	dropEmpty(reflect.ValueOf(v))
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return
@@ -210,6 +262,53 @@ func (s *typedSchema) Default(obj map[string]any) {
 	clear(obj)
 	for k, e := range out {
 		obj[k] = e
+	}
+}
+
+// dropEmpty makes every empty list and map below v nil, as kube-apiserver's protobuf storage
+// does to built-in objects (an empty repeated field is stored as none): so an object is stored,
+// and answered, with "rules": null or no "labels" where it was sent with [] or {}. Byte
+// strings are left alone.
+func dropEmpty(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			dropEmpty(v.Elem())
+		}
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if f := v.Field(i); f.CanSet() {
+				dropEmpty(f)
+			}
+		}
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return
+		}
+		if v.Len() == 0 {
+			if !v.IsNil() && v.CanSet() {
+				v.SetZero()
+			}
+			return
+		}
+		for i := 0; i < v.Len(); i++ {
+			dropEmpty(v.Index(i))
+		}
+	case reflect.Map:
+		if v.Len() == 0 {
+			if !v.IsNil() && v.CanSet() {
+				v.SetZero()
+			}
+			return
+		}
+		if k := v.Type().Elem().Kind(); k == reflect.Struct || k == reflect.Pointer || k == reflect.Slice || k == reflect.Map || k == reflect.Interface {
+			// Map values cannot be set in place: only the values' own pointers are walked.
+			for _, key := range v.MapKeys() {
+				if e := v.MapIndex(key); e.Kind() == reflect.Pointer {
+					dropEmpty(e)
+				}
+			}
+		}
 	}
 }
 
@@ -225,16 +324,53 @@ func (s *typedSchema) decode(obj map[string]any) (any, error) {
 // Validate checks that obj decodes into its Go type, holds every required field, and passes
 // the kind's own checks. metadata is validated by the write path.
 func (s *typedSchema) Validate(obj map[string]any) field.ErrorList {
+	v, errs := s.check(obj)
+	if v != nil && s.validateCreate != nil {
+		errs = append(errs, s.validateCreate(v)...)
+	}
+	return errs
+}
+
+// ValidateUpdate is Validate, then the kind's rules on changes from old (immutable fields),
+// which only a change outside metadata and status can break: an update of metadata alone
+// decodes nothing more. It warns of nothing; sub does not matter.
+func (s *typedSchema) ValidateUpdate(obj, old map[string]any, _ string) (field.ErrorList, []string) {
+	v, errs := s.check(obj)
+	if v == nil || s.validateUpdate == nil || cache.SameSpec(obj, old) {
+		return errs, nil
+	}
+	o, err := s.decode(old)
+	if err != nil {
+		return errs, nil // stored before the kind had its type's rules: nothing to compare with
+	}
+	return append(errs, s.validateUpdate(v, o)...), nil
+}
+
+// Warnings returns what kube-apiserver warns about in obj, an object that passed validation
+// (nothing for most kinds, which decode nothing for it).
+func (s *typedSchema) Warnings(obj map[string]any) []string {
+	if s.warnings == nil {
+		return nil
+	}
+	v, err := s.decode(obj)
+	if err != nil {
+		return nil
+	}
+	return s.warnings(v)
+}
+
+// check is Validate, returning obj decoded too (nil when it does not decode).
+func (s *typedSchema) check(obj map[string]any) (any, field.ErrorList) {
 	v, err := s.decode(obj)
 	if err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return field.ErrorList{&field.Error{Type: field.ErrorTypeTypeInvalid, Field: te.Field, BadValue: te.Value, Detail: "must be of type " + jsonTypeName(te.Type)}}
+			return nil, field.ErrorList{&field.Error{Type: field.ErrorTypeTypeInvalid, Field: te.Field, BadValue: te.Value, Detail: "must be of type " + jsonTypeName(te.Type)}}
 		}
 		if errs := locate(obj, s.goType(), nil); len(errs) > 0 {
-			return errs
+			return nil, errs
 		}
-		return field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), stringAt(obj, "metadata.name"), "the object cannot be decoded: "+err.Error())}
+		return nil, field.ErrorList{field.Invalid(field.NewPath("metadata", "name"), stringAt(obj, "metadata.name"), "the object cannot be decoded: "+err.Error())}
 	}
 	var errs field.ErrorList
 	g := s.goType()
@@ -245,9 +381,19 @@ func (s *typedSchema) Validate(obj map[string]any) field.ErrorList {
 		errs = append(errs, checkRequired(obj[name], g.fields[name], field.NewPath(name))...)
 	}
 	if s.validate != nil {
-		errs = append(errs, s.validate(v)...)
+		own := s.validate(v)
+		if len(errs) > 0 && len(own) > 0 {
+			// A required pointer the kind's own rule reports too is reported once, in the
+			// rule's words ("pathType must be specified").
+			errs = slices.DeleteFunc(errs, func(e *field.Error) bool {
+				return e.Type == field.ErrorTypeRequired && slices.ContainsFunc(own, func(o *field.Error) bool {
+					return o.Type == field.ErrorTypeRequired && o.Field == e.Field
+				})
+			})
+		}
+		errs = append(errs, own...)
 	}
-	return errs
+	return v, errs
 }
 
 // locate finds the values that do not decode into their special Go types (a Quantity, a time,

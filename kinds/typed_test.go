@@ -137,7 +137,7 @@ func TestTypedSchemaPruneDefaultValidate(t *testing.T) {
 			[]string{"spec.template.metadata.labels: " + string(field.ErrorTypeInvalid)}},
 		{"containers", `{"spec":{"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"A_1"},{"name":"A_1","image":"x"}]}}}}`,
 			[]string{"spec.template.spec.containers[0].name: " + string(field.ErrorTypeInvalid), "spec.template.spec.containers[0].image: " + string(field.ErrorTypeRequired),
-				"spec.template.spec.containers[1].name: " + string(field.ErrorTypeDuplicate)}},
+				"spec.template.spec.containers[1].name: " + string(field.ErrorTypeInvalid), "spec.template.spec.containers[1].name: " + string(field.ErrorTypeDuplicate)}},
 		{"quantity", `{"spec":{"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},"spec":{"containers":[{"name":"a","image":"b","resources":{"limits":{"cpu":"lots"}}}]}}}}`,
 			[]string{"spec.template.spec.containers[0].resources.limits[cpu]: " + string(field.ErrorTypeInvalid)}},
 	}
@@ -197,7 +197,11 @@ func TestEventsV1View(t *testing.T) {
 	assert.Equal(t, "deployment-controller", v["deprecatedSource"].(map[string]any)["component"])
 	assert.Equal(t, "2026-11-24T10:01:00.000001Z", v["series"].(map[string]any)["lastObservedTime"])
 	assert.NotContains(t, v, "severity")
-	assert.Empty(t, view.Schema.Validate(v))
+	uv, ok := view.Schema.(kinds.UpdateSchema)
+	require.True(t, ok)
+	errs, _ := uv.ValidateUpdate(v, v, "")
+	assert.Empty(t, errs, "the view of an Event a v1 client wrote may be written back")
+	assert.NotEmpty(t, view.Schema.Validate(v), "but not created through events.k8s.io: the deprecated fields must be unset")
 
 	back, err := view.Conversion.ToStorage(v, core)
 	require.NoError(t, err)

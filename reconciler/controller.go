@@ -61,11 +61,16 @@ type Config struct {
 type Controller struct {
 	cfg Config
 
-	// mu guards queue and known.
+	// mu guards queue, known, phase and dropped.
 	mu    sync.Mutex
 	queue *queue                      // nil while not running
 	known map[cache.Key]*cache.Object // the informer's cache
 	phase map[cache.Key]string        // status.phase of known objects, for counts
+	// dropped holds the keys given up on after MaxRetries, with the object as it was then. A
+	// dropped key is not queued again, by the resync or a re-list (this term's or the next),
+	// until its object changes in a way the controller acts on (matters), or Enqueue asks for
+	// it. It outlives leadership terms, as the pause state does.
+	dropped map[cache.Key]*cache.Object
 
 	// gate holds the workers while the controller is paused (SPEC §16).
 	gate gate
@@ -107,7 +112,8 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	return &Controller{cfg: cfg, known: map[cache.Key]*cache.Object{}, phase: map[cache.Key]string{}, gate: gate{changed: make(chan struct{})}}, nil
+	return &Controller{cfg: cfg, known: map[cache.Key]*cache.Object{}, phase: map[cache.Key]string{},
+		dropped: map[cache.Key]*cache.Object{}, gate: gate{changed: make(chan struct{})}}, nil
 }
 
 // Run lists and watches the resource, enqueues every object (a full resync), and reconciles
@@ -138,17 +144,33 @@ func (c *Controller) Run(ctx context.Context) error {
 	return nil
 }
 
-// Enqueue asks for an immediate reconcile of key. It reports false when the controller is
-// not running (not leading).
+// Enqueue asks for an immediate reconcile of key (a key given up on gets a fresh round of
+// retries). It reports false when the controller is not running (not leading).
 func (c *Controller) Enqueue(key cache.Key) bool {
 	c.mu.Lock()
 	q := c.queue
+	if q != nil {
+		delete(c.dropped, key)
+	}
 	c.mu.Unlock()
 	if q == nil {
 		return false
 	}
 	q.Add(key)
 	return true
+}
+
+// Dropped returns the objects ("namespace/name") whose keys were given up on after MaxRetries
+// and wait for a change, sorted.
+func (c *Controller) Dropped() []string {
+	c.mu.Lock()
+	out := make([]string, 0, len(c.dropped))
+	for k := range c.dropped {
+		out = append(out, objectName(k))
+	}
+	c.mu.Unlock()
+	slices.Sort(out)
+	return out
 }
 
 // Running reports whether Run is active.
@@ -241,8 +263,19 @@ func (c *Controller) handle(q *queue, ev cache.Event, initial bool) {
 		c.known[key] = ev.Object
 		c.phase[key] = ev.Object.Field("status.phase")
 	}
+	// A key given up on stays given up while its object does not change in a way that
+	// matters: its own status writes (phase Failed), a re-list, the next term's list.
+	gaveUp := false
+	if d, ok := c.dropped[key]; ok {
+		if ev.Type != cache.Deleted && !matters(d, ev.Object) {
+			gaveUp = true
+		} else {
+			delete(c.dropped, key)
+		}
+	}
 	c.mu.Unlock()
 	switch {
+	case gaveUp:
 	case ev.Type == cache.Deleted:
 		q.Add(key)
 	case initial || old == nil || ev.Type == cache.Added:
@@ -260,7 +293,11 @@ func matters(old, cur *cache.Object) bool {
 		!slices.Equal(old.Finalizers(), cur.Finalizers())
 }
 
-// resync enqueues every known object every ResyncInterval (drift detection).
+// resync enqueues every known object every ResyncInterval (drift detection), but for keys
+// that already have their next pass planned: one waiting out a failure's backoff (the resync
+// must not cut a retry short: the history shows the backoff), one given up on after
+// MaxRetries (it waits for a change), and one whose next step the reconciler paces
+// (enqueue: no earlier than NotBefore).
 func (c *Controller) resync(ctx context.Context, q *queue) {
 	t := c.cfg.Clock.NewTicker(c.cfg.ResyncInterval)
 	defer t.Stop()
@@ -270,10 +307,15 @@ func (c *Controller) resync(ctx context.Context, q *queue) {
 			return
 		case <-t.C():
 			c.mu.Lock()
-			keys := slices.Collect(maps.Keys(c.known))
+			keys := slices.DeleteFunc(slices.Collect(maps.Keys(c.known)), func(k cache.Key) bool {
+				_, gaveUp := c.dropped[k]
+				return gaveUp
+			})
 			c.mu.Unlock()
 			for _, k := range keys {
-				q.Add(k)
+				if q.NumRequeues(k) == 0 {
+					c.enqueue(q, k)
+				}
 			}
 		}
 	}
@@ -336,10 +378,20 @@ func (c *Controller) process(ctx context.Context, q *queue, key cache.Key) Outco
 		out.Result = "dropped"
 		c.cfg.Metrics.ReconcileError(c.cfg.Name)
 		q.Forget(key)
+		c.mu.Lock()
+		if obj, ok := c.known[key]; ok {
+			c.dropped[key] = obj
+		}
+		c.mu.Unlock()
 		c.cfg.Logger.Warn("dropping key after retries", "controller", c.cfg.Name, "key", key.String(), "retries", c.cfg.MaxRetries, "err", err)
 		if dr, ok := c.cfg.Reconciler.(Dropper); ok {
 			dr.Dropped(ctx, key, err)
 		}
+	}
+	if out.Result != "dropped" {
+		c.mu.Lock()
+		delete(c.dropped, key) // it was queued again (a change while it was being given up on)
+		c.mu.Unlock()
 	}
 	c.cfg.Metrics.ObserveReconcile(c.cfg.Name, out.Result, d)
 	return out

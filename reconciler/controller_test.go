@@ -212,3 +212,98 @@ func TestEnqueueWhenNotRunning(t *testing.T) {
 	_, err = reconciler.New(reconciler.Config{})
 	require.Error(t, err)
 }
+
+// TestResyncDoesNotCutBackoffShort: a key waiting out a failure's backoff is left alone by the
+// resync, so three failures are retried exactly 1, 2 and 4 s apart however often the resync
+// comes (SPEC §8: the history shows the backoff).
+func TestResyncDoesNotCutBackoffShort(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var at []time.Time
+		start := time.Now()
+		rec := reconciler.Func(func(ctx context.Context, key cache.Key) (reconciler.Result, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			at = append(at, time.Now())
+			if len(at) <= 3 {
+				return reconciler.Result{}, errors.New("boom")
+			}
+			return reconciler.Result{}, nil
+		})
+		store, _, stop := runController(t, rec, func(c *reconciler.Config) { c.ResyncInterval = 300 * time.Millisecond })
+		defer stop()
+		_, err := store.Create(ctx, cachetest.Key("default", "a"), cachetest.App("a", 1), cache.WriteOptions{})
+		require.NoError(t, err)
+		time.Sleep(7*time.Second + 100*time.Millisecond)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		var offsets []time.Duration
+		for _, a := range at {
+			offsets = append(offsets, a.Sub(start))
+		}
+		require.GreaterOrEqual(t, len(offsets), 4, "%v", offsets)
+		assert.Equal(t, []time.Duration{0, time.Second, 3 * time.Second, 7 * time.Second}, offsets[:4], "retries 1, 2 and 4 s apart")
+		for _, o := range offsets[4:] {
+			assert.Greater(t, o, 7*time.Second, "after the success, only resyncs: %v", offsets)
+		}
+	})
+}
+
+// TestDroppedKeyWaitsForAChange: once a key is dropped after MaxRetries, neither the resync nor
+// a re-list queues it again; a change that matters (here a label) does, and so does Enqueue.
+func TestDroppedKeyWaitsForAChange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		rec := reconciler.Func(func(ctx context.Context, key cache.Key) (reconciler.Result, error) {
+			calls.Add(1)
+			return reconciler.Result{}, errors.New("always")
+		})
+		dropped := &dropRecorder{Reconciler: rec}
+		store, ctrl, stop := runController(t, dropped, func(c *reconciler.Config) {
+			c.MaxRetries, c.ResyncInterval = 2, 10*time.Second
+		})
+		defer stop()
+		key := cachetest.Key("default", "a")
+		_, err := store.Create(ctx, key, cachetest.App("a", 1), cache.WriteOptions{})
+		require.NoError(t, err)
+		time.Sleep(10 * time.Minute) // sixty resyncs
+		synctest.Wait()
+		assert.Equal(t, int32(3), calls.Load(), "the first attempt and two retries, then nothing")
+		assert.Equal(t, int32(1), dropped.n.Load())
+		assert.Equal(t, []string{"default/a"}, ctrl.Dropped())
+		assert.Empty(t, ctrl.Queue())
+
+		// A status-only write (what the reconciler's Failed phase is) changes nothing.
+		modify(t, store, key, func(obj map[string]any) { obj["status"] = map[string]any{"phase": "Failed"} })
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, int32(3), calls.Load(), "a status write does not bring it back")
+
+		// A label does: a fresh round of retries.
+		modify(t, store, key, func(obj map[string]any) { obj["metadata"].(map[string]any)["labels"] = map[string]any{"try": "again"} })
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, int32(6), calls.Load(), "a change that matters: three more attempts")
+		assert.Equal(t, int32(2), dropped.n.Load())
+
+		// And so does asking for it.
+		require.True(t, ctrl.Enqueue(key))
+		assert.Empty(t, ctrl.Dropped())
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, int32(9), calls.Load(), "Enqueue: three more attempts")
+		assert.Equal(t, []string{"default/a"}, ctrl.Dropped())
+	})
+}
+
+// modify writes fn's change to the object at key, as a client would.
+func modify(t *testing.T, store *cache.Store, key cache.Key, fn func(obj map[string]any)) {
+	t.Helper()
+	_, err := store.GuaranteedUpdate(ctx, key, cache.Preconditions{}, func(cur *cache.Object) (cache.Update, error) {
+		obj := cachetest.Decode(t, cur)
+		fn(obj)
+		return cache.Update{Object: obj}, nil
+	}, cache.WriteOptions{})
+	require.NoError(t, err)
+}

@@ -2,9 +2,7 @@ package registry
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/kinds"
@@ -61,8 +59,13 @@ func (s *Store) admit(ctx context.Context, r admitRequest) ([]string, error) {
 			return nil, err
 		}
 	}
-	if err := validate(r.t, r.obj); err != nil {
+	w, err := validate(r.t, r.obj, r.old, r.o)
+	if err != nil {
 		return nil, err
+	}
+	warnings = append(warnings, w...)
+	if w, ok := r.t.Kind.Schema.(kinds.Warner); ok {
+		warnings = append(warnings, w.Warnings(r.obj)...)
 	}
 	if req != nil {
 		req.Name = stringOf(metadataOf(r.obj)["name"])
@@ -84,7 +87,8 @@ func (s *Store) admitStatus(ctx context.Context, t Target, obj, cur map[string]a
 		return nil, err
 	}
 	if !s.cfg.Admission.HasConfigured() {
-		return warnings, validate(t, obj)
+		w, err := validate(t, obj, cur, o)
+		return append(warnings, w...), err
 	}
 	req := s.admissionRequest(t, webhooks.Update, obj, cur, o)
 	mres, err := s.cfg.Admission.Apply(ctx, req)
@@ -100,9 +104,11 @@ func (s *Store) admitStatus(ctx context.Context, t Target, obj, cur map[string]a
 			return nil, err
 		}
 	}
-	if err := validate(t, obj); err != nil {
+	w, err := validate(t, obj, cur, o)
+	if err != nil {
 		return nil, err
 	}
+	warnings = append(warnings, w...)
 	vres := s.cfg.Admission.Validate(ctx, req)
 	warnings = append(warnings, vres.Warnings...)
 	if !vres.Allowed {
@@ -217,51 +223,43 @@ func writeOptions(op webhooks.Operation, o Options) map[string]any {
 	return out
 }
 
-// pruneAndDefault drops unknown fields as fieldValidation says and applies schema defaults.
+// pruneAndDefault drops unknown fields as fieldValidation says (unless the object was pruned
+// when it was decoded from the request) and applies schema defaults.
 func pruneAndDefault(t Target, obj map[string]any, o Options) ([]string, error) {
 	if t.Kind.Schema == nil {
 		return nil, nil
 	}
-	warnings, err := pruneUnknown(t, obj, o)
-	if err != nil {
-		return nil, err
+	var warnings []string
+	if o.decoded == notDecoded {
+		var err error
+		if warnings, err = pruneUnknown(t, obj, o); err != nil {
+			return nil, err
+		}
 	}
 	t.Kind.Schema.Default(obj)
 	return warnings, nil
 }
 
 // pruneUnknown drops the fields t's schema does not know: silently (Ignore), with a warning
-// each (Warn, the default), or refuses them (Strict, 400).
+// each (Warn, the default), or refuses them (Strict) with the 400 of kube-apiserver's decoder.
 func pruneUnknown(t Target, obj map[string]any, o Options) ([]string, error) {
 	if t.Kind.Schema == nil {
 		return nil, nil
 	}
-	unknown := t.Kind.Schema.Prune(obj)
-	var warnings []string
-	if len(unknown) > 0 {
-		switch o.FieldValidation {
-		case "Strict":
-			quoted := make([]string, len(unknown))
-			for i, f := range unknown {
-				quoted[i] = fmt.Sprintf("unknown field %q", f)
-			}
-			return nil, badRequest("strict decoding error: %s", strings.Join(quoted, ", "))
-		case "Ignore":
-		default:
-			for _, f := range unknown {
-				warnings = append(warnings, fmt.Sprintf("unknown field %q", f))
-			}
-		}
-	}
-	return warnings, nil
+	gvk := bodyTypeOf(Target{Kind: t.Kind}).gvk
+	return strictOutcome(o.FieldValidation, unknownFieldErrors(t.Kind.Schema.Prune(obj)), func(err error) error {
+		return cannotHandle(gvk, gvk.Kind, err)
+	})
 }
 
-// validate checks metadata as Kubernetes' ObjectMeta rules say and the object against the
-// kind's schema; every failure is one cause of a 422.
+// validate checks metadata as Kubernetes' ObjectMeta rules say (the name by the kind's rule)
+// and the object against the kind's schema, as a change of old (the stored object) when old is
+// not nil (validateSchema); every failure is one cause of a 422. The warnings are the schema's
+// (failures it let through).
 //
 // Null label and annotation values are written as "", as decoding into ObjectMeta does in
 // Kubernetes, so nothing stored holds a null where clients expect a string.
-func validate(t Target, obj map[string]any) error {
+func validate(t Target, obj, old map[string]any, o Options) ([]string, error) {
 	md := metadataOf(obj)
 	for _, f := range []string{"labels", "annotations"} {
 		if m, ok := md[f].(map[string]any); ok {
@@ -272,18 +270,23 @@ func validate(t Target, obj map[string]any) error {
 			}
 		}
 	}
-	if metaQuicklyValid(md, t.Kind.Namespaced) {
-		if t.Kind.Schema == nil {
-			return nil
+	nameRule := t.Kind.NameValidator()
+	if metaQuicklyValid(md, t.Kind.Namespaced) && (t.Kind.NameRule == nil || nameRule(stringOf(md["name"]), false) == nil) {
+		errs, warnings := validateSchema(t, obj, old)
+		if len(errs) > 0 {
+			if err := typedDecodeError(t, obj, o); err != nil {
+				return nil, err
+			}
+			return nil, apierrors.NewInvalid(t.groupKind(), stringOf(md["name"]), uniqueErrors(t, errs))
 		}
-		if errs := t.Kind.Schema.Validate(obj); len(errs) > 0 {
-			return apierrors.NewInvalid(t.groupKind(), stringOf(md["name"]), errs)
-		}
-		return nil
+		return warnings, nil
 	}
 	meta, err := objectMetaOf(md)
 	if err != nil {
-		return badRequest("metadata: %v", err)
+		if err := typedDecodeError(t, obj, o); err != nil {
+			return nil, err
+		}
+		return nil, badRequest("metadata: %v", err)
 	}
 	checked := meta
 	if kinds.LabelsValid(meta.Labels) {
@@ -293,14 +296,46 @@ func validate(t Target, obj map[string]any) error {
 	if kinds.FinalizersValid(meta.Finalizers) {
 		checked.Finalizers = nil // likewise
 	}
-	errs := apivalidation.ValidateObjectMeta(&checked, t.Kind.Namespaced, kinds.NameIsDNSSubdomain, field.NewPath("metadata"))
-	if t.Kind.Schema != nil {
-		errs = append(errs, t.Kind.Schema.Validate(obj)...)
-	}
+	errs := apivalidation.ValidateObjectMeta(&checked, t.Kind.Namespaced, nameRule, field.NewPath("metadata"))
+	schemaErrs, warnings := validateSchema(t, obj, old)
+	errs = append(errs, schemaErrs...)
 	if len(errs) > 0 {
-		return apierrors.NewInvalid(t.groupKind(), meta.Name, errs)
+		if err := typedDecodeError(t, obj, o); err != nil {
+			return nil, err
+		}
+		return nil, apierrors.NewInvalid(t.groupKind(), meta.Name, uniqueErrors(t, errs))
 	}
-	return nil
+	return warnings, nil
+}
+
+// uniqueErrors drops the repeated errors of a built-in kind (the same field, reason and
+// message), as kube-apiserver reports two of a template's labels with the same bad value once.
+func uniqueErrors(t Target, errs field.ErrorList) field.ErrorList {
+	if len(errs) < 2 || !t.Kind.BuiltIn() {
+		return errs
+	}
+	seen := make(map[string]bool, len(errs))
+	out := errs[:0:0]
+	for _, e := range errs {
+		if k := e.Error(); !seen[k] {
+			seen[k] = true
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// validateSchema checks obj against t's schema: a create, or a change of old, the stored
+// object, when old is not nil and the schema has rules on changes (kinds.UpdateSchema, which
+// may let failures through as warnings).
+func validateSchema(t Target, obj, old map[string]any) (field.ErrorList, []string) {
+	if t.Kind.Schema == nil {
+		return nil, nil
+	}
+	if us, ok := t.Kind.Schema.(kinds.UpdateSchema); ok && old != nil {
+		return us.ValidateUpdate(obj, old, t.Sub)
+	}
+	return t.Kind.Schema.Validate(obj), nil
 }
 
 // admissionDenied is the error a denial answers: 403 Forbidden with the handler's message, or

@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +10,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/internal/jsonfast"
 	"github.com/opemu/opemu/kinds"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,6 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
+	"sigs.k8s.io/yaml"
 )
 
 // Server-side apply through apimachinery's managedfields: field ownership in
@@ -24,6 +32,141 @@ import (
 // lists atomic), as for a CRD without a schema. To keep plain writes cheap, ownership is tracked
 // only for objects that a server-side apply has touched: once an object carries managedFields,
 // every later write to it records its manager too.
+
+// applyPatch is server-side apply (ssa.go) as kube-apiserver's apply patcher does it: the body
+// converted to JSON before the object is read (a 400 "error encoding patch"), decoded as YAML
+// (a 400 "error decoding patch"), merged by the field manager (which refuses an applied
+// configuration of another kind or version, and answers 500 for one whose fields its types do
+// not declare, whatever fieldValidation says), then, as fieldValidation says, refused or warned
+// about for what repeats in it. The applied configuration creates the object when it is missing
+// and is otherwise merged with field ownership; a field another manager owns is a 409 unless
+// force is set.
+func (s *Store) applyPatch(ctx context.Context, t Target, body []byte, o Options) (Result, error) {
+	if o.FieldManager == "" {
+		return Result{}, apierrors.NewInvalid(schema.GroupKind{Group: "meta.k8s.io", Kind: "PatchOptions"}, "",
+			field.ErrorList{field.Required(field.NewPath("fieldManager"), "is required for apply patch")})
+	}
+	if t.Sub != "" {
+		return Result{}, UnsupportedMediaType(jsonPatchType + ", " + mergePatchType)
+	}
+	if trimmed := bytes.TrimSpace(body); len(trimmed) > 0 && trimmed[0] == '{' && jsonDeeperThan(trimmed, maxPatchDepth) {
+		// JSON (which is YAML too) is measured before the costly YAML conversion.
+		return Result{}, tooDeep(t, "the applied configuration")
+	}
+	js, err := utilyaml.ToJSON(body)
+	if err != nil {
+		return Result{}, badRequest("error encoding patch: %v", err)
+	}
+	applied, repeats, err := decodeApplied(body, js)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := checkDepth(t, applied, "the applied configuration"); err != nil {
+		return Result{}, err
+	}
+	if err := checkAppliedFields(t, applied); err != nil {
+		return Result{}, err
+	}
+	var warnings []string
+	// After the merge, as kube-apiserver checks them: the name, what repeats.
+	strict := func(obj map[string]any) error {
+		switch name := stringOf(metadataOf(obj)["name"]); name {
+		case t.Key.Name:
+		case "":
+			return badRequest("the name of the object (%s based on URL) was undeterminable: name must be provided", t.Key.Name)
+		default:
+			return badRequest("the name of the object (%s) does not match the name on the URL (%s)", name, t.Key.Name)
+		}
+		if o.FieldValidation == "Ignore" || !repeats {
+			return nil
+		}
+		if err := yaml.UnmarshalStrict(body, &map[string]any{}); err != nil {
+			if o.FieldValidation == "Strict" {
+				return badRequest("error strict decoding patch: %v", err)
+			}
+			warnings = yamlWarnings(err.Error())
+		}
+		return nil
+	}
+	o.decoded = fromApply
+	var res Result
+	if _, err = s.cfg.Storage.Get(ctx, t.Key); errors.Is(err, cache.ErrNotFound) {
+		var obj map[string]any
+		if obj, err = s.applyObject(t.Kind, nil, applied, o.FieldManager, o.Force); err != nil {
+			return Result{}, err
+		}
+		if err := strict(obj); err != nil {
+			return Result{}, err
+		}
+		res, err = s.Create(ctx, t, obj, o)
+		res.Created = err == nil
+		// Created meanwhile (by another apply, or through another replica whose write this
+		// one's store had not seen yet): apply to it instead.
+		if !errors.Is(err, cache.ErrAlreadyExists) {
+			res.Warnings = append(warnings, res.Warnings...)
+			return res, err
+		}
+	}
+	res, err = s.update(ctx, t, o, func(cur map[string]any) (map[string]any, error) {
+		if err := checkDepth(t, cur, "the live object"); err != nil {
+			return nil, err
+		}
+		obj, err := s.applyObject(t.Kind, deepCopy(cur), deepCopy(applied), o.FieldManager, o.Force)
+		if err == nil {
+			warnings = nil
+			err = strict(obj)
+		}
+		return obj, err
+	})
+	res.Warnings = append(warnings, res.Warnings...)
+	return res, err
+}
+
+// decodeApplied decodes an applied configuration (js: body as JSON) as kube-apiserver's apply
+// patcher does (sigs.k8s.io/yaml into a map: null is an empty configuration), numbers as
+// json.Number where jsonfast reads it. repeats says some object in it may repeat a field.
+func decodeApplied(body, js []byte) (map[string]any, bool, error) {
+	if v, repeats, ok := jsonfast.Parse(js); ok {
+		if m, isObject := v.(map[string]any); isObject {
+			// JSON repeats what its YAML repeats; YAML converted to JSON repeats nothing.
+			return m, repeats || !bytes.Equal(body, js), nil
+		}
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(body, &m); err != nil {
+		return nil, false, badRequest("error decoding patch: %v", err)
+	}
+	if m == nil {
+		m = map[string]any{}
+	}
+	return m, true, nil
+}
+
+// checkAppliedFields refuses, with the 500 kube-apiserver's field manager gives, an applied
+// configuration of a custom resource with fields its schema does not declare (or that
+// ObjectMeta does not): opemu's field manager of custom resources deduces their types from the
+// objects, so it would take them. A built-in kind's field manager refuses them itself.
+func checkAppliedFields(t Target, applied map[string]any) error {
+	bt := bodyTypeOf(t)
+	if !bt.custom {
+		return nil
+	}
+	gvk, _ := typeMetaOf(applied)
+	if gvk != bt.gvk {
+		return nil // the field manager refuses another kind or version first
+	}
+	cp := deepCopy(applied)
+	unknown, err := customUnknown(t, bt, cp, gvk)
+	if err != nil || len(unknown) == 0 {
+		return nil
+	}
+	errs := make(typed.ValidationErrors, len(unknown))
+	for i, p := range unknown {
+		errs[i] = typed.ValidationError{Path: "." + p, ErrorMessage: "field not declared in schema"}
+	}
+	md := metadataOf(cp)
+	return serverError(fmt.Sprintf("failed to create typed patch object (%s/%s; %v): %v", stringOf(md["namespace"]), stringOf(md["name"]), gvk, errs))
+}
 
 // fieldManagerFor returns k's FieldManager, made on first use.
 func (s *Store) fieldManagerFor(k *kinds.Kind) (*managedfields.FieldManager, error) {
@@ -66,8 +209,8 @@ func (s *Store) applyObject(k *kinds.Kind, live, applied map[string]any, manager
 		if errors.As(err, &st) {
 			return nil, err
 		}
-		// The applied configuration does not fit the kind's types (kube-apiserver answers 500).
-		return nil, badRequest("%v", err)
+		// The applied configuration does not fit the kind's types: kube-apiserver's 500.
+		return nil, serverError(err.Error())
 	}
 	return out.(*unstructured.Unstructured).Object, nil
 }

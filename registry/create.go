@@ -27,6 +27,7 @@ func (s *Store) Create(ctx context.Context, t Target, obj map[string]any, o Opti
 	if err != nil {
 		return Result{}, err
 	}
+	versioned := carriesVersion(md, o)
 	key := t.Key
 	key.Name = stringOf(md["name"])
 	if key.Name != "" {
@@ -53,6 +54,9 @@ func (s *Store) Create(ctx context.Context, t Target, obj map[string]any, o Opti
 			key.Name = generateName(prefix)
 		}
 		s.stampCreate(key, md)
+		if t.Kind.PrepareStamped != nil {
+			t.Kind.PrepareStamped(obj)
+		}
 		return nil
 	}})
 	if err != nil {
@@ -68,6 +72,10 @@ func (s *Store) Create(ctx context.Context, t Target, obj map[string]any, o Opti
 	}
 	if err := beforeCommit(ctx); err != nil {
 		return Result{}, err
+	}
+	if versioned {
+		// kube-apiserver's storage refuses it, after admission, with a 500.
+		return Result{}, serverError("resourceVersion should not be set on objects to be created")
 	}
 	stored, err := s.store(ctx, t.Kind, key, obj, o, generated)
 	if err != nil {
@@ -130,4 +138,14 @@ func (s *Store) inNamespace(ctx context.Context, key cache.Key, o Options, creat
 		}
 	}
 	return create()
+}
+
+// carriesVersion reports whether a client's create (not a dry run, not a server-side apply's)
+// sends a resourceVersion its store would refuse: a number other than 0.
+func carriesVersion(md map[string]any, o Options) bool {
+	if o.Internal || o.DryRun || o.applying {
+		return false
+	}
+	rv, err := cache.ParseResourceVersion(stringOf(md["resourceVersion"]))
+	return err == nil && rv != 0
 }

@@ -18,6 +18,11 @@ import (
 // removed says which happened; the object returned is its state after the call. A namespace
 // is marked Terminating first (namespace.go).
 func (s *Store) Delete(ctx context.Context, t Target, pre cache.Preconditions, o Options) (*cache.Object, bool, error) {
+	obj, removed, err := s.delete(ctx, t, pre, o)
+	return obj, removed, viewError(t, err)
+}
+
+func (s *Store) delete(ctx context.Context, t Target, pre cache.Preconditions, o Options) (*cache.Object, bool, error) {
 	t, err := s.storageTarget(t)
 	if err != nil {
 		return nil, false, err
@@ -43,8 +48,8 @@ func (s *Store) Delete(ctx context.Context, t Target, pre cache.Preconditions, o
 	if err != nil {
 		return nil, false, err
 	}
-	if lc := t.Kind.Lifecycle; lc != nil && removed && !o.DryRun {
-		if err := lc.AfterWrite(ctx, obj, true); err != nil {
+	if lc := t.Kind.Lifecycle; lc != nil && (removed || obj.Deleting()) && !o.DryRun {
+		if err := lc.AfterWrite(ctx, obj, removed); err != nil {
 			return nil, false, err
 		}
 	}
@@ -53,16 +58,30 @@ func (s *Store) Delete(ctx context.Context, t Target, pre cache.Preconditions, o
 }
 
 // deleteObject marks or removes t's object in one GuaranteedUpdate, so the finalizers it
-// decides on are the ones stored at that moment. The propagation policy first sets the
+// decides on are the ones stored at that moment. A kind that marks its objects itself
+// (kinds.DeleteMarker) does so there. The propagation policy first sets the
 // garbage collector's finalizer (gcFinalizers): a delete that orphans or waits for dependents
 // marks the object even when it had no finalizer, and a second delete of a marked object may
 // change its policy (its finalizers) but not its deletionTimestamp, as in kube-apiserver.
 func (s *Store) deleteObject(ctx context.Context, t Target, pre cache.Preconditions, o Options) (*cache.Object, bool, error) {
 	removing := false
+	marker, _ := t.Kind.Lifecycle.(kinds.DeleteMarker)
 	obj, err := s.cfg.Storage.GuaranteedUpdate(ctx, t.Key, pre, func(cur *cache.Object) (cache.Update, error) {
 		removing = false
-		finalizers, changed := gcFinalizers(cur.Finalizers(), o.PropagationPolicy)
+		finalizers, changed := gcFinalizers(cur.Finalizers(), o.PropagationPolicy, t.Kind.DeletePropagation)
 		switch {
+		case marker != nil && !cur.Deleting():
+			obj, err := cur.Decode()
+			if err != nil {
+				return cache.Update{}, err
+			}
+			md := metadataOf(obj)
+			if changed {
+				md["finalizers"] = toAnySlice(finalizers)
+			}
+			marker.MarkDeleted(obj)
+			md["deletionTimestamp"] = s.now()
+			return cache.Update{Object: obj}, nil
 		case cur.Deleting() && !changed:
 			return cache.Update{}, nil
 		case len(finalizers) > 0:
@@ -75,13 +94,19 @@ func (s *Store) deleteObject(ctx context.Context, t Target, pre cache.Preconditi
 				md["finalizers"] = toAnySlice(finalizers)
 			}
 			if !cur.Deleting() {
-				md["deletionTimestamp"] = s.now()
-				md["deletionGracePeriodSeconds"] = json.Number("0")
-				md["generation"] = json.Number(strconv.FormatInt(cur.Generation()+1, 10))
+				s.markDeleted(md, cur)
 			}
 			return cache.Update{Object: obj}, nil
 		}
 		removing = true
+		if t.Kind.GracefulDelete && !cur.Deleting() {
+			obj, err := cur.Decode()
+			if err != nil {
+				return cache.Update{}, err
+			}
+			s.markDeleted(metadataOf(obj), cur)
+			return cache.Update{Object: obj, Remove: true}, nil
+		}
 		return cache.Update{Remove: true}, nil
 	}, storeOptions(t.Kind, o))
 	if err != nil {
@@ -91,6 +116,13 @@ func (s *Store) deleteObject(ctx context.Context, t Target, pre cache.Preconditi
 		s.afterRemove(t.Kind, t.Key)
 	}
 	return obj, removing, nil
+}
+
+// markDeleted marks md, the metadata of cur, as being deleted with no grace period left.
+func (s *Store) markDeleted(md map[string]any, cur *cache.Object) {
+	md["deletionTimestamp"] = s.now()
+	md["deletionGracePeriodSeconds"] = json.Number("0")
+	md["generation"] = json.Number(strconv.FormatInt(cur.Generation()+1, 10))
 }
 
 // afterRemove finishes what the removal of key, an object of k, leaves: its kind's Limit
@@ -124,36 +156,30 @@ func (s *Store) expireOne(ctx context.Context, k *kinds.Kind, key cache.Key) err
 }
 
 // DeleteCollection deletes every object q selects in t (deletecollection), one Delete each,
-// and returns them: removed ones in their last state, ones held by finalizers marked.
+// and returns them as the list found them, with its ListMeta (as kube-apiserver does): all of
+// them, or with a limit the page it names (a continue token says where the next one starts).
 func (s *Store) DeleteCollection(ctx context.Context, t Target, q ListOptions, pre cache.Preconditions, o Options) ([]*cache.Object, metav1.ListMeta, error) {
-	q.Limit, q.Continue = 0, nil
 	items, meta, err := s.List(ctx, t, q)
 	if err != nil {
 		return nil, meta, err
 	}
-	out := make([]*cache.Object, 0, len(items))
 	for _, it := range items {
 		one := t
 		one.Key = it.Key()
-		obj, _, err := s.Delete(ctx, one, pre, o)
-		if errors.Is(err, cache.ErrNotFound) {
-			continue
-		}
-		if err != nil {
+		if _, _, err := s.Delete(ctx, one, pre, o); err != nil && !errors.Is(err, cache.ErrNotFound) {
 			return nil, meta, err
 		}
-		out = append(out, obj)
 	}
-	meta.ResourceVersion = formatRV(s.cfg.Storage.ResourceVersion())
-	return out, meta, nil
+	return items, meta, nil
 }
 
 // gcFinalizers returns the finalizers an object has after a delete with policy, as
 // kube-apiserver computes them (deletionFinalizersForGarbageCollection): Orphan adds
 // metav1.FinalizerOrphanDependents and removes metav1.FinalizerDeleteDependents, Foreground the
 // other way round, Background removes both; no policy keeps whichever the object has (the first
-// of the two in its list). changed says the set of finalizers differs from cur.
-func gcFinalizers(cur []string, policy metav1.DeletionPropagation) (out []string, changed bool) {
+// of the two in its list), or when it has neither the kind's default def (a batch/v1 Job's
+// Orphan). changed says the set of finalizers differs from cur.
+func gcFinalizers(cur []string, policy, def metav1.DeletionPropagation) (out []string, changed bool) {
 	orphan, foreground := false, false
 	switch policy {
 	case metav1.DeletePropagationOrphan:
@@ -166,6 +192,9 @@ func gcFinalizers(cur []string, policy metav1.DeletionPropagation) (out []string
 				orphan, foreground = f == metav1.FinalizerOrphanDependents, f == metav1.FinalizerDeleteDependents
 				break
 			}
+		}
+		if !orphan && !foreground {
+			orphan, foreground = def == metav1.DeletePropagationOrphan, def == metav1.DeletePropagationForeground
 		}
 	}
 	out = make([]string, 0, len(cur)+1)

@@ -3,8 +3,9 @@ package registry
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -35,13 +36,24 @@ const (
 // bound.
 func (s *Store) maxPatchedBytes() int { return int(2 * s.cfg.MaxBody) }
 
-// jsonPatchOptions bounds a JSON Patch's copies by the request body limit, as kube-apiserver
-// bounds them (JSONPatchMaxCopyBytes): each copy duplicates a subtree, so doubling copies turn
-// a 2 KB patch into gigabytes.
-func (s *Store) jsonPatchOptions() *jsonpatch.ApplyOptions {
-	o := jsonpatch.NewApplyOptions()
-	o.AccumulatedCopySizeLimit = s.cfg.MaxBody
-	return o
+// jsonPatchMaxCopyBytes bounds what a JSON Patch's copies may copy (422 beyond), as
+// kube-apiserver's JSONPatchMaxCopyBytes does, at its default: each copy duplicates a subtree,
+// so doubling copies turn a 2 KB patch into gigabytes. The JSON Patch library kube-apiserver
+// uses (evanphx/json-patch v4, for patch requests and webhooks' patches) keeps this bound for
+// the whole process: New sets it (boundJSONPatchCopies), as kube-apiserver's server config does.
+const jsonPatchMaxCopyBytes = 3 << 20
+
+// boundJSONPatchCopies raises the JSON Patch library's process-wide bound on copies to
+// jsonPatchMaxCopyBytes unless it is set higher, as kube-apiserver's server config does. It
+// writes only while the bound is lower, which is before the first registry patches anything:
+// later registries of the same process (testenv's) find it set and only read it.
+func boundJSONPatchCopies() {
+	for {
+		cur := atomic.LoadInt64(&jsonpatch.AccumulatedCopySizeLimit)
+		if cur >= jsonPatchMaxCopyBytes || atomic.CompareAndSwapInt64(&jsonpatch.AccumulatedCopySizeLimit, cur, jsonPatchMaxCopyBytes) {
+			return
+		}
+	}
 }
 
 // checkJSONPatchSize refuses a patch with too many operations for the document it applies to

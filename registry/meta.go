@@ -110,21 +110,30 @@ func generateName(prefix string) string {
 	return string(b)
 }
 
-// checkTypeMeta requires apiVersion and kind to name the URL's kind.
+// checkTypeMeta requires obj to be of k, as kube-apiserver's checks after decoding do: a custom
+// resource of another kind or apiVersion is a 422 naming what it says it is (the
+// apiextensions-apiserver's validation of its type), an object of a built-in kind the 400 its
+// decoder gives an object of another type.
 func checkTypeMeta(k *kinds.Kind, obj map[string]any) error {
 	av, _ := obj["apiVersion"].(string)
 	kind, _ := obj["kind"].(string)
-	switch {
-	case kind == "":
-		return badRequest("Object 'Kind' is missing in the request body")
-	case av == "":
-		return badRequest("Object 'apiVersion' is missing in the request body")
-	case av != k.GroupVersion():
-		return badRequest("the API version in the data (%s) does not match the expected API version (%s)", av, k.GroupVersion())
-	case kind != k.Kind:
-		return badRequest("the kind in the data (%s) does not match the expected kind (%s)", kind, k.Kind)
+	if av == k.GroupVersion() && kind == k.Kind {
+		return nil
 	}
-	return nil
+	gv, _ := schema.ParseGroupVersion(av)
+	if k.BuiltIn() {
+		gvk := gv.WithKind(kind)
+		return cannotHandle(gvk, k.Kind, wrongType(bodyTypeOf(Target{Kind: k}), gvk))
+	}
+	var errs field.ErrorList
+	if kind != k.Kind {
+		errs = append(errs, field.Invalid(field.NewPath("kind"), kind, "must be "+k.Kind))
+	}
+	if av != k.GroupVersion() {
+		errs = append(errs, field.Invalid(field.NewPath("apiVersion"), av, "must be "+k.GroupVersion()))
+	}
+	md, _ := obj["metadata"].(map[string]any)
+	return apierrors.NewInvalid(schema.GroupKind{Group: gv.Group, Kind: kind}, stringOf(md["name"]), errs)
 }
 
 // metadata returns obj's metadata, creating an empty one when absent; a metadata that is not

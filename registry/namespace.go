@@ -121,7 +121,7 @@ func (s *Store) deleteNamespace(ctx context.Context, t Target, pre cache.Precond
 			obj["status"] = st
 		}
 		st["phase"] = string(corev1.NamespaceTerminating)
-		if finalizers, changed := gcFinalizers(cur.Finalizers(), o.PropagationPolicy); changed {
+		if finalizers, changed := gcFinalizers(cur.Finalizers(), o.PropagationPolicy, t.Kind.DeletePropagation); changed {
 			md["finalizers"] = toAnySlice(finalizers)
 		}
 		return cache.Update{Object: obj}, nil

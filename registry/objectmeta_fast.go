@@ -123,19 +123,11 @@ func metaQuicklyValid(md map[string]any, namespaced bool) bool {
 				return false
 			}
 		case "generation":
-			n, ok := v.(json.Number)
-			if !ok {
-				return false
-			}
-			if g, err := n.Int64(); err != nil || g < 0 {
+			if g, ok := int64Of(v); !ok || g < 0 {
 				return false
 			}
 		case "creationTimestamp":
-			s, ok := v.(string)
-			if !ok {
-				return false
-			}
-			if _, err := time.Parse(time.RFC3339, s); err != nil {
+			if !isTimestamp(v) {
 				return false
 			}
 		case "labels", "annotations":
@@ -162,4 +154,24 @@ func metaQuicklyValid(md map[string]any, namespaced bool) bool {
 		}
 	}
 	return true
+}
+
+// int64Of is v as an int64 when it is a JSON integer (json.Number) that fits one.
+func int64Of(v any) (int64, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, false
+	}
+	i, err := n.Int64()
+	return i, err == nil
+}
+
+// isTimestamp reports whether v is a string metav1.Time reads: RFC 3339.
+func isTimestamp(v any) bool {
+	s, ok := v.(string)
+	if !ok {
+		return false
+	}
+	_, err := time.Parse(time.RFC3339, s)
+	return err == nil
 }

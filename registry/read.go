@@ -6,7 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
+	"path"
+	"strings"
 
 	"github.com/opemu/opemu/cache"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,7 +24,8 @@ func (s *Store) Get(ctx context.Context, t Target, rv string) (*cache.Object, er
 	if err := s.fresh(ctx, rv); err != nil {
 		return nil, err
 	}
-	return s.cfg.Storage.Get(ctx, t.Key)
+	o, err := s.cfg.Storage.Get(ctx, t.Key)
+	return o, viewError(t, err)
 }
 
 // fresh makes the store's reads at least as new as a read with resourceVersion rv asks: every
@@ -75,90 +77,131 @@ type ListOptions struct {
 	Field fields.Selector
 	// Limit is the page size; zero means everything.
 	Limit int
-	// Continue continues a paged list.
-	Continue *Continue
+	// Continue is the `continue` token of the previous page ("": the first page).
+	Continue string
 	// ResourceVersion and ResourceVersionMatch are Kubernetes' list semantics: "" is the
 	// current state, "0" any state, N with NotOlderThan (the default) at least N, with Exact
-	// exactly N.
+	// exactly N (rebuilt from the watch history while it reaches back that far).
 	ResourceVersion      string
 	ResourceVersionMatch string
 }
 
-// Continue is the opaque `continue` value: the first page's list version and the last key
-// returned.
-type Continue struct {
-	RV        uint64 `json:"rv"`
-	Namespace string `json:"ns,omitempty"`
-	Name      string `json:"name"`
+// continueToken is the `continue` value, shaped as kube-apiserver's (so a malformed one is
+// refused with its words): the first page's list version and the key the next page starts
+// after, relative to the list's scope ("<name>\x00" in a namespace or for a cluster-scoped
+// kind, "<namespace>/<name>\x00" across namespaces).
+type continueToken struct {
+	APIVersion      string `json:"v"`
+	ResourceVersion int64  `json:"rv"`
+	StartKey        string `json:"start"`
 }
 
-// Encode returns the token a client sends back.
-func (c Continue) Encode() string {
-	b, _ := json.Marshal(c)
+// continueAfter is a decoded continue token: the version every page of the list shows and the
+// last key returned.
+type continueAfter struct {
+	rv              uint64
+	namespace, name string
+}
+
+// encodeContinue returns the token of the page after (namespace, name) of t's list at rv.
+func encodeContinue(t Target, rv uint64, namespace, name string) string {
+	start := name + "\x00"
+	if t.Key.Namespace == "" && namespace != "" {
+		start = namespace + "/" + start
+	}
+	b, _ := json.Marshal(continueToken{APIVersion: "meta.k8s.io/v1", ResourceVersion: int64(rv), StartKey: start})
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// DecodeContinue parses a `continue` token; a malformed one is a 400.
-func DecodeContinue(s string) (*Continue, error) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
+// decodeContinue parses a `continue` token of t's list; a malformed one is a 400 worded as
+// kube-apiserver words it.
+func decodeContinue(t Target, token string) (continueAfter, error) {
+	invalid := func(format string, args ...any) error {
+		return badRequest("invalid continue token: "+format, args...)
+	}
+	data, err := base64.RawURLEncoding.DecodeString(token)
 	if err != nil {
-		return nil, badRequest("continue key is not valid: %v", err)
+		return continueAfter{}, invalid("continue key is not valid: %v", err)
 	}
-	var c Continue
-	if err := json.Unmarshal(b, &c); err != nil || c.RV == 0 || c.Name == "" {
-		return nil, badRequest("continue key is not valid")
+	var c continueToken
+	if err := json.Unmarshal(data, &c); err != nil {
+		return continueAfter{}, invalid("continue key is not valid: %v", err)
 	}
-	return &c, nil
+	switch {
+	case c.APIVersion != "meta.k8s.io/v1":
+		return continueAfter{}, invalid("continue key is not valid: server does not recognize this encoded version %v", c.APIVersion)
+	case c.ResourceVersion <= 0:
+		return continueAfter{}, invalid("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+	case c.StartKey == "":
+		return continueAfter{}, invalid("continue key is not valid: encoded start key empty (version meta.k8s.io/v1)")
+	}
+	key := "/" + strings.TrimPrefix(c.StartKey, "/")
+	if path.Clean(key) != key {
+		return continueAfter{}, invalid("continue key is not valid: %v", c.StartKey)
+	}
+	// The next page starts at the token's key: one ending in NUL (as the server makes them)
+	// starts right after the key before it.
+	key = strings.TrimSuffix(key[1:], "\x00")
+	after := continueAfter{rv: uint64(c.ResourceVersion), namespace: t.Key.Namespace, name: key}
+	if t.Key.Namespace == "" && t.Kind.Namespaced {
+		after.namespace, after.name, _ = strings.Cut(key, "/")
+	}
+	return after, nil
 }
 
 // List returns one page of t's objects (every namespace when t.Key.Namespace is empty) and its
-// ListMeta. Pages show the current state after the last key returned, with the first page's
-// list version; a continue token older than the history gets 410.
+// ListMeta. Every page shows the objects as they were at the first page's list version (the
+// watch history rebuilds them); a continue token older than that history gets 410.
 func (s *Store) List(ctx context.Context, t Target, q ListOptions) ([]*cache.Object, metav1.ListMeta, error) {
 	st := s.cfg.Storage
+	var cont continueAfter
+	if q.Continue != "" {
+		var err error
+		if cont, err = decodeContinue(t, q.Continue); err != nil {
+			return nil, metav1.ListMeta{}, err
+		}
+	}
 	freshAt := q.ResourceVersion
-	if q.Continue != nil {
-		freshAt = formatRV(q.Continue.RV) // a token from another replica: catch up with its list
+	if cont.rv != 0 {
+		freshAt = formatRV(cont.rv) // a token from another replica: catch up with its list
 	}
 	if err := s.fresh(ctx, freshAt); err != nil {
 		return nil, metav1.ListMeta{}, err
-	}
-	current := st.ResourceVersion()
-	if q.ResourceVersion != "" && q.ResourceVersion != "0" && q.Continue == nil {
-		rv, _ := cache.ParseResourceVersion(q.ResourceVersion)
-		switch {
-		case rv > current:
-			return nil, metav1.ListMeta{}, tooLargeResourceVersion(rv, current)
-		case q.ResourceVersionMatch == "Exact" && rv != current:
-			return nil, metav1.ListMeta{}, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, current))
-		}
 	}
 	field, err := storageFields(t, q.Field)
 	if err != nil {
 		return nil, metav1.ListMeta{}, err
 	}
 	opts := []cache.ListOption{cache.InNamespace(t.Key.Namespace), cache.MatchingLabels(q.Label), cache.MatchingFields(field), cache.Limit(q.Limit)}
-	listRV := uint64(0)
-	if q.Continue != nil {
-		if err := st.CheckResourceVersion(q.Continue.RV, t.Key.GroupResource()); err != nil {
-			return nil, metav1.ListMeta{}, apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
+	current := st.ResourceVersion()
+	switch {
+	case cont.rv != 0:
+		opts = append(opts, cache.AtVersion(cont.rv), cache.After(cont.namespace, cont.name))
+	case q.ResourceVersion != "" && q.ResourceVersion != "0":
+		rv, _ := cache.ParseResourceVersion(q.ResourceVersion)
+		if rv > current {
+			return nil, metav1.ListMeta{}, tooLargeResourceVersion(rv, current)
 		}
-		listRV = q.Continue.RV
-		opts = append(opts, cache.After(q.Continue.Namespace, q.Continue.Name))
+		if q.ResourceVersionMatch == string(metav1.ResourceVersionMatchExact) {
+			opts = append(opts, cache.AtVersion(rv))
+		}
 	}
 	res, err := st.List(ctx, t.Key.GroupResource(), opts...)
+	if errors.Is(err, cache.ErrGone) && cont.rv != 0 {
+		return nil, metav1.ListMeta{}, apierrors.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
+	}
 	if err != nil {
 		return nil, metav1.ListMeta{}, err
 	}
-	if listRV == 0 {
-		listRV = res.ResourceVersion
-	}
-	meta := metav1.ListMeta{ResourceVersion: formatRV(listRV)}
+	meta := metav1.ListMeta{ResourceVersion: formatRV(res.ResourceVersion)}
 	if res.Remaining > 0 && len(res.Items) > 0 {
 		last := res.Items[len(res.Items)-1].Key()
-		meta.Continue = Continue{RV: listRV, Namespace: last.Namespace, Name: last.Name}.Encode()
-		n := int64(res.Remaining)
-		meta.RemainingItemCount = &n
+		meta.Continue = encodeContinue(t, res.ResourceVersion, last.Namespace, last.Name)
+		// Only an unfiltered list knows how many remain (kube-apiserver leaves it out too).
+		if (q.Label == nil || q.Label.Empty()) && (q.Field == nil || q.Field.Empty()) {
+			n := int64(res.Remaining)
+			meta.RemainingItemCount = &n
+		}
 	}
 	return res.Items, meta, nil
 }
@@ -166,14 +209,7 @@ func (s *Store) List(ctx context.Context, t Target, q ListOptions) ([]*cache.Obj
 // tooLargeResourceVersion is the 504 the kube-apiserver answers for a version it has not
 // reached yet.
 func tooLargeResourceVersion(rv, current uint64) error {
-	return &apierrors.StatusError{ErrStatus: metav1.Status{
-		Status:  metav1.StatusFailure,
-		Code:    http.StatusGatewayTimeout,
-		Reason:  metav1.StatusReasonTimeout,
-		Message: fmt.Sprintf("Too large resource version: %d, current: %d", rv, current),
-		Details: &metav1.StatusDetails{
-			Causes:            []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}},
-			RetryAfterSeconds: 1,
-		},
-	}}
+	err := apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", rv, current), 1)
+	err.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}
+	return err
 }

@@ -41,8 +41,8 @@ type Config struct {
 	Clock clock.PassiveClock
 	// NewUID makes metadata.uid. Nil means a random UUID v4.
 	NewUID func() string
-	// MaxBody is the request body limit (MAX_BODY): a JSON Patch's copies may copy at most this
-	// much, and a patched object may be at most twice it. Zero means 3 MiB.
+	// MaxBody is the request body limit (MAX_BODY): a patched object may be at most twice it.
+	// Zero means 3 MiB.
 	MaxBody int64
 }
 
@@ -75,6 +75,7 @@ func New(cfg Config) (*Store, error) {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = defaultMaxBody
 	}
+	boundJSONPatchCopies()
 	s := &Store{cfg: cfg, nsSeed: maphash.MakeSeed()}
 	if cfg.Events != nil {
 		s.events = cfg.Events(s.Client("opemu-events"))
@@ -133,6 +134,11 @@ type Options struct {
 	PropagationPolicy metav1.DeletionPropagation
 	// applying marks a server-side apply: ownership is already recorded.
 	applying bool
+	// decoded says how the object was decoded from the request: the write path then neither
+	// prunes it again nor words its decoding errors otherwise than kube-apiserver's decoder
+	// (decode.go). quote is what a 422 about a patch's result quotes.
+	decoded decodedBy
+	quote   func() string
 }
 
 // Result is what a successful write hands back.

@@ -93,20 +93,3 @@ func fromScale(t Target, cur, scale map[string]any) (map[string]any, error) {
 	}
 	return next, nil
 }
-
-// patchScale applies a patch to the Scale view of cur.
-func patchScale(t Target, cur map[string]any, apply func([]byte) ([]byte, error)) (map[string]any, error) {
-	doc, err := json.Marshal(scaleOf(t, cur))
-	if err != nil {
-		return nil, err
-	}
-	out, err := apply(doc)
-	if err != nil {
-		return nil, err
-	}
-	scale, err := DecodeObject(out)
-	if err != nil {
-		return nil, invalidPatch(t, err)
-	}
-	return fromScale(t, cur, scale)
-}

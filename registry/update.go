@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/opemu/opemu/cache"
@@ -17,17 +18,35 @@ import (
 type MutateFunc func(cur map[string]any) (next map[string]any, err error)
 
 // Update is PUT: body replaces the object (or its status, or its scale). Without a
-// resourceVersion in the body the update is unconditional (SPEC §11).
+// resourceVersion in the body the update is unconditional (SPEC §11). For a kind that allows it
+// (kinds.Kind.AllowCreateOnUpdate) a PUT of a missing object creates it: Result.Created.
 func (s *Store) Update(ctx context.Context, t Target, body map[string]any, o Options) (Result, error) {
-	return s.update(ctx, t, o, func(cur map[string]any) (map[string]any, error) {
-		if t.Sub == "scale" {
-			return fromScale(t, deepCopy(cur), body)
+	for {
+		res, err := s.update(ctx, t, o, func(cur map[string]any) (map[string]any, error) {
+			if t.Sub == "scale" {
+				return fromScale(t, deepCopy(cur), body)
+			}
+			if _, err := metadata(body); err != nil {
+				return nil, err
+			}
+			return deepCopy(body), nil
+		})
+		if !t.Kind.AllowCreateOnUpdate || t.Sub != "" || !errors.Is(err, cache.ErrNotFound) {
+			return res, err
 		}
-		if _, err := metadata(body); err != nil {
-			return nil, err
+		md, err := metadata(body)
+		if err != nil {
+			return Result{}, err
 		}
-		return deepCopy(body), nil
-	})
+		if name := stringOf(md["name"]); name != t.Key.Name {
+			return Result{}, badRequest("the name of the object (%s) does not match the name on the URL (%s)", name, t.Key.Name)
+		}
+		res, err = s.Create(ctx, t, deepCopy(body), o)
+		if !errors.Is(err, cache.ErrAlreadyExists) { // else created meanwhile: update it
+			res.Created = err == nil
+			return res, err
+		}
+	}
 }
 
 // update is the write path of a change to an existing object, all of it inside one

@@ -2,9 +2,12 @@ package registry
 
 import (
 	"context"
+	"errors"
 
+	"github.com/opemu/opemu/cache"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Kinds that are views of another kind's objects (kinds.Conversion: events.k8s.io/v1 Event is
@@ -29,18 +32,42 @@ func (s *Store) storageTarget(t Target) (Target, error) {
 	return st, nil
 }
 
-// checkView prunes, defaults and validates obj against the view kind of t.
-func checkView(t Target, obj map[string]any, o Options) ([]string, error) {
+// checkView prunes, defaults and validates obj against the view kind of t: its schema and its
+// rule of names (the stored kind's write path checks the rest of metadata). Errors name the
+// stored kind's group, as kube-apiserver validates the one internal type of both.
+func checkView(t Target, obj, old map[string]any, o Options) ([]string, error) {
 	warnings, err := pruneAndDefault(t, obj, o)
 	if err != nil {
 		return nil, err
 	}
-	if t.Kind.Schema != nil {
-		if errs := t.Kind.Schema.Validate(obj); len(errs) > 0 {
-			return nil, apierrors.NewInvalid(t.groupKind(), stringOf(metadataOf(obj)["name"]), errs)
+	md := metadataOf(obj)
+	var errs field.ErrorList
+	rule := t.Kind.NameValidator()
+	if name := stringOf(md["name"]); name != "" {
+		for _, msg := range rule(name, false) {
+			errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), name, msg))
 		}
 	}
+	schemaErrs, schemaWarnings := validateSchema(t, obj, old)
+	errs = append(errs, schemaErrs...)
+	warnings = append(warnings, schemaWarnings...)
+	if len(errs) > 0 {
+		gk := schema.GroupKind{Group: t.Kind.Conversion.Storage.Group, Kind: t.Kind.Kind}
+		return nil, apierrors.NewInvalid(gk, stringOf(md["name"]), errs)
+	}
 	return warnings, nil
+}
+
+// viewError names the view's resource in a store error about its stored object (a 404 or 409
+// of an events.k8s.io Event names events.events.k8s.io, as kube-apiserver's does).
+func viewError(t Target, err error) error {
+	var cerr *cache.Error
+	if t.Kind.Conversion == nil || !errors.As(err, &cerr) || cerr.Key.GroupResource() != t.Kind.Conversion.Storage {
+		return err
+	}
+	named := *cerr
+	named.Key.Group, named.Key.Resource = t.Kind.Group, t.Kind.Plural
+	return &named
 }
 
 // createView creates obj, an object of the view kind of t, as the stored kind.
@@ -52,7 +79,7 @@ func (s *Store) createView(ctx context.Context, t Target, obj map[string]any, o 
 	if _, err := metadata(obj); err != nil {
 		return Result{}, err
 	}
-	warnings, err := checkView(t, obj, o)
+	warnings, err := checkView(t, obj, nil, o)
 	if err != nil {
 		return Result{}, err
 	}
@@ -62,7 +89,7 @@ func (s *Store) createView(ctx context.Context, t Target, obj map[string]any, o 
 	}
 	res, err := s.Create(ctx, st, stored, o)
 	res.Warnings = append(warnings, res.Warnings...)
-	return res, err
+	return res, viewError(t, err)
 }
 
 // updateView is update through a view: mutate sees and returns the view of the object, which
@@ -89,7 +116,7 @@ func (s *Store) updateView(ctx context.Context, t Target, o Options, mutate Muta
 		if _, err := metadata(next); err != nil {
 			return nil, err
 		}
-		if warnings, err = checkView(t, next, o); err != nil {
+		if warnings, err = checkView(t, next, view, o); err != nil {
 			return nil, err
 		}
 		out, err := conv.ToStorage(next, cur)
@@ -99,5 +126,5 @@ func (s *Store) updateView(ctx context.Context, t Target, o Options, mutate Muta
 		return out, nil
 	})
 	res.Warnings = append(warnings, res.Warnings...)
-	return res, err
+	return res, viewError(t, err)
 }

@@ -23,8 +23,8 @@ type WatchOptions struct {
 	Field fields.Selector
 	// ResourceVersion is Kubernetes' watch semantics: "" starts with synthetic ADDED events of
 	// the current objects, read consistently (as a list without resourceVersion); "0" the
-	// same from what this server holds; N every change after N, or a 410 when N is no longer
-	// (or never was) served. It must parse (cache.ParseResourceVersion).
+	// same from what this server holds; N every change after N (once the store reaches N), or a
+	// 410 when N is no longer served. It must parse (cache.ParseResourceVersion).
 	ResourceVersion string
 	// SendInitialEvents, when set, overrides ResourceVersion's choice of initial events: true
 	// sends them (then the k8s.io/initial-events-end bookmark, with AllowWatchBookmarks),
@@ -49,6 +49,8 @@ func (s *Store) Watch(ctx context.Context, t Target, o WatchOptions) (*Watcher, 
 		Namespace: t.Key.Namespace,
 		Label:     o.Label,
 		Field:     field,
+		// A version not reached yet is waited for, as kube-apiserver's watch cache does.
+		WaitForVersion: true,
 	}
 	rv, _ := cache.ParseResourceVersion(o.ResourceVersion)
 	switch {

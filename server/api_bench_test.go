@@ -34,7 +34,16 @@ func BenchmarkAPIPath(b *testing.B) {
 			b.Fatalf("seed create: %d", code)
 		}
 	}
-	// Each scenario's i-th request: creates of new objects, gets and updates of seeded ones.
+	// A built-in kind's list leaves out each item's apiVersion and kind (its own path).
+	const cms = "/api/v1/namespaces/bench/configmaps"
+	for i := range 100 {
+		cm := fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm-%d","labels":{"app":"web"}},"data":{"key":"value-%d","other":"more"}}`, i, i)
+		if code := e.serve("POST", cms, "application/json", cm); code != http.StatusCreated {
+			b.Fatalf("seed configmap: %d", code)
+		}
+	}
+	// Each scenario's i-th request: creates of new objects, gets and updates of seeded ones,
+	// lists of the seeded ones.
 	scenarios := []struct {
 		name    string
 		request func(i int) (method, path, body string)
@@ -50,6 +59,8 @@ func BenchmarkAPIPath(b *testing.B) {
 			name := fmt.Sprint("seed-", i%seeded)
 			return "PUT", appsPath + "/" + name, body(name, 1+i%5)
 		}, http.StatusOK},
+		{"list-1000-applications", func(int) (string, string, string) { return "GET", appsPath, "" }, http.StatusOK},
+		{"list-100-configmaps", func(int) (string, string, string) { return "GET", cms, "" }, http.StatusOK},
 	}
 	for _, sc := range scenarios {
 		b.Run(sc.name, func(b *testing.B) {

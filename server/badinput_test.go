@@ -56,7 +56,7 @@ func TestBadInputMatrix(t *testing.T) {
 		{name: "deeply nested objects", method: "POST", path: appsPath, body: appJSON(`{"name":"deep"}`, `{"x":`+strings.Repeat(`{"a":`, 20000)+"1"+strings.Repeat("}", 20000)+`}`), code: 400, reason: "BadRequest", message: "max depth"},
 		{name: "deeply nested merge patch", method: "PATCH", path: obj, ctype: "application/merge-patch+json", body: `{"spec":` + strings.Repeat(`{"a":`, 20000) + "1" + strings.Repeat("}", 20000) + `}`, code: 400, reason: "BadRequest"},
 		{name: "empty body", method: "POST", path: appsPath, body: "", code: 400, reason: "BadRequest"},
-		{name: "null body", method: "POST", path: appsPath, body: "null", code: 400, reason: "BadRequest", message: "not null"},
+		{name: "null body", method: "POST", path: appsPath, body: "null", code: 400, reason: "BadRequest", message: "Object 'Kind' is missing in 'null'"},
 		{name: "two objects", method: "POST", path: appsPath, body: appJSON(`{"name":"two"}`, spec) + "{}", code: 400, reason: "BadRequest"},
 		{name: "truncated JSON", method: "POST", path: appsPath, body: `{"apiVersion":"cloudnative.elide.dev/v1","kind":`, code: 400, reason: "BadRequest"},
 		{name: "metadata a string", method: "POST", path: appsPath, body: appJSON(`"x"`, spec), code: 400, reason: "BadRequest"},
@@ -80,7 +80,7 @@ func TestBadInputMatrix(t *testing.T) {
 		// The URL and the body disagree.
 		{name: "apiVersion of another group", method: "POST", path: appsPath, body: strings.Replace(appJSON(`{"name":"x"}`, spec), "cloudnative.elide.dev/v1", "apps/v1", 1), code: 400, reason: "BadRequest"},
 		{name: "apiVersion missing", method: "POST", path: appsPath, body: `{"kind":"Application","metadata":{"name":"x"},"spec":` + spec + `}`, code: 400, reason: "BadRequest"},
-		{name: "kind of another resource", method: "POST", path: appsPath, body: strings.Replace(appJSON(`{"name":"x"}`, spec), `"Application"`, `"Widget"`, 1), code: 400, reason: "BadRequest"},
+		{name: "kind of another resource", method: "POST", path: appsPath, body: strings.Replace(appJSON(`{"name":"x"}`, spec), `"Application"`, `"Widget"`, 1), code: 422, reason: "Invalid", causes: []string{"kind"}},
 		{name: "namespace mismatch on create", method: "POST", path: appsPath, body: appJSON(`{"name":"x","namespace":"team-a"}`, spec), code: 400, reason: "BadRequest"},
 		{name: "namespace mismatch on update", method: "PUT", path: obj, body: appJSON(`{"name":"keep-0","namespace":"team-a"}`, spec), code: 400, reason: "BadRequest"},
 		{name: "name mismatch on update", method: "PUT", path: obj, body: appJSON(`{"name":"keep-1"}`, spec), code: 400, reason: "BadRequest"},
@@ -100,22 +100,27 @@ func TestBadInputMatrix(t *testing.T) {
 		// Strict decoding.
 		{name: "duplicate field, strict", method: "POST", path: appsPath + "?fieldValidation=Strict", body: appJSON(`{"name":"d"}`, `{"replicas":1,"replicas":2,"image":"nginx:1"}`), code: 400, reason: "BadRequest", message: `duplicate field "spec.replicas"`},
 		{name: "unknown field, strict", method: "POST", path: appsPath + "?fieldValidation=Strict", body: appJSON(`{"name":"d"}`, `{"replicas":1,"image":"nginx:1","replica":2}`), code: 400, reason: "BadRequest", message: `unknown field "spec.replica"`},
-		{name: "bad fieldValidation", method: "POST", path: appsPath + "?fieldValidation=Loud", body: appJSON(`{"name":"d"}`, spec), code: 400, reason: "BadRequest"},
+		{name: "bad fieldValidation", method: "POST", path: appsPath + "?fieldValidation=Loud", body: appJSON(`{"name":"d"}`, spec), code: 422, reason: "Invalid", causes: []string{"fieldValidation"}},
 		// Patches.
 		{name: "JSON patch not an array", method: "PATCH", path: obj, ctype: "application/json-patch+json", body: `{"op":"add"}`, code: 400, reason: "BadRequest"},
-		{name: "JSON patch unknown op", method: "PATCH", path: obj, ctype: "application/json-patch+json", body: `[{"op":"frob","path":"/spec"}]`, code: 400, reason: "BadRequest", message: "unsupported operation"},
-		{name: "JSON patch test without a value", method: "PATCH", path: obj, ctype: "application/json-patch+json", body: `[{"op":"test","path":""}]`, code: 400, reason: "BadRequest", message: `has no "value"`},
+		{name: "JSON patch unknown op", method: "PATCH", path: obj, ctype: "application/json-patch+json", body: `[{"op":"frob","path":"/spec"}]`, code: 422, reason: "Invalid"},
+		{name: "JSON patch test of the root without a value", method: "PATCH", path: obj, ctype: "application/json-patch+json", body: `[{"op":"test","path":""}]`, code: 422, reason: "Invalid"},
+		{name: "JSON patch replace of the root without a value", method: "PATCH", path: obj, ctype: "application/json-patch+json", body: `[{"op":"replace","path":""}]`, code: 422, reason: "Invalid"},
 		{name: "JSON patch path to nowhere", method: "PATCH", path: obj, ctype: "application/json-patch+json", body: `[{"op":"replace","path":"/spec/a/b/c","value":1}]`, code: 422, reason: "Invalid"},
-		{name: "JSON patch changes the kind", method: "PATCH", path: obj, ctype: "application/json-patch+json", body: `[{"op":"replace","path":"/kind","value":"Pod"}]`, code: 400, reason: "BadRequest"},
+		{name: "JSON patch changes the kind", method: "PATCH", path: obj, ctype: "application/json-patch+json", body: `[{"op":"replace","path":"/kind","value":"Pod"}]`, code: 422, reason: "Invalid", causes: []string{"kind"}},
 		{name: "merge patch not JSON", method: "PATCH", path: obj, ctype: "application/merge-patch+json", body: `{spec}`, code: 400, reason: "BadRequest"},
 		{name: "merge patch changes the uid", method: "PATCH", path: obj, ctype: "application/merge-patch+json", body: `{"metadata":{"uid":"x"}}`, code: 409, reason: "Conflict"},
 		{name: "strategic merge patch on a custom resource", method: "PATCH", path: obj, ctype: "application/strategic-merge-patch+json", body: `{}`, code: 415, reason: "UnsupportedMediaType"},
 		{name: "apply without a field manager", method: "PATCH", path: obj, ctype: "application/apply-patch+yaml", body: appJSON(`{"name":"keep-0"}`, spec), code: 422, reason: "Invalid", causes: []string{"fieldManager"}},
 		{name: "patch of nothing", method: "PATCH", path: appsPath + "/missing", ctype: "application/merge-patch+json", body: `{}`, code: 404, reason: "NotFound"},
 		// Reads and watches.
-		{name: "bad limit", method: "GET", path: appsPath + "?limit=-3", code: 400, reason: "BadRequest"},
-		{name: "bad resourceVersion on a watch", method: "GET", path: appsPath + "?watch=true&resourceVersion=abc", code: 400, reason: "BadRequest"},
+		{name: "bad limit", method: "GET", path: appsPath + "?limit=three", code: 400, reason: "BadRequest", message: "strconv.ParseInt"},
+		// kube-apiserver's storage refuses it with an error that is no Status: a 500.
+		{name: "bad resourceVersion on a watch", method: "GET", path: appsPath + "?watch=true&resourceVersion=abc", code: 500, message: `resourceVersion: Invalid value: "abc"`},
 		{name: "bad field selector", method: "GET", path: appsPath + "?fieldSelector=spec.replicas%3D1", code: 400, reason: "BadRequest"},
+		{name: "resourceVersionMatch without resourceVersion", method: "GET", path: appsPath + "?resourceVersionMatch=Exact", code: 422, reason: "Invalid", causes: []string{"resourceVersionMatch"}},
+		{name: "sendInitialEvents without resourceVersionMatch", method: "GET", path: appsPath + "?watch=true&sendInitialEvents=true", code: 422, reason: "Invalid", causes: []string{"resourceVersionMatch"}},
+		{name: "a write on a watch path", method: "POST", path: "/apis/cloudnative.elide.dev/v1/watch/namespaces/default/applications", ctype: "application/json", body: appJSON(`{"name":"w"}`, spec), code: 405, reason: "MethodNotAllowed"},
 		{name: "unicode in a label selector", method: "GET", path: appsPath + "?labelSelector=a%3D%E6%97%A5", code: 400, reason: "BadRequest"},
 	}
 	runStatusCases(t, e, tests)

@@ -22,7 +22,7 @@ func TestGenerateName(t *testing.T) {
 		{"custom resource", appsPath, "application/json", `{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","metadata":{"generateName":"web-"},"spec":{"replicas":1,"image":"nginx:1.27"}}`, `^web-[a-z0-9]{5}$`},
 		{"yaml", "/apis/coordination.k8s.io/v1/namespaces/default/leases", "application/yaml", "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata: {generateName: lock-}\n", `^lock-[a-z0-9]{5}$`},
 		{"dry run", "/api/v1/namespaces?dryRun=All", "application/json", `{"apiVersion":"v1","kind":"Namespace","metadata":{"generateName":"dry-"}}`, `^dry-[a-z0-9]{5}$`},
-		{"long prefix is cut to fit a label", "/api/v1/namespaces", "application/json", `{"metadata":{"generateName":"` + strings.Repeat("a", 70) + `"}}`, `^a{58}[a-z0-9]{5}$`},
+		{"long prefix is cut to fit a label", "/api/v1/namespaces/default/configmaps", "application/json", `{"metadata":{"generateName":"` + strings.Repeat("a", 70) + `"}}`, `^a{58}[a-z0-9]{5}$`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,6 +46,7 @@ func TestGenerateName(t *testing.T) {
 	})
 	runStatusCases(t, e, []statusCase{
 		{name: "neither name nor generateName", method: "POST", path: "/api/v1/namespaces", body: `{"metadata":{}}`, code: 422, reason: "Invalid", causes: []string{"metadata.name"}},
+		{name: "generateName too long for a namespace", method: "POST", path: "/api/v1/namespaces", body: `{"metadata":{"generateName":"` + strings.Repeat("a", 70) + `"}}`, code: 422, reason: "Invalid", causes: []string{"metadata.generateName"}},
 		{name: "invalid generateName", method: "POST", path: appsPath, body: `{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","metadata":{"generateName":"Bad_"},"spec":{"replicas":1,"image":"nginx:1.27"}}`, code: 422, reason: "Invalid", causes: []string{"metadata.generateName"}},
 	})
 }
@@ -83,7 +84,7 @@ func TestTypeMetaFromURL(t *testing.T) {
 		{name: "custom resource without kind", method: "POST", path: appsPath, body: `{"apiVersion":"cloudnative.elide.dev/v1","metadata":{"name":"x"},"spec":{"replicas":1,"image":"nginx:1"}}`, code: 400, reason: "BadRequest", message: "Kind"},
 		{name: "custom resource without apiVersion", method: "POST", path: appsPath, body: `{"kind":"Application","metadata":{"name":"x"},"spec":{"replicas":1,"image":"nginx:1"}}`, code: 400, reason: "BadRequest"},
 		{name: "custom resource without both", method: "POST", path: appsPath, body: `{"metadata":{"name":"x"},"spec":{"replicas":1,"image":"nginx:1"}}`, code: 400, reason: "BadRequest"},
-		{name: "lease with the core version", method: "POST", path: leases, body: `{"apiVersion":"v1","metadata":{"name":"x"}}`, code: 400, reason: "BadRequest", message: "API version"},
+		{name: "lease with the core version", method: "POST", path: leases, body: `{"apiVersion":"v1","metadata":{"name":"x"}}`, code: 400, reason: "BadRequest", message: `Lease in version "v1" cannot be handled as a Lease`},
 		{name: "namespace body of another kind", method: "POST", path: "/api/v1/namespaces", body: `{"kind":"Lease","metadata":{"name":"x"}}`, code: 400, reason: "BadRequest", message: "kind"},
 	})
 }

@@ -127,7 +127,7 @@ func (s *Server) errorHandler(c *echo.Context, err error) {
 	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
 	}
-	if werr := c.JSON(int(st.Code), st); werr != nil {
+	if werr := writeStatus(c, st); werr != nil {
 		s.log.Debug("writing error response", "err", werr)
 	}
 }

@@ -152,7 +152,7 @@ func (s *Server) authenticate(c *echo.Context) (*User, error) {
 		}
 		return nil, unauthorized()
 	}
-	page := r.Method == http.MethodGet && isDashboardPage(r.URL.Path)
+	page := isDashboardPage(r)
 	if page && r.URL.Query().Has("token") {
 		// The ready-to-open URL opemu logs with a generated token: keep the token in the cookie
 		// and drop it from the address bar (and so from history and Referer headers).

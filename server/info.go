@@ -8,14 +8,20 @@ import (
 	"github.com/opemu/opemu/webhooks"
 )
 
-// root describes the server: what it is, what it does, who leads, where to go next.
+// root describes the server: what it is, what it does, who leads, where to go next. A browser
+// (a request that accepts HTML) is sent to the dashboard instead.
 func (s *Server) root(c *echo.Context) error {
+	c.Response().Header().Add("Vary", "Accept")
+	if wantsHTML(c.Request()) {
+		return c.Redirect(http.StatusFound, dashboardPath)
+	}
 	var resources []string
 	for _, k := range s.cfg.Kinds.Custom() {
 		resources = append(resources, k.GroupVersion()+"/"+k.Plural)
 	}
 	sort.Strings(resources)
 	endpoints := map[string]string{
+		"dashboard":  dashboardPath,
 		"health":     "/healthz",
 		"readiness":  "/readyz",
 		"liveness":   "/livez",
@@ -28,6 +34,7 @@ func (s *Server) root(c *echo.Context) error {
 		"watch":      "/watch",
 		"controller": "/controller (POST /controller/pause, /controller/step, /controller/resume)",
 		"clock":      "/clock (POST /clock/advance)",
+		"snapshot":   "POST /snapshot, POST /snapshot/restore",
 	}
 	if c, ok := s.cfg.CRDs.CRD(s.cfg.PrimaryCRD); ok {
 		for _, v := range c.Spec.Versions {

@@ -189,3 +189,25 @@ func TestInvalidUTF8InThePath(t *testing.T) {
 		status(t, e.do("GET", path, "", ""), http.StatusNotFound, "NotFound")
 	}
 }
+
+// TestRootSendsBrowsersToTheDashboard: / answers curl with what the server is (the dashboard
+// among its endpoints) and sends a browser to /ui/; with tokens, a browser without
+// credentials goes to the login, as for the dashboard's page.
+func TestRootSendsBrowsersToTheDashboard(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	curl := e.send(req{method: "GET", path: "/", header: map[string]string{"Accept": "*/*"}})
+	require.Equal(t, http.StatusOK, curl.code)
+	assert.Equal(t, "/ui/", curl.json(t)["endpoints"].(map[string]any)["dashboard"])
+	assert.Equal(t, "Accept", curl.header.Get("Vary"))
+	browser := e.send(req{method: "GET", path: "/", header: map[string]string{
+		"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}})
+	require.Equal(t, http.StatusFound, browser.code)
+	assert.Equal(t, "/ui/", browser.header.Get("Location"))
+
+	withTokens := newEnv(t, withTokens(t))
+	r := withTokens.send(req{method: "GET", path: "/", header: map[string]string{"Accept": "text/html"}})
+	require.Equal(t, http.StatusSeeOther, r.code)
+	assert.Equal(t, "/ui/login", r.header.Get("Location"))
+	status(t, withTokens.send(req{method: "GET", path: "/", header: map[string]string{"Accept": "application/json"}}), 401, "Unauthorized")
+}

@@ -103,7 +103,7 @@ func TestCRDLifecycle(t *testing.T) {
 	withCEL := strings.ReplaceAll(widgetCRD, "WIDGET_EXTRA", `x-kubernetes-validations: [{rule: "self.size > 0"}]`)
 	r := e.do("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/yaml", withCEL)
 	require.Equal(t, http.StatusCreated, r.code, "body: %s", r.body)
-	assert.NotEmpty(t, r.header.Values("Warning"), "CEL rules are not evaluated: a Warning says so")
+	assert.Empty(t, r.header.Values("Warning"), "CEL rules are evaluated: no Warning")
 	c := r.json(t)
 	var conds []string
 	for _, cond := range field(c, "status", "conditions").([]any) {
@@ -117,6 +117,9 @@ func TestCRDLifecycle(t *testing.T) {
 	require.Equal(t, http.StatusCreated, w.code, "body: %s", w.body)
 	assert.EqualValues(t, 1, field(w.json(t), "spec", "size"), "the schema's default")
 	status(t, e.do("POST", wpath, "application/json", `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w2"},"spec":{"size":"big"}}`), 422, "Invalid")
+	rule := status(t, e.do("POST", wpath, "application/json", `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w3"},"spec":{"size":0}}`), 422, "Invalid")
+	assert.Equal(t, []string{"spec"}, causes(rule), "the CRD's CEL rule")
+	assert.Contains(t, rule["message"], "failed rule: self.size > 0")
 
 	tbl := e.doAccept("GET", wpath, tableAccept).json(t)
 	assert.Equal(t, "Table", tbl["kind"])

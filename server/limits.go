@@ -35,9 +35,9 @@ func checkSelectorSizes(q map[string][]string) error {
 }
 
 // isWatch reports whether c is a watch: GET /watch, or a GET of a list route with watch=true
-// (or 1). A watch parameter on any other request (a POST, a GET of one object) makes it no
-// watch, and one that is not a boolean is not a watch here either (the list handler answers it
-// with a 400).
+// (or 1) or of a /watch/ path of the Kubernetes API. A watch parameter on any other request (a
+// POST, a GET of one object) makes it no watch, and one that is not a boolean is not a watch
+// here either (the list handler answers it with a 400).
 func isWatch(c *echo.Context) bool {
 	r := c.Request()
 	if r.Method != http.MethodGet {
@@ -45,6 +45,9 @@ func isWatch(c *echo.Context) bool {
 	}
 	if c.Path() == "/watch" {
 		return true
+	}
+	if strings.Contains(c.Path(), "/watch/") {
+		return true // a /watch/ path of the Kubernetes API
 	}
 	if !strings.HasSuffix(c.Path(), "/:resource") {
 		return false

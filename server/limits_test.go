@@ -45,7 +45,8 @@ func TestHostileRequests(t *testing.T) {
 	e := newEnv(t)
 	require.Equal(t, http.StatusCreated, e.do("POST", appsPath, "application/json", app("web", 1, "nginx:1")).code)
 	// An object with a long list (10,000 finalizers, about 110 KB) for patches to work on, and
-	// a Lease (no schema prunes it) nested 9,000 deep: creating it costs no more than its size.
+	// a custom resource whose schema keeps what it is sent, nested 9,000 deep: creating it costs
+	// no more than its size.
 	fins := make([]string, 10000)
 	for i := range fins {
 		fins[i] = fmt.Sprintf("x.io/f%d", i)
@@ -53,7 +54,9 @@ func TestHostileRequests(t *testing.T) {
 	long := fmt.Sprintf(`{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","metadata":{"name":"long","finalizers":%s},"spec":{"replicas":1,"image":"nginx:1"}}`, mustMarshal(t, fins))
 	require.Equal(t, http.StatusCreated, e.do("POST", appsPath, "application/json", long).code)
 	leases := "/apis/coordination.k8s.io/v1/namespaces/default/leases"
-	require.Equal(t, http.StatusCreated, e.do("POST", leases, "application/json", `{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"deep"},"spec":{"deep":`+deepJSON(9000, "k")+`}}`).code)
+	require.Equal(t, http.StatusCreated, e.do("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/yaml", thingCRD).code)
+	things := "/apis/example.com/v1/namespaces/default/things"
+	require.Equal(t, http.StatusCreated, e.do("POST", things, "application/json", `{"apiVersion":"example.com/v1","kind":"Thing","metadata":{"name":"deep"},"spec":{"deep":`+deepJSON(9000, "k")+`}}`).code)
 	require.Equal(t, http.StatusCreated, e.do("POST", leases, "application/json", `{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"l"}}`).code)
 
 	// A JSON Patch whose copies double the object at each step: 19 ops, 2 KB.
@@ -83,7 +86,7 @@ func TestHostileRequests(t *testing.T) {
 		{"merge patch 9,000 deep", "PATCH", appsPath + "/web", "application/merge-patch+json", `{"spec":{"deep":` + deepJSON(9000, "k") + `}}`, http.StatusUnprocessableEntity, "Invalid"},
 		{"JSON Patch adding a value 9,000 deep", "PATCH", appsPath + "/web", "application/json-patch+json", `[{"op":"add","path":"/spec/deep","value":` + deepJSON(9000, "k") + `}]`, http.StatusUnprocessableEntity, "Invalid"},
 		{"strategic merge patch 9,000 deep on a Lease", "PATCH", leases + "/l", "application/strategic-merge-patch+json", `{"spec":{"deep":` + deepJSON(9000, "k") + `}}`, http.StatusUnprocessableEntity, "Invalid"},
-		{"JSON Patch of a Lease nested 9,000 deep", "PATCH", leases + "/deep", "application/json-patch+json", `[{"op":"add","path":"/metadata/labels","value":{"a":"b"}}]`, http.StatusUnprocessableEntity, "Invalid"},
+		{"JSON Patch of an object nested 9,000 deep", "PATCH", things + "/deep", "application/json-patch+json", `[{"op":"add","path":"/metadata/labels","value":{"a":"b"}}]`, http.StatusUnprocessableEntity, "Invalid"},
 		{"merge patch 100 deep", "PATCH", appsPath + "/web", "application/merge-patch+json", `{"spec":{"deep":` + deepJSON(97, "k") + `}}`, http.StatusOK, ""},
 		{"label selector of 469 KB", "GET", appsPath + "?labelSelector=" + url.QueryEscape(strings.Repeat("a,", 240000)+"a"), "", "", http.StatusBadRequest, "BadRequest"},
 		{"field selector of 8 KB on a watch", "GET", appsPath + "?watch=true&fieldSelector=" + url.QueryEscape("metadata.name="+strings.Repeat("a", 8192)), "", "", http.StatusBadRequest, "BadRequest"},
@@ -108,6 +111,18 @@ func TestHostileRequests(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.code, "body: %.300s", r.body)
 	assert.Len(t, field(r.json(t), "metadata", "finalizers"), 10020)
 }
+
+// thingCRD serves example.com/v1 Thing, whose objects keep whatever they are sent.
+const thingCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: things.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {kind: Thing, plural: things}
+  versions:
+  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+`
 
 // TestSlowAdmissionIsNotCommitted: a write whose admission runs past the request's deadline is
 // answered 504 at the deadline and not stored.

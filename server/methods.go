@@ -44,7 +44,7 @@ func (s *Server) writeCollection(c *echo.Context) error {
 	if t.Kind.BuiltIn() {
 		return echo.ErrMethodNotAllowed
 	}
-	if c.Request().Method == http.MethodPatch && !slices.Contains(customPatchTypes, mediaType(c.Request())) {
+	if c.Request().Method == http.MethodPatch && !slices.Contains(customPatchTypes, patchType(c.Request())) {
 		return registry.UnsupportedMediaType(strings.Join(customPatchTypes, ", "))
 	}
 	return badRequest("name must be provided")

@@ -69,7 +69,7 @@ func TestWriteErrors(t *testing.T) {
 		{name: "name mismatch", method: "PUT", path: appsPath + "/exists", body: app("other", 1, "nginx:1"), code: 400, reason: "BadRequest"},
 		{name: "namespace mismatch", method: "POST", path: appsPath, body: `{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","metadata":{"name":"x","namespace":"other"},"spec":{"replicas":1,"image":"nginx:1"}}`, code: 400, reason: "BadRequest"},
 		{name: "wrong apiVersion", method: "POST", path: appsPath, body: `{"apiVersion":"v1","kind":"Application","metadata":{"name":"x"},"spec":{"replicas":1,"image":"nginx:1"}}`, code: 400, reason: "BadRequest"},
-		{name: "wrong kind", method: "POST", path: appsPath, body: `{"apiVersion":"cloudnative.elide.dev/v1","kind":"Pod","metadata":{"name":"x"},"spec":{"replicas":1,"image":"nginx:1"}}`, code: 400, reason: "BadRequest"},
+		{name: "wrong kind", method: "POST", path: appsPath, body: `{"apiVersion":"cloudnative.elide.dev/v1","kind":"Pod","metadata":{"name":"x"},"spec":{"replicas":1,"image":"nginx:1"}}`, code: 422, reason: "Invalid", causes: []string{"kind"}},
 		{name: "malformed JSON", method: "POST", path: appsPath, body: `{"apiVersion":`, code: 400, reason: "BadRequest"},
 		{name: "JSON array", method: "POST", path: appsPath, body: `[1,2]`, code: 400, reason: "BadRequest"},
 		{name: "empty body", method: "POST", path: appsPath, body: ``, code: 400, reason: "BadRequest"},
@@ -80,7 +80,7 @@ func TestWriteErrors(t *testing.T) {
 		{name: "malformed json patch", method: "PATCH", path: appsPath + "/exists", ctype: "application/json-patch+json", body: `{"op":"x"}`, code: 400, reason: "BadRequest"},
 		{name: "unknown resource", method: "GET", path: "/api/v1/namespaces/default/widgets", code: 404, reason: "NotFound"},
 		{name: "wrong method", method: "DELETE", path: "/healthz", code: 405, reason: "MethodNotAllowed"},
-		{name: "bad dryRun", method: "POST", path: appsPath + "?dryRun=Some", body: app("x", 1, "nginx:1"), code: 400, reason: "BadRequest"},
+		{name: "bad dryRun", method: "POST", path: appsPath + "?dryRun=Some", body: app("x", 1, "nginx:1"), code: 422, reason: "Invalid", causes: []string{"dryRun"}},
 		{name: "bad label selector", method: "GET", path: appsPath + "?labelSelector=a%20in%20(", code: 400, reason: "BadRequest"},
 		{name: "bad continue", method: "GET", path: appsPath + "?limit=1&continue=not-a-token!", code: 400, reason: "BadRequest"},
 		{name: "future resourceVersion", method: "GET", path: appsPath + "?resourceVersion=99999999999999999", code: 504, reason: "Timeout"},
@@ -350,7 +350,7 @@ func TestPaging(t *testing.T) {
 		}
 		path = appsPath + "?limit=2&continue=" + cont
 	}
-	assert.Equal(t, []string{"app-0", "app-1", "app-2", "app-3", "app-4", "zzz"}, names, "pages show current state after the last key")
+	assert.Equal(t, []string{"app-0", "app-1", "app-2", "app-3", "app-4"}, names, "pages show the list as it was at the first page's version")
 }
 
 func TestSelectors(t *testing.T) {

@@ -2,96 +2,158 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
-	"strconv"
+	"net/url"
 
 	"github.com/labstack/echo/v5"
 	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/internal/jsonfast"
 	"github.com/opemu/opemu/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
+	metainternalversionvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// parseListQuery parses a list or watch query; selectable says which fields a field selector
-// may name (nil: any).
-func parseListQuery(q map[string][]string, selectable func(label string) bool) (registry.ListOptions, error) {
-	get := func(k string) string {
-		if v := q[k]; len(v) > 0 {
-			return v[0]
-		}
-		return ""
-	}
-	var lq registry.ListOptions
+// parseListQuery parses a list or watch query as kube-apiserver does: apimachinery's
+// parameter codec (its 400s for a limit, a timeout or a selector that does not parse), the
+// watch-list defaults (a watch from "" or "0" sends its initial events, then their bookmark
+// when bookmarks are allowed), ListOptions' validation (422s naming ListOptions), then the
+// kind's field labels (400). The boolean flags keep opemu's stricter spellings (queryBool).
+// forceWatch is a /watch/ path.
+func parseListQuery(q url.Values, t registry.Target, forceWatch bool) (metainternalversion.ListOptions, error) {
+	var opts metainternalversion.ListOptions
 	if err := checkSelectorSizes(q); err != nil {
-		return lq, err
+		return opts, err
 	}
-	var err error
-	if lq.Label, err = labels.Parse(get("labelSelector")); err != nil {
-		return lq, badRequest("unable to parse requirement: %v", err)
+	watch, err := queryBool(q, "watch")
+	if err != nil {
+		return opts, err
 	}
-	if lq.Field, err = fields.ParseSelector(get("fieldSelector")); err != nil {
-		return lq, badRequest("invalid field selector: %v", err)
+	bookmarks, err := queryBool(q, "allowWatchBookmarks")
+	if err != nil {
+		return opts, err
 	}
-	for _, r := range lq.Field.Requirements() {
-		if selectable != nil && !selectable(r.Field) {
-			return lq, badRequest("field label not supported: %s", r.Field)
+	initial, err := queryBoolPtr(q, "sendInitialEvents")
+	if err != nil {
+		return opts, err
+	}
+	if len(q) > 0 { // (no parameters decode to none)
+		if err := metainternalversionscheme.ParameterCodec.DecodeParameters(q, metav1.SchemeGroupVersion, &opts); err != nil {
+			return opts, apierrors.NewBadRequest(err.Error())
 		}
 	}
-
-	if l := get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 0 {
-			return lq, badRequest("limit must be a non-negative integer, not %q", l)
-		}
-		lq.Limit = n
+	opts.Watch, opts.AllowWatchBookmarks, opts.SendInitialEvents = watch || forceWatch, bookmarks, initial
+	metainternalversion.SetListOptionsDefaults(&opts, true)
+	if errs := metainternalversionvalidation.ValidateListOptions(&opts, true); len(errs) > 0 {
+		return opts, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
 	}
-	if c := get("continue"); c != "" {
-		if lq.Continue, err = registry.DecodeContinue(c); err != nil {
-			return lq, err
+	if opts.FieldSelector != nil {
+		if opts.FieldSelector, err = opts.FieldSelector.Transform(t.Kind.ConvertFieldLabel); err != nil {
+			return opts, apierrors.NewBadRequest(err.Error())
 		}
 	}
-	lq.ResourceVersion, lq.ResourceVersionMatch = get("resourceVersion"), get("resourceVersionMatch")
-	if lq.ResourceVersion != "" {
-		if _, err := cache.ParseResourceVersion(lq.ResourceVersion); err != nil {
-			return lq, badRequest("resourceVersion %q is not a valid resource version", lq.ResourceVersion)
-		}
-	}
-	switch lq.ResourceVersionMatch {
-	case "", "NotOlderThan", "Exact":
-	default:
-		return lq, badRequest("resourceVersionMatch must be NotOlderThan or Exact, not %q", lq.ResourceVersionMatch)
-	}
-	watchList := get("sendInitialEvents") != ""
-	if lq.ResourceVersionMatch != "" && (lq.ResourceVersion == "" && !watchList || lq.Continue != nil) {
-		return lq, apierrors.NewBadRequest("resourceVersionMatch is forbidden unless resourceVersion is provided and continue is not")
-	}
-	return lq, nil
+	return opts, nil
 }
 
-// answerList streams a <Kind>List of t's kind around the stored objects' shared bytes, without
-// re-encoding them or gathering the whole answer in memory first (a view's objects are
-// converted one by one).
-func answerList(c *echo.Context, t registry.Target, meta metav1.ListMeta, items []*cache.Object) error {
+// listQuery parses t's list query (a view's field names are the registry's to rename).
+func listQuery(q url.Values, t registry.Target) (registry.ListOptions, error) {
+	opts, err := parseListQuery(q, t, false)
+	if err != nil {
+		return registry.ListOptions{}, err
+	}
+	if _, err := cache.ParseResourceVersion(opts.ResourceVersion); err != nil {
+		return registry.ListOptions{}, badRequest("invalid resource version: %v", invalidResourceVersion(opts.ResourceVersion, err))
+	}
+	return registry.ListOptions{
+		Label: opts.LabelSelector, Field: opts.FieldSelector, Limit: int(max(opts.Limit, 0)), Continue: opts.Continue,
+		ResourceVersion: opts.ResourceVersion, ResourceVersionMatch: string(opts.ResourceVersionMatch),
+	}, nil
+}
+
+// invalidResourceVersion is storage's complaint about a resourceVersion that is not a number.
+func invalidResourceVersion(rv string, err error) error {
+	return field.ErrorList{field.Invalid(field.NewPath("resourceVersion"), rv, err.Error())}.ToAggregate()
+}
+
+// unparsableResourceVersion is the 500 kube-apiserver answers a get or a watch whose
+// resourceVersion is not a number: storage's error, which is no Status.
+func unparsableResourceVersion(rv string, err error) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusInternalServerError,
+		Message: invalidResourceVersion(rv, err).Error()}}
+}
+
+// answerList sends a list of t's kind in the negotiated form: the <Kind>List (JSON streamed
+// around the stored objects' shared bytes, not re-encoded nor gathered whole first), its
+// PartialObjectMetadataList, or a Table.
+func (s *Server) answerList(c *echo.Context, t registry.Target, meta metav1.ListMeta, items []*cache.Object, out output) error {
+	switch out.as {
+	case asTable:
+		return s.answerTable(c, http.StatusOK, t, items, meta, out)
+	case asPartial:
+		return wrongShape(asPartial, t.Kind, true)
+	}
+	if out.mediaType == jsonType {
+		w := c.Response()
+		w.Header().Set(echo.HeaderContentType, jsonType)
+		w.WriteHeader(http.StatusOK)
+		bw := bufio.NewWriterSize(w, 32<<10)
+		if err := writeListJSON(bw, t, meta, items, out); err != nil {
+			return nil // the status line is sent: the client sees a truncated answer
+		}
+		// A failure here is the client going away: the status line is already sent.
+		return bw.Flush()
+	}
+	var buf bytes.Buffer
+	if err := writeListJSON(&buf, t, meta, items, out); err != nil {
+		return err
+	}
+	typed := s.cfg.Kinds.Typed
+	if out.as == asPartialList {
+		typed = typedAs[metav1.PartialObjectMetadataList]()
+	}
+	return writeAs(c, http.StatusOK, out.mediaType, buf.Bytes(), typed)
+}
+
+// listWriter is where a list's JSON goes (the response's buffer, or a buffer to convert).
+type listWriter interface {
+	io.Writer
+	io.ByteWriter
+	io.StringWriter
+}
+
+// writeListJSON writes the JSON of t's list of items as kube-apiserver encodes it: a built-in
+// kind's items without their apiVersion and kind (as its typed lists leave them out), a
+// custom resource's as stored, with metadata.continue "" on its last page (as its
+// unstructured lists carry it); or the PartialObjectMetadataList of the items.
+func writeListJSON(w listWriter, t registry.Target, meta metav1.ListMeta, items []*cache.Object, out output) error {
 	apiVersion, kind := t.Kind.GroupVersion(), t.Kind.ListKind
-	m, err := json.Marshal(meta)
+	if out.as == asPartialList {
+		apiVersion, kind = out.asAPIVersion(), asPartialList
+	}
+	var m []byte
+	var err error
+	if out.as == "" && !t.Kind.BuiltIn() {
+		m, err = json.Marshal(unstructuredListMeta{Continue: meta.Continue, RemainingItemCount: meta.RemainingItemCount, ResourceVersion: meta.ResourceVersion})
+	} else {
+		m, err = json.Marshal(meta)
+	}
 	if err != nil {
 		return err
 	}
-	av, _ := json.Marshal(apiVersion)
-	k, _ := json.Marshal(kind)
-	w := c.Response()
-	w.Header().Set(echo.HeaderContentType, "application/json")
-	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriterSize(w, 32<<10)
-	bw.WriteString(`{"apiVersion":`)
-	bw.Write(av)
-	bw.WriteString(`,"items":[`)
+	w.WriteString(`{"apiVersion":`)
+	w.Write(jsonfast.AppendString(nil, apiVersion))
+	w.WriteString(`,"items":[`)
+	var scratch []byte
 	for i, o := range items {
 		if i > 0 {
-			bw.WriteByte(',')
+			w.WriteByte(',')
 		}
 		raw := o.Raw()
 		if t.Kind.Conversion != nil {
@@ -99,18 +161,50 @@ func answerList(c *echo.Context, t registry.Target, meta metav1.ListMeta, items 
 				return err
 			}
 		}
-		bw.Write(raw)
+		switch {
+		case out.as == asPartialList:
+			if scratch, err = appendPartial(scratch[:0], raw, out.version); err != nil {
+				return err
+			}
+			raw = scratch
+		case t.Kind.BuiltIn():
+			if scratch, err = appendWithoutTypeMeta(scratch[:0], raw); err != nil {
+				return err
+			}
+			raw = scratch
+		}
+		if _, err := w.Write(raw); err != nil {
+			return err
+		}
 	}
-	bw.WriteString(`],"kind":`)
-	bw.Write(k)
-	bw.WriteString(`,"metadata":`)
-	bw.Write(m)
-	bw.WriteByte('}')
-	// A failure here is the client going away: the status line is already sent.
-	return bw.Flush()
+	w.WriteString(`],"kind":`)
+	w.Write(jsonfast.AppendString(nil, kind))
+	w.WriteString(`,"metadata":`)
+	w.Write(m)
+	_, err = w.WriteString("}")
+	return err
 }
 
-// listQuery parses t's list query (a view's field names are the registry's to rename).
-func listQuery(q map[string][]string, t registry.Target) (registry.ListOptions, error) {
-	return parseListQuery(q, t.Kind.Selectable)
+// unstructuredListMeta is the metadata of a custom resource's list, which always carries
+// continue.
+type unstructuredListMeta struct {
+	Continue           string `json:"continue"`
+	RemainingItemCount *int64 `json:"remainingItemCount,omitempty"`
+	ResourceVersion    string `json:"resourceVersion,omitempty"`
+}
+
+// appendWithoutTypeMeta appends the object whose JSON is raw without its apiVersion and kind,
+// straight from the bytes when jsonfast can vouch for them.
+func appendWithoutTypeMeta(dst, raw []byte) ([]byte, error) {
+	if out, ok := jsonfast.AppendWithout(dst, raw, "apiVersion", "kind"); ok {
+		return out, nil
+	}
+	obj, err := cache.DecodeJSON(raw)
+	if err != nil {
+		return dst, err
+	}
+	delete(obj, "apiVersion")
+	delete(obj, "kind")
+	b, err := json.Marshal(obj)
+	return append(dst, b...), err
 }

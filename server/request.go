@@ -2,20 +2,23 @@ package server
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"mime"
 	"net/http"
 	"strings"
-
-	sigsjson "sigs.k8s.io/json"
 
 	"github.com/labstack/echo/v5"
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/yaml"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // parseTarget resolves the URL's group, version, resource, namespace, name and subresource.
@@ -29,6 +32,9 @@ func (s *Server) parseTarget(c *echo.Context) (registry.Target, error) {
 		// A resource this server does not serve is not a missing object: kube-apiserver answers
 		// its generic 404, which clients read as "not served" (RESTMapper: no matches for kind).
 		return registry.Target{}, s.notServed(group)
+	}
+	if k.Warning != "" {
+		setWarnings(c, []string{k.Warning}) // a deprecated version: every request is told
 	}
 	t := registry.Target{Kind: k, Sub: c.Param("sub")}
 	gr := k.GroupResource() // a view's objects are stored as another kind's
@@ -117,82 +123,103 @@ func mediaType(r *http.Request) string {
 	return mt
 }
 
-const objectMediaTypes = "application/json, application/yaml"
+// routePatchTypes are the patch media types kube-apiserver's routes of built-in kinds take.
+var routePatchTypes = []string{"application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json", "application/apply-patch+yaml"}
 
-// decodeObject decodes a create or update body (JSON, YAML, or protobuf for built-in kinds)
-// into a JSON object; a built-in kind's missing apiVersion and kind come from the URL. A field
-// given twice is an error under fieldValidation=Strict and a warning under Warn, as in
-// Kubernetes; the last value given is the one kept.
-func (s *Server) decodeObject(t registry.Target, contentType string, body []byte, fieldValidation string) (map[string]any, []string, error) {
-	obj, js, mayRepeat, err := s.decodeObjectBody(t, contentType, body)
-	if err == nil && t.Sub != "scale" {
-		defaultTypeMeta(t.Kind, obj)
-	}
-	if err != nil || js == nil || !mayRepeat || fieldValidation == "Ignore" {
-		return obj, nil, err
-	}
-	var discard any
-	dups, err := sigsjson.UnmarshalStrict(js, &discard, sigsjson.DisallowDuplicateFields)
-	if err != nil || len(dups) == 0 {
-		return obj, nil, nil
-	}
-	msgs := make([]string, len(dups))
-	for i, d := range dups {
-		msgs[i] = strings.TrimPrefix(d.Error(), "json: ")
-	}
-	if fieldValidation == "Strict" {
-		return nil, nil, badRequest("strict decoding error: %s", strings.Join(msgs, ", "))
-	}
-	return obj, msgs, nil
+// patchType is a PATCH's media type as kube-apiserver reads it: the Content-Type as sent (its
+// case too) up to its parameters.
+func patchType(r *http.Request) string {
+	ct, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";")
+	return strings.TrimSpace(ct)
 }
 
-// decodeObjectBody decodes body and returns the JSON it was read from (nil for protobuf), and
-// whether that JSON may repeat a key (the strict check that names them is needed only then).
-func (s *Server) decodeObjectBody(t registry.Target, contentType string, body []byte) (map[string]any, []byte, bool, error) {
+// objectMediaTypes are the body formats kube-apiserver lists in a 415 of a create or update:
+// its serializers' (custom resources take no protobuf, but their 415 lists it too).
+const objectMediaTypes = "application/json, application/yaml, application/vnd.kubernetes.protobuf"
+
+// decodeObject decodes a create or update body (JSON, YAML, or protobuf for built-in kinds) as
+// kube-apiserver does (registry.DecodeBody), marking o as decoded. The warnings are
+// fieldValidation's, to be sent whatever becomes of the write.
+func (s *Server) decodeObject(t registry.Target, contentType string, body []byte, o *registry.Options) (map[string]any, []string, error) {
+	format := registry.JSONBody
 	switch contentType {
 	case protobufType:
 		if !t.Kind.Protobuf {
-			return nil, nil, false, registry.UnsupportedMediaType(objectMediaTypes)
+			return nil, nil, registry.UnsupportedMediaType(objectMediaTypes)
 		}
 		obj, err := s.decodeProtobuf(body)
-		return obj, nil, false, err
-	case "", "application/json", "*/*":
-	case "application/yaml", "application/x-yaml", "text/yaml":
-		j, err := yaml.YAMLToJSON(body)
 		if err != nil {
-			return nil, nil, false, badRequest("the body of the request is not valid YAML: %v", err)
+			return nil, nil, err
 		}
-		body = j
+		// A protobuf body holds only what its Go type does: decoded, it is the usual JSON body.
+		if body, err = json.Marshal(obj); err != nil {
+			return nil, nil, err
+		}
+	case "", "application/json":
+	case "application/yaml":
+		format = registry.YAMLBody
 	default:
-		return nil, nil, false, registry.UnsupportedMediaType(objectMediaTypes)
+		return nil, nil, registry.UnsupportedMediaType(objectMediaTypes)
 	}
-	obj, dups, err := registry.DecodeObjectDuplicates(body)
-	return obj, body, dups, err
+	return registry.DecodeBody(t, body, format, o)
 }
 
-// parseWriteOptions reads the query parameters every write takes, and who is writing.
-func parseWriteOptions(c *echo.Context) (registry.Options, error) {
-	q := c.Request().URL.Query()
-	o := registry.Options{FieldValidation: "Warn", FieldManager: q.Get("fieldManager"), UserAgent: c.Request().UserAgent()}
-	if u, ok := UserFrom(c.Request().Context()); ok {
+// The options of a write, as kube-apiserver names them in its 422s.
+const (
+	createOpts = "CreateOptions"
+	updateOpts = "UpdateOptions"
+	patchOpts  = "PatchOptions"
+	deleteOpts = "DeleteOptions"
+)
+
+// parseWriteOptions reads the query parameters of a write (kind is its options' kind) as
+// kube-apiserver does, with apimachinery's parameter codec and its validation of them (a 422
+// naming the options), and who is writing. force keeps opemu's boolean spellings (queryBool).
+func parseWriteOptions(c *echo.Context, kind string) (registry.Options, error) {
+	r := c.Request()
+	q := r.URL.Query()
+	o := registry.Options{FieldValidation: "Warn", UserAgent: r.UserAgent()}
+	if u, ok := UserFrom(r.Context()); ok {
 		o.User = u.Name
 	}
-	for _, d := range q["dryRun"] {
-		if d != "All" {
-			return o, badRequest("Invalid dryRun value %q: only \"All\" is supported", d)
+	if len(q) == 0 {
+		return o, nil // no options: the codec would decode none, which validate clean
+	}
+	var errs field.ErrorList
+	switch kind {
+	case createOpts, updateOpts, patchOpts:
+		var opts metav1.PatchOptions // the fields of all three (force only counts for a PATCH)
+		if err := metainternalversionscheme.ParameterCodec.DecodeParameters(q, metav1.SchemeGroupVersion, &opts); err != nil {
+			return o, apierrors.NewBadRequest(err.Error())
 		}
-		o.DryRun = true
-	}
-	switch v := q.Get("fieldValidation"); v {
-	case "":
-	case "Ignore", "Warn", "Strict":
-		o.FieldValidation = v
+		if _, ok := q["force"]; ok && kind == patchOpts {
+			force, err := queryBool(q, "force")
+			if err != nil {
+				return o, err
+			}
+			opts.Force, o.Force = &force, force
+		}
+		switch kind {
+		case createOpts:
+			errs = metav1validation.ValidateCreateOptions(&metav1.CreateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager, FieldValidation: opts.FieldValidation})
+		case updateOpts:
+			errs = metav1validation.ValidateUpdateOptions(&metav1.UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager, FieldValidation: opts.FieldValidation})
+		default:
+			errs = metav1validation.ValidatePatchOptions(&opts, types.PatchType(mediaType(r)))
+		}
+		o.DryRun, o.FieldManager = len(opts.DryRun) > 0, opts.FieldManager
+		if opts.FieldValidation != "" {
+			o.FieldValidation = opts.FieldValidation
+		}
 	default:
-		return o, badRequest("fieldValidation must be one of Ignore, Warn or Strict, not %q", v)
+		// A DELETE's other options are its body's, or the query's (parseDeleteOptions).
+		errs = metav1validation.ValidateDryRun(field.NewPath("dryRun"), q["dryRun"])
+		o.DryRun = len(q["dryRun"]) > 0
 	}
-	var err error
-	o.Force, err = queryBool(q, "force")
-	return o, err
+	if len(errs) > 0 {
+		return o, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: kind}, "", errs)
+	}
+	return o, nil
 }
 
 // setWarnings adds one Warning header per message, in Kubernetes' format.

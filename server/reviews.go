@@ -114,14 +114,16 @@ func rulesReview() authorizationv1.SubjectRulesReviewStatus {
 // decodeReview reads a review body (JSON, YAML or protobuf) into into, with k's apiVersion and
 // kind when the body leaves them out, as for any built-in kind.
 func (s *Server) decodeReview(c *echo.Context, k *kinds.Kind, into any) error {
-	if _, err := parseWriteOptions(c); err != nil {
+	o, err := parseWriteOptions(c, createOpts)
+	if err != nil {
 		return err
 	}
 	body, err := readBody(c)
 	if err != nil {
 		return err
 	}
-	obj, _, err := s.decodeObject(registry.Target{Kind: k}, mediaType(c.Request()), body, "Ignore")
+	o.FieldValidation = "Ignore"
+	obj, _, err := s.decodeObject(registry.Target{Kind: k}, mediaType(c.Request()), body, &o)
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,8 @@ func (s *Server) routes() {
 	e.POST("/controller/step", s.stepLoop)
 	e.GET("/clock", s.getClock)
 	e.POST("/clock/advance", s.advanceClock)
+	e.POST(snapshotPath, s.takeSnapshot)
+	e.POST(snapshotRestorePath, s.restoreSnapshot)
 	s.uiRoutes()
 
 	// Discovery.
@@ -58,7 +60,17 @@ func (s *Server) routes() {
 	e.GET("/events/stats", s.eventStats)
 
 	// Resources: namespaced paths, then all-namespaces and cluster-scoped paths, for API groups
-	// (/apis) and the core group (/api).
+	// (/apis) and the core group (/api), and their deprecated watch paths (/watch/...: a
+	// collection, or one object by name; other methods are refused as kube-apiserver does).
+	for _, prefix := range []string{"/apis/:group/:version/watch/namespaces/:namespace", "/apis/:group/:version/watch",
+		"/api/:version/watch/namespaces/:namespace", "/api/:version/watch"} {
+		for _, path := range []string{prefix + "/:resource", prefix + "/:resource/:name"} {
+			e.GET(path, s.watchObjects)
+			for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+				e.Add(m, path, methodNotAllowed)
+			}
+		}
+	}
 	for _, prefix := range []string{"/apis/:group/:version/namespaces/:namespace", "/apis/:group/:version",
 		"/api/:version/namespaces/:namespace", "/api/:version"} {
 		e.GET(prefix+"/:resource", s.listObjects)

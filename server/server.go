@@ -48,6 +48,9 @@ type Config struct {
 	// Loop pauses, steps and resumes the controllers and shows their queues (/controller);
 	// nil when no controller runs.
 	Loop Loop
+	// Snapshots takes and restores the whole state (/snapshot, SPEC §23). Nil: those routes
+	// answer 503.
+	Snapshots Snapshots
 	// Faults decides the faults injected into client requests (SPEC §16). Nil injects none.
 	Faults *faults.Engine
 	// ManualClock, when set, is the clock Config.Clock reads, moved by POST /clock/advance
@@ -300,7 +303,11 @@ func (s *Server) limit(next echo.HandlerFunc) echo.HandlerFunc {
 			// connection, so every later request on it would begin cancelled.
 			_ = rc.SetReadDeadline(time.Now().Add(s.cfg.RequestTimeout))
 			body := &eofReader{ReadCloser: r.Body}
-			r.Body = http.MaxBytesReader(c.Response(), body, s.cfg.MaxBody)
+			limit := s.cfg.MaxBody
+			if r.URL.Path == snapshotRestorePath {
+				limit *= snapshotBodyFactor // a cluster's state, not one object
+			}
+			r.Body = http.MaxBytesReader(c.Response(), body, limit)
 			// net/http reads what is left of a small body before it writes the answer, to keep
 			// the connection. For a body the handler did not read (or refused, past MAX_BODY),
 			// read a little more first, so a client still sending (an oversized body) gets to

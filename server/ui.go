@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v5"
@@ -61,10 +62,32 @@ func securityHeaders(csp string) echo.MiddlewareFunc {
 	}
 }
 
-// isDashboardPage reports whether path is the dashboard's page, where a browser without
-// credentials is sent to the login instead of getting a 401 Status.
-func isDashboardPage(path string) bool {
-	return path == "/ui" || path == dashboardPath || path == dashboardPath+"index.html"
+// isDashboardPage reports whether r asks for the dashboard's page (or for / from a browser,
+// which is sent there), where a browser without credentials is sent to the login instead of
+// getting a 401 Status.
+func isDashboardPage(r *http.Request) bool {
+	if r.Method != http.MethodGet {
+		return false
+	}
+	switch r.URL.Path {
+	case "/ui", dashboardPath, dashboardPath + "index.html":
+		return true
+	case "/":
+		return wantsHTML(r)
+	}
+	return false
+}
+
+// wantsHTML reports whether r is a browser's navigation: its Accept names text/html (curl,
+// kubectl and client-go send */* or JSON).
+func wantsHTML(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, _, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(mt), "text/html") {
+			return true
+		}
+	}
+	return false
 }
 
 // loginPage serves the token prompt. Without tokens there is nothing to log in to.

@@ -79,6 +79,8 @@ type Environment struct {
 	// chains to, and the configurations installed (pointing at that host and port).
 	WebhookInstallOptions WebhookInstallOptions
 
+	app      *app.App
+	opts     Options // as given to Start, for Fork
 	stopOnce sync.Once
 	stopErr  error
 	cancel   context.CancelFunc
@@ -110,7 +112,7 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := &Environment{CRDs: crds, WebhookInstallOptions: opts.WebhookInstallOptions, cleanup: func() error { return nil }}
+	env := &Environment{CRDs: crds, WebhookInstallOptions: opts.WebhookInstallOptions, opts: opts, cleanup: func() error { return nil }}
 	hooks, err := env.WebhookInstallOptions.prepare()
 	if err != nil {
 		return nil, err
@@ -151,6 +153,7 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 		_ = ln.Close()
 		return nil, fmt.Errorf("testenv: %w", err)
 	}
+	env.app = a
 	runCtx, cancel := context.WithCancel(context.Background())
 	env.cancel, env.done = cancel, make(chan error, 1)
 	go func() { env.done <- a.Run(runCtx, ln) }()

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 )
 
 // Recorder observes handler calls (*metrics.Registry implements it).
@@ -156,12 +156,19 @@ func (c *Chain) Validate(ctx context.Context, req *Request) Response {
 // applyPatch applies ops to obj and returns the result, replacing obj's contents in place so
 // callers holding obj see the mutation. An "add" or "replace" of a JSON value into an existing
 // object (what the built-in defaulter sends) is applied directly (applyInPlace,
-// chain_fast.go); any other patch goes through github.com/evanphx/json-patch on the encoded
-// object.
-func applyPatch(obj map[string]any, ops []PatchOperation) (map[string]any, error) {
+// chain_fast.go); any other patch goes through evanphx/json-patch v4 on the encoded object,
+// the library kube-apiserver applies webhooks' patches with (a null value is a value; a test of
+// null passes on a null or missing key). The library panics on some operations on the root: an
+// error here.
+func applyPatch(obj map[string]any, ops []PatchOperation) (_ map[string]any, err error) {
 	if done, err := applyInPlace(obj, ops); done {
 		return obj, err
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("the JSON Patch cannot be applied: %v", r)
+		}
+	}()
 	doc, err := json.Marshal(obj)
 	if err != nil {
 		return nil, err

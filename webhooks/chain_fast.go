@@ -9,7 +9,7 @@ import (
 // The write path's shortcuts of admission: a mutating handler that implements InPlace makes its
 // changes to the object itself (Chain.Apply), and a patch of plain "add" and "replace"
 // operations into existing objects is applied to the decoded object directly (applyInPlace)
-// instead of encoding it for github.com/evanphx/json-patch and decoding the result.
+// instead of encoding it for evanphx/json-patch and decoding the result.
 // FuzzApplyInPlace holds applyInPlace to json-patch; FuzzDefaulterInPlace (package application)
 // holds the built-in defaulter's HandleInPlace to its patch.
 
@@ -50,11 +50,8 @@ func resolve(obj map[string]any, op PatchOperation) (map[string]any, string, boo
 		}
 		parent = next
 	}
-	key := unescapePointer(tokens[len(tokens)-1])
-	if _, exists := parent[key]; op.Op == "replace" && !exists {
-		return nil, "", false
-	}
-	return parent, key, true
+	// A replace of a missing key sets it, as json-patch v4 (kube-apiserver's) has it.
+	return parent, unescapePointer(tokens[len(tokens)-1]), true
 }
 
 // plainJSON reports whether v holds only what a JSON decoder with UseNumber produces.

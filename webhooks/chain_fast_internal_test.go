@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 )
 
 // TestApplyPatchMatchesJSONPatch: the in-place path gives what github.com/evanphx/json-patch
@@ -52,6 +52,18 @@ func TestApplyPatchMatchesJSONPatch(t *testing.T) {
 		_, err := applyPatch(map[string]any{}, []PatchOperation{{Op: "add", Path: "/a/b", Value: "c"}})
 		assert.Error(t, err)
 	})
+	t.Run("a null value is kept on the general path", func(t *testing.T) {
+		// The remove sends the patch to json-patch, which must still see the adds' nulls.
+		obj := map[string]any{"a": "x", "b": map[string]any{"c": "1"}}
+		got, err := applyPatch(obj, []PatchOperation{
+			{Op: "remove", Path: "/a"},
+			{Op: "add", Path: "/n", Value: nil},
+			{Op: "replace", Path: "/b/c", Value: nil},
+			{Op: "test", Path: "/n", Value: nil},
+		})
+		require.NoError(t, err)
+		assert.Equal(t, map[string]any{"n": nil, "b": map[string]any{"c": nil}}, got)
+	})
 	t.Run("the value is copied", func(t *testing.T) {
 		v := map[string]any{"a": "b"}
 		obj, err := applyPatch(map[string]any{}, []PatchOperation{{Op: "add", Path: "/m", Value: v}})
@@ -62,7 +74,7 @@ func TestApplyPatchMatchesJSONPatch(t *testing.T) {
 }
 
 // FuzzApplyInPlace: whenever applyInPlace takes a patch, the object ends as
-// github.com/evanphx/json-patch leaves its encoding, or both refuse the patch.
+// evanphx/json-patch v4 leaves its encoding, or both refuse the patch.
 func FuzzApplyInPlace(f *testing.F) {
 	f.Add(`{"metadata":{"name":"a","labels":{"x":"1"}},"spec":{"replicas":1}}`, "add", "/spec/strategy", `"RollingUpdate"`, "add", "/metadata/labels/y", `{"z":[1,null]}`)
 	f.Add(`{"a":{}}`, "replace", "/a/b", `1`, "add", "/a/b~1c~0", `true`)
@@ -91,12 +103,7 @@ func FuzzApplyInPlace(f *testing.F) {
 		if !done {
 			return
 		}
-		// The patch as JSON Patch has it: a null value is a value (PatchOperation omits it).
-		var raw []map[string]any
-		for _, op := range ops {
-			raw = append(raw, map[string]any{"op": op.Op, "path": op.Path, "value": op.Value})
-		}
-		p, merr := json.Marshal(raw)
+		p, merr := json.Marshal(ops)
 		require.NoError(t, merr)
 		patch, perr := jsonpatch.DecodePatch(p)
 		require.NoError(t, perr, "applyInPlace took a patch json-patch cannot read: %s", p)
@@ -110,4 +117,17 @@ func FuzzApplyInPlace(f *testing.F) {
 		require.NoError(t, merr)
 		assert.JSONEq(t, string(want), string(got), "patch %s on %s", p, doc)
 	})
+}
+
+// TestPatchOperationJSON: the operations that take a value carry it, null included; the others
+// carry none unless set.
+func TestPatchOperationJSON(t *testing.T) {
+	b, err := json.Marshal([]PatchOperation{
+		{Op: "add", Path: "/a"}, {Op: "replace", Path: "/b"}, {Op: "test", Path: "/c"},
+		{Op: "remove", Path: "/d"}, {Op: "move", From: "/e", Path: "/f"}, {Op: "add", Path: "/g", Value: "v"},
+	})
+	require.NoError(t, err)
+	assert.JSONEq(t, `[{"op":"add","path":"/a","value":null},{"op":"replace","path":"/b","value":null},`+
+		`{"op":"test","path":"/c","value":null},{"op":"remove","path":"/d"},{"op":"move","from":"/e","path":"/f"},`+
+		`{"op":"add","path":"/g","value":"v"}]`, string(b))
 }

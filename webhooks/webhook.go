@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -53,8 +54,30 @@ type PatchOperation struct {
 	Op   string `json:"op"`
 	Path string `json:"path"`
 	// From is the source of "move" and "copy".
-	From  string `json:"from,omitempty"`
-	Value any    `json:"value,omitempty"`
+	From string `json:"from,omitempty"`
+	// Value is the value of "add", "replace" and "test"; nil is JSON's null, which these
+	// operations carry as a value (MarshalJSON writes it), as kube-apiserver keeps it.
+	Value any `json:"value,omitempty"`
+}
+
+// MarshalJSON writes op as RFC 6902 has it: "add", "replace" and "test" always carry their
+// value, null included (a null dropped would make "add" fail, or a webhook's patch mean
+// something else); other operations carry one only when set.
+func (op PatchOperation) MarshalJSON() ([]byte, error) {
+	type plain PatchOperation // no MarshalJSON: no recursion
+	if op.Value != nil {
+		return json.Marshal(plain(op))
+	}
+	switch op.Op {
+	case "add", "replace", "test":
+		return json.Marshal(struct {
+			Op    string `json:"op"`
+			Path  string `json:"path"`
+			From  string `json:"from,omitempty"`
+			Value any    `json:"value"`
+		}{op.Op, op.Path, op.From, nil})
+	}
+	return json.Marshal(plain(op))
 }
 
 // Response is a handler's verdict.

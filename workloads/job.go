@@ -166,6 +166,16 @@ func (r *Jobs) start(key cache.Key, uid string, stored *metav1.Time, now time.Ti
 	return t
 }
 
+// ForgetSchedules forgets when each Job's next wave is due and when each started, for a clock
+// that was set back (a snapshot restored with its time): a running Job's start is read from
+// its startTime again.
+func (r *Jobs) ForgetSchedules() {
+	r.pacer.ForgetSchedules()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clear(r.started)
+}
+
 func (r *Jobs) forget(key cache.Key) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

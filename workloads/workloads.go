@@ -73,6 +73,14 @@ func (p *pacer) NotBefore(key cache.Key) time.Time {
 	return p.next[key]
 }
 
+// ForgetSchedules forgets when each object's next step is due, for a clock that was set back (a
+// snapshot restored with its time): each object's next pass is due at once.
+func (p *pacer) ForgetSchedules() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	clear(p.next)
+}
+
 // schedule sets key's next step at t (zero: none) and returns the reconciler's result: a
 // requeue after t - now.
 func (p *pacer) schedule(key cache.Key, t, now time.Time) reconciler.Result {

@@ -328,8 +328,8 @@ func job(name string, completions, parallelism int32, suspend bool) *batchv1.Job
 	return &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: batchv1.JobSpec{Completions: ptr.To(completions), Parallelism: ptr.To(parallelism), Suspend: ptr.To(suspend),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, Template: tpl},
+		// No selector: the Job's is generated, as kube-apiserver generates it (manualSelector unset).
+		Spec: batchv1.JobSpec{Completions: ptr.To(completions), Parallelism: ptr.To(parallelism), Suspend: ptr.To(suspend), Template: tpl},
 	}
 }
 

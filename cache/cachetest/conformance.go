@@ -67,10 +67,13 @@ func RunFactory(t *testing.T, f Factory) {
 		{"DropResource", testDropResource},
 		{"ListSelectors", testListSelectors},
 		{"ListPaging", testListPaging},
+		{"ListOrder", testListOrder},
+		{"ListAtVersion", testListAtVersion},
 		{"WatchFromNow", testWatchFromNow},
 		{"WatchResume", testWatchResume},
 		{"WatchInitialEvents", testWatchInitialEvents},
 		{"WatchExpired", testWatchExpired},
+		{"WatchFuture", testWatchFuture},
 		{"HistoryPerResource", testHistoryPerResource},
 		{"WatchSelectorTransitions", testWatchSelectorTransitions},
 		{"WatchNamespaceFilter", testWatchNamespaceFilter},
@@ -78,6 +81,10 @@ func RunFactory(t *testing.T, f Factory) {
 		{"WatchStop", testWatchStop},
 		{"StoreClose", testStoreClose},
 		{"Progress", testProgress},
+		{"Encode", testEncode},
+		{"Restore", testRestore},
+		{"RestoreEmpty", testRestoreEmpty},
+		{"RestoreInvalid", testRestoreInvalid},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -452,6 +459,80 @@ func testListPaging(t *testing.T, f Factory) {
 	assert.Zero(t, page.Remaining)
 }
 
+// testListOrder: objects are listed in the order of their storage keys, "<namespace>/<name>"
+// as a string, so a namespace extending another's name with "-" comes first.
+func testListOrder(t *testing.T, f Factory) {
+	s := f.New(t, cache.Config{})
+	for _, k := range [][2]string{{"a", "y"}, {"a-b", "x"}, {"a", "x"}, {"ab", "x"}} {
+		create(t, s, k[0], k[1], 1)
+	}
+	page, err := s.List(ctx, Applications)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a-b/x", "a/x", "a/y", "ab/x"}, names(page))
+	page, err = s.List(ctx, Applications, cache.After("a-b", "x"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a/x", "a/y", "ab/x"}, names(page))
+	page, err = s.List(ctx, Applications, cache.After("a", "y"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ab/x"}, names(page))
+}
+
+// testListAtVersion: a list at an earlier version shows the objects as they were then,
+// rebuilt from the history; a version older than it or not issued yet is gone.
+func testListAtVersion(t *testing.T, f Factory) {
+	s := f.New(t, cache.Config{WatchHistory: 4})
+	create(t, s, "default", "a", 1)
+	create(t, s, "default", "b", 2)
+	at := s.ResourceVersion()
+	_, err := modify(t, s, Key("default", "a"), func(o map[string]any) { o["spec"].(map[string]any)["replicas"] = json.Number("9") })
+	require.NoError(t, err)
+	_, err = s.Delete(ctx, Key("default", "b"), cache.Preconditions{}, cache.WriteOptions{})
+	require.NoError(t, err)
+	create(t, s, "default", "c", 3)
+	create(t, s, "other", "d", 4)
+
+	page, err := s.List(ctx, Applications, cache.AtVersion(at))
+	require.NoError(t, err)
+	assert.Equal(t, at, page.ResourceVersion)
+	require.Equal(t, []string{"default/a", "default/b"}, names(page))
+	assert.Equal(t, json.Number("1"), Decode(t, page.Items[0])["spec"].(map[string]any)["replicas"], "a as it was")
+	page, err = s.List(ctx, Applications, cache.AtVersion(at), cache.InNamespace("default"), cache.Limit(1))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"default/a"}, names(page))
+	assert.Equal(t, 1, page.Remaining)
+	page, err = s.List(ctx, Applications, cache.AtVersion(s.ResourceVersion()))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"default/a", "default/c", "other/d"}, names(page), "now")
+
+	create(t, s, "default", "e", 5) // the history (4) no longer reaches back to at
+	_, err = s.List(ctx, Applications, cache.AtVersion(at))
+	require.ErrorIs(t, err, cache.ErrGone, "older than the history")
+	_, err = s.List(ctx, Applications, cache.AtVersion(s.ResourceVersion()+1))
+	require.ErrorIs(t, err, cache.ErrGone, "not issued yet")
+}
+
+// testWatchFuture: a watch waiting for a version the store has not reached starts from now
+// and sends only the changes after that version, as kube-apiserver's watch cache does; no
+// bookmark is offered before the store reaches it.
+func testWatchFuture(t *testing.T, f Factory) {
+	s := f.New(t, cache.Config{})
+	from := s.ResourceVersion() + 2
+	w, err := s.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{Applications}, ResourceVersion: from, WaitForVersion: true})
+	require.NoError(t, err)
+	defer w.Stop()
+	_, ok := w.Progress()
+	assert.False(t, ok, "no bookmark before the version")
+	var first *cache.Object
+	for i := 0; first == nil; i++ {
+		if o := create(t, s, "default", fmt.Sprint("app-", i), 1); o.ResourceVersion() > from {
+			first = o
+		}
+	}
+	evs := Collect(t, w, 1, wait)
+	assert.Equal(t, first.ResourceVersion(), evs[0].ResourceVersion, "the first change after the version")
+	ExpectNone(t, w, 20*time.Millisecond)
+}
+
 func types(evs []cache.Event) []string {
 	var out []string
 	for _, e := range evs {
@@ -586,6 +667,11 @@ func testWatchSelectorTransitions(t *testing.T, f Factory) {
 	require.NoError(t, err)
 	evs := Collect(t, w, 4, wait)
 	assert.Equal(t, []string{"ADDED web", "DELETED web", "ADDED web", "MODIFIED web"}, types(evs))
+	// Leaving the selector sends the last state that matched, at the version of the change.
+	left := evs[1]
+	assert.Equal(t, "web", left.Object.Labels()["tier"], "the last state that matched")
+	assert.Equal(t, left.ResourceVersion, left.Object.ResourceVersion(), "at the new version")
+	assert.Equal(t, fmt.Sprint(left.ResourceVersion), md(Decode(t, left.Object))["resourceVersion"])
 	create(t, s, "default", "other", 1)
 	ExpectNone(t, w, 50*time.Millisecond)
 }
@@ -651,6 +737,8 @@ func testStoreClose(t *testing.T, f Factory) {
 	require.ErrorIs(t, err, cache.ErrClosed)
 	_, err = s.Watch(ctx, cache.WatchOptions{})
 	require.True(t, errors.Is(err, cache.ErrClosed))
+	_, err = s.Restore(ctx, nil, cache.RestoreOptions{})
+	require.ErrorIs(t, err, cache.ErrClosed)
 }
 
 func testProgress(t *testing.T, f Factory) {

@@ -4,8 +4,13 @@
 // with a merge patch. Level-based: it looks at the object each time, so any number of changes
 // collapse into one pass.
 //
-//	go run . &                                  # opemu on 127.0.0.1:3000
-//	go run ./examples/client-go --server http://127.0.0.1:3000
+// It finds its server as kubectl does: --kubeconfig, else $KUBECONFIG, else ~/.kube/config (the
+// current context), with --server overriding the server; with no kubeconfig at all, opemu's
+// default address, http://127.0.0.1:3000.
+//
+//	go run .                                        # opemu on 127.0.0.1:3000, in a terminal of its own
+//	go run . kubeconfig > /tmp/opemu.kubeconfig
+//	KUBECONFIG=/tmp/opemu.kubeconfig go run ./examples/client-go
 package main
 
 import (
@@ -28,6 +33,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -36,16 +42,42 @@ var applications = schema.GroupVersionResource{Group: "cloudnative.elide.dev", V
 // SizeLabel is the label this controller maintains.
 const SizeLabel = "example.com/size"
 
+// defaultServer is where opemu listens by default (go run .), used when there is no kubeconfig.
+const defaultServer = "http://127.0.0.1:3000"
+
 func main() {
-	server := flag.String("server", "http://127.0.0.1:3000", "opemu URL")
+	kubeconfig := flag.String("kubeconfig", "", "path to a kubeconfig (default: $KUBECONFIG, then ~/.kube/config)")
+	server := flag.String("server", "", "the server's URL, overriding the kubeconfig's (default: the kubeconfig's current context, else "+defaultServer+")")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := run(ctx, &rest.Config{Host: *server}, log); err != nil {
+	cfg, err := restConfig(*kubeconfig, *server)
+	if err == nil {
+		err = run(ctx, cfg, log)
+	}
+	if err != nil {
 		log.Error("controller stopped", "err", err)
 		os.Exit(1)
 	}
+}
+
+// restConfig loads the client configuration as kubectl does: the kubeconfig named, else
+// $KUBECONFIG, else ~/.kube/config, at its current context, with server (when set) replacing
+// its server. With no kubeconfig anywhere it is opemu's default address (or server).
+func restConfig(kubeconfig, server string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	overrides := &clientcmd.ConfigOverrides{}
+	overrides.ClusterInfo.Server = server
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		if server == "" {
+			server = defaultServer
+		}
+		return &rest.Config{Host: server}, nil
+	}
+	return cfg, err
 }
 
 // run watches Applications and keeps their size label until ctx is done.

@@ -423,7 +423,7 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-// TestEtcdMode runs the etcd mode briefly: opemu with STORE=etcd (built with -tags etcd) over
+// TestEtcdMode runs the etcd mode briefly: opemu with STORE=etcd over
 // an etcd started for the test, against raw puts of the same objects into that etcd.
 func TestEtcdMode(t *testing.T) {
 	if testing.Short() {
@@ -433,7 +433,7 @@ func TestEtcdMode(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
 	bin := filepath.Join(t.TempDir(), "opemu")
-	cmd := exec.Command("go", "build", "-tags", "etcd", "-o", bin, "github.com/opemu/opemu")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/opemu/opemu")
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	opemu "github.com/opemu/opemu/app"
+	"github.com/opemu/opemu/snapshot"
 )
 
 // Run is the opemu command without os.Exit: it reads args (without the program name) and the
@@ -25,6 +26,9 @@ import (
 func Run(version string, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "kubeconfig" {
 		return runKubeconfig(args[1:], lookupEnv, stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "snapshot" {
+		return runSnapshot(args[1:], lookupEnv, os.Stdin, stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "etcd" {
 		return runEtcd(args[1:], stdout, stderr)
@@ -97,7 +101,27 @@ func load(args []string, lookupEnv func(string) (string, bool), out io.Writer) (
 		return c, err
 	}
 	c.MaxRetries = maxRetries(c.MaxRetries)
+	if err := loadSnapshot(&c); err != nil {
+		return c, err
+	}
 	return c, loadSecurity(&c)
+}
+
+// loadSnapshot reads LOAD's file into c's Load. The objects are checked when the server
+// restores them (app.New).
+func loadSnapshot(c *config) error {
+	if c.LoadFile == "" {
+		return nil
+	}
+	f, err := os.Open(c.LoadFile)
+	if err != nil {
+		return fmt.Errorf("invalid LOAD: %w", err)
+	}
+	defer f.Close()
+	if c.Load, err = snapshot.Read(f); err != nil {
+		return fmt.Errorf("invalid LOAD: %s: %w", c.LoadFile, err)
+	}
+	return nil
 }
 
 // maxRetries maps MAX_RETRIES (0 allowed: drop at the first failure) to app.Config.

@@ -36,6 +36,9 @@ type config struct {
 	TLSKeyFile  string
 	TLSDir      string
 	TLSSANs     []string
+	// LoadFile is the snapshot the server starts from (LOAD, SPEC §23); load reads it into
+	// app.Config's Load.
+	LoadFile string
 	// SPEC §12: etcd's TLS files (loadEtcdTLS loads them into app.Config's EtcdTLS).
 	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
 }
@@ -89,9 +92,6 @@ func settings() []setting {
 			if v != "memory" && v != "etcd" {
 				return fmt.Errorf("must be memory or etcd, not %q", v)
 			}
-			if v == "etcd" && !opemu.EtcdBuiltIn() {
-				return errors.New("etcd needs a binary built with etcd support: go build -tags etcd -o opemu .")
-			}
 			c.Store = v
 			return nil
 		}},
@@ -118,6 +118,7 @@ func settings() []setting {
 		{"ETCD_CERT_FILE", "etcd-cert-file", "", "client certificate (PEM) for etcd, with ETCD_KEY_FILE", func(c *config, v string) error { c.EtcdCertFile = v; return nil }},
 		{"ETCD_KEY_FILE", "etcd-key-file", "", "the private key (PEM) of ETCD_CERT_FILE", func(c *config, v string) error { c.EtcdKeyFile = v; return nil }},
 		{"ETCD_COMPACTION_INTERVAL", "etcd-compaction-interval", "5m", "how often the leader compacts etcd's history (keeping one interval of it); 0 never", durationInto(func(c *config) *time.Duration { return &c.EtcdCompactionInterval }, true)},
+		{"LOAD", "load", "", "start from the state in this file: a snapshot (opemu snapshot save, POST /snapshot) or any YAML or JSON stream of objects kubectl apply -f takes", func(c *config, v string) error { c.LoadFile = v; return nil }},
 		{"EVENT_LIMIT", "event-limit", "10000", "stored Events beyond which the oldest go (in-memory store; on etcd each Event's lease of EVENT_TTL bounds them)", intInto(func(c *config) *int { return &c.EventLimit }, 1)},
 		{"EVENT_TTL", "event-ttl", "1h", "an Event not updated for this long goes", durationInto(func(c *config) *time.Duration { return &c.EventTTL }, false)},
 		{"ALLOWED_REGISTRIES", "allowed-registries", "docker.io,gcr.io", "comma-separated registries images may come from; empty = any", func(c *config, v string) error { c.AllowedRegistries = splitList(v); return nil }},
@@ -223,7 +224,8 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), out io.Wr
 	fs.Usage = func() {
 		fmt.Fprintf(out, "opemu: an in-memory Kubernetes-style API server with the operator pattern inside.\n\n"+
 			"Usage:\n  opemu [flags]\n  opemu kubeconfig [--server URL] [--token TOKEN] [--certificate-authority FILE]\n"+
-			"  opemu etcd [--data-dir DIR] [--listen-client-urls URLS] [--listen-peer-urls URLS]   (a binary built with -tags etcd)\n\n"+
+			"  "+snapshotUsage+"\n"+
+			"  opemu etcd [--data-dir DIR] [--listen-client-urls URLS] [--listen-peer-urls URLS]\n\n"+
 			"Every flag has an environment variable (in brackets); the flag wins.\n\n")
 		fs.PrintDefaults()
 	}

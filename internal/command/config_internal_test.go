@@ -12,8 +12,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	opemu "github.com/opemu/opemu/app"
 )
 
 func envFrom(m map[string]string) func(string) (string, bool) {
@@ -165,17 +163,11 @@ func TestParseConfig(t *testing.T) {
 	}
 }
 
-// TestParseConfigEtcd: STORE=etcd takes the etcd settings and the store lease backend in a
-// binary built with -tags etcd, and is refused, naming the build line, in the default one.
+// TestParseConfigEtcd: STORE=etcd takes the etcd settings and the store lease backend.
 func TestParseConfigEtcd(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{"STORE": "etcd", "ETCD_ENDPOINTS": "http://10.0.0.1:2379, https://10.0.0.2:2379", "ETCD_PREFIX": "/demo", "ETCD_COMPACTION_INTERVAL": "0", "POD_NAME": "r1"}
 	c, err := parseConfig(nil, envFrom(env), io.Discard)
-	if !opemu.EtcdBuiltIn() {
-		require.Error(t, err)
-		assert.Contains(t, err.Error(), "go build -tags etcd")
-		return
-	}
 	require.NoError(t, err)
 	assert.Equal(t, "etcd", c.Store)
 	assert.Equal(t, []string{"http://10.0.0.1:2379", "https://10.0.0.2:2379"}, c.EtcdEndpoints)

@@ -1,5 +1,3 @@
-//go:build etcd
-
 package command
 
 import (

@@ -44,21 +44,7 @@ func runKubeconfig(args []string, lookupEnv func(string) (string, bool), stdout,
 	fs := flag.NewFlagSet("opemu kubeconfig", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	env := func(k string) string { v, _ := lookupEnv(k); return v }
-	scheme := "http"
-	if env("TLS") != "" || env("TLS_CERT_FILE") != "" {
-		scheme = "https"
-	}
-	def := scheme + "://127.0.0.1:3000"
-	if addr := env("ADDR"); addr != "" {
-		if host, port, err := net.SplitHostPort(addr); err == nil {
-			if host == "" || host == "0.0.0.0" {
-				host = "127.0.0.1"
-			}
-			def = scheme + "://" + net.JoinHostPort(host, port)
-		}
-	} else if port := env("PORT"); port != "" {
-		def = scheme + "://" + net.JoinHostPort("127.0.0.1", port)
-	}
+	def := localServer(env)
 	server := fs.String("server", def, "URL of the running opemu server")
 	token := fs.String("token", "", "bearer token to write (default $TOKEN, else the first token of $TOKEN_FILE)")
 	caFile := fs.String("certificate-authority", "", "CA certificate (PEM) to embed for an https server (default ca.crt in $TLS_DIR for TLS=self-signed)")
@@ -94,13 +80,8 @@ func runKubeconfig(args []string, lookupEnv func(string) (string, bool), stdout,
 			cluster = "    certificate-authority-data: " + base64.StdEncoding.EncodeToString(ca) + "\n"
 		}
 	}
-	if *token == "" {
-		*token = env("TOKEN")
-	}
-	if *token == "" && env("TOKEN_FILE") != "" {
-		if *token, err = firstToken(env("TOKEN_FILE")); err != nil {
-			return fail("%v", err)
-		}
+	if *token, err = defaultToken(*token, env); err != nil {
+		return fail("%v", err)
 	}
 	user := "  user: {}\n"
 	if *token != "" && u.Scheme == "http" {
@@ -113,6 +94,38 @@ func runKubeconfig(args []string, lookupEnv func(string) (string, bool), stdout,
 	}
 	fmt.Fprintf(stdout, kubeconfigTemplate, u.String(), cluster, user)
 	return 0
+}
+
+// localServer is the URL `go run .` would serve at with this environment: its address (ADDR,
+// else PORT on 127.0.0.1), https when TLS or TLS_CERT_FILE is set.
+func localServer(env func(string) string) string {
+	scheme := "http"
+	if env("TLS") != "" || env("TLS_CERT_FILE") != "" {
+		scheme = "https"
+	}
+	def := scheme + "://127.0.0.1:3000"
+	if addr := env("ADDR"); addr != "" {
+		if host, port, err := net.SplitHostPort(addr); err == nil {
+			if host == "" || host == "0.0.0.0" {
+				host = "127.0.0.1"
+			}
+			def = scheme + "://" + net.JoinHostPort(host, port)
+		}
+	} else if port := env("PORT"); port != "" {
+		def = scheme + "://" + net.JoinHostPort("127.0.0.1", port)
+	}
+	return def
+}
+
+// defaultToken is token when set, else TOKEN, else the first token of TOKEN_FILE, else "".
+func defaultToken(token string, env func(string) string) (string, error) {
+	if token == "" {
+		token = env("TOKEN")
+	}
+	if token == "" && env("TOKEN_FILE") != "" {
+		return firstToken(env("TOKEN_FILE"))
+	}
+	return token, nil
 }
 
 // kubeconfigCA returns the CA certificate to embed for an https server: --certificate-authority,

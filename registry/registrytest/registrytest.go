@@ -89,6 +89,7 @@ func Wire(opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	crds.UseClient(reg.Client("apiextensions-apiserver"))
 	var seeds []any
 	for _, c := range crds.BuiltIns() {
 		seeds = append(seeds, c)

@@ -25,7 +25,7 @@
 //
 // The replay (go test ./test/conformance) starts opemu as a lone kube-apiserver is (no
 // controllers, no garbage collector, the oracle's token) with the memory store and again with the
-// etcd store (Debian's etcd-server; in process with -tags etcd, else a binary built with it),
+// etcd store (Debian's etcd-server, opemu in process),
 // runs every case, normalises opemu's answers the same way and compares. A difference fails the
 // test unless a declared list excuses it, by case and by path (declared.go): differences.yaml
 // (the README's deliberate differences, one entry per bullet, checked both ways by

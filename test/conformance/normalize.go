@@ -95,6 +95,10 @@ var (
 	ipRE   = regexp.MustCompile(`\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b`)
 	ipPort = regexp.MustCompile(`\{ip\}:\d+`)
 	hashRE = regexp.MustCompile(`hash=[0-9A-Fa-f]+`)
+	// An object a message quotes as a Go string of its JSON (kube-apiserver's 422 for a patch
+	// whose result it cannot decode): its members come in the order of the server's encoding
+	// and carry what each server keeps (managedFields, generation), compared elsewhere.
+	quotedObjectRE = regexp.MustCompile(`(Invalid value: )"\{\\"(?:[^"\\]|\\.)*\}"`)
 	// resourceVersions inside messages: "too old resource version: 5 (7)", "current: 9", "the
 	// ResourceVersion in record (9)", "ResourceVersion in object meta: 9", an object quoted in a
 	// message as escaped JSON.
@@ -235,6 +239,7 @@ func (n *normalizer) text(s string) string {
 	s = ipRE.ReplaceAllString(s, "{ip}")
 	s = ipPort.ReplaceAllString(s, "{ip}:{port}")
 	s = hashRE.ReplaceAllString(s, "hash={hash}")
+	s = quotedObjectRE.ReplaceAllString(s, `${1}"{object}"`)
 	for _, re := range rvInMsg {
 		s = re.ReplaceAllString(s, "${1}{rv}")
 	}

@@ -1,16 +1,10 @@
 package conformance_test
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"testing"
 	"time"
 
@@ -39,17 +33,11 @@ func startOpemu(t *testing.T, store string) *conformance.Target {
 	t.Helper()
 	warmApplySchema(t)
 	var url string
-	switch {
-	case store == app.StoreMemory:
+	if store == app.StoreMemory {
 		url = startInProcess(t, app.Config{})
-	case app.EtcdBuiltIn():
+	} else {
 		e := etcdtest.Start(t)
 		url = startInProcess(t, app.Config{Store: app.StoreEtcd, EtcdEndpoints: []string{e.Endpoint}})
-	default:
-		// The etcd store is built in only with -tags etcd, which `go test ./...` does not set:
-		// the binary built with it serves instead.
-		e := etcdtest.Start(t)
-		url = startEtcdBinary(t, e.Endpoint)
 	}
 	return &conformance.Target{URL: url, Token: oracleToken}
 }
@@ -87,63 +75,6 @@ func startInProcess(t *testing.T, cfg app.Config) string {
 		t.Fatal("opemu did not start within 30s")
 	}
 	return "http://" + ln.Addr().String()
-}
-
-var listeningRE = regexp.MustCompile(`listening addr=(\S+)`)
-
-// startEtcdBinary builds opemu with -tags etcd (go's build cache keeps the compiled packages:
-// a link, after the first time) and runs it over the etcd at endpoint until t ends.
-func startEtcdBinary(t *testing.T, endpoint string) string {
-	t.Helper()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "opemu")
-	out, err := exec.Command("go", "build", "-tags", "etcd", "-o", bin, "github.com/opemu/opemu").CombinedOutput()
-	require.NoError(t, err, "go build -tags etcd:\n%s", out)
-	tokenFile := filepath.Join(dir, "tokens.csv")
-	require.NoError(t, os.WriteFile(tokenFile, []byte(oracleToken+`,admin,admin-uid,"system:masters"`+"\n"), 0o600))
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "ADDR=127.0.0.1:0", "LOG_LEVEL=info", "STORE=etcd", "ETCD_ENDPOINTS="+endpoint,
-		"ENABLE_CONTROLLER=false", "ENABLE_LEADER_ELECTION=false", "NODES=0", "TOKEN_FILE="+tokenFile,
-		"ALLOWED_REGISTRIES=", "BLOCKED_IMAGES=", "ETCD_COMPACTION_INTERVAL=0")
-	pipe, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	first := make(chan string, 1)
-	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		sc := bufio.NewScanner(pipe)
-		for sc.Scan() {
-			select {
-			case first <- sc.Text():
-			default:
-			}
-		}
-		_ = cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	var url string
-	select {
-	case line := <-first:
-		m := listeningRE.FindStringSubmatch(line)
-		require.NotNil(t, m, "the first log line must be `listening addr=...`, got %q", line)
-		url = "http://" + m[1]
-	case <-time.After(30 * time.Second):
-		t.Fatal("opemu printed nothing within 30s")
-	}
-	// It listens before it is wired: it serves once /readyz answers.
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(url + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 30*time.Second, 20*time.Millisecond, "opemu over etcd serves")
-	return url
 }
 
 // warmApplySchema parses, before any case runs, the structured-merge-diff schema of the built-in

@@ -23,6 +23,8 @@ import (
 func TestBinaryServesAndStopsOnSIGTERM(t *testing.T) {
 	t.Parallel()
 	p := start(t)
+	first, _, _ := strings.Cut(p.logs(), "\n")
+	assert.Contains(t, first, "dashboard=http://"+p.addr+"/ui/", "the first log line leads to the dashboard")
 	resp, err := http.Get("http://" + p.addr + "/healthz")
 	require.NoError(t, err)
 	body, _ := io.ReadAll(resp.Body)

@@ -6,8 +6,8 @@
 //
 // One way to start opemu: TestMain builds the binary once for the package, with the race
 // detector when the tests run under it; start runs it on 127.0.0.1:0 and reads the address
-// from its first log line (`listening addr=...`). Two other builds come from the same go build,
-// each once, on first use (or meanwhile, when every test runs): etcdBinary (-tags etcd) for the
-// replicas over etcd, and shippedBinary (never -race) for the tests that hold the binary to
+// from its first log line (`listening addr=...`); the replicas over etcd and `opemu etcd` are that
+// binary too. One other build comes from the same go build, once, on first use (or meanwhile,
+// when every test runs): shippedBinary (never -race) for the tests that hold the binary to
 // SPEC's bounds of time and memory, which the race detector's instrumentation would distort.
 package e2e

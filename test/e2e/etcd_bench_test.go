@@ -17,13 +17,12 @@ import (
 	"github.com/opemu/opemu/etcd/etcdtest"
 )
 
-// execEtcdReplica starts the etcd build of opemu over e and returns it, its address and when it
+// execEtcdReplica starts opemu with STORE=etcd over e and returns it, its address and when it
 // was started; the caller kills it.
 func execEtcdReplica(b *testing.B, e *etcdtest.Server, env ...string) (*exec.Cmd, string, time.Time) {
 	b.Helper()
-	bin := etcdBinary(b)
 	start := time.Now()
-	cmd := exec.Command(bin)
+	cmd := exec.Command(binary)
 	cmd.Env = append(os.Environ(), append([]string{"ADDR=127.0.0.1:0", "STORE=etcd", "ETCD_ENDPOINTS=" + e.Endpoint,
 		"ETCD_PREFIX=/bench"}, env...)...)
 	pipe, err := cmd.StderrPipe()
@@ -45,7 +44,7 @@ func execEtcdReplica(b *testing.B, e *etcdtest.Server, env ...string) (*exec.Cmd
 	return cmd, m[1], start
 }
 
-// BenchmarkStartupEtcd measures exec of the etcd build with STORE=etcd, etcd running, to its
+// BenchmarkStartupEtcd measures exec of opemu with STORE=etcd, etcd running, to its
 // first 200 on /readyz (SPEC §12: under 200 ms; /healthz answers 200 from the start, while the
 // replica still waits for etcd), and the idle RSS right after.
 func BenchmarkStartupEtcd(b *testing.B) {

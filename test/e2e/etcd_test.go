@@ -28,7 +28,7 @@ import (
 )
 
 // Acceptance tests of STORE=etcd (SPEC §12) with real processes: an etcd started by the test
-// (Debian's etcd-server) and replicas of the binary built with -tags etcd.
+// (Debian's etcd-server) and replicas of the binary.
 
 // etcdReplica starts a replica with STORE=etcd over e (keys under prefix), with the short
 // election timings of the HA tests, and waits until it serves.
@@ -47,7 +47,7 @@ func etcdReplicaOf(t *testing.T, name, endpoints, prefix string, env ...string) 
 // startEtcdReplica starts a replica and waits until path answers 200.
 func startEtcdReplica(t *testing.T, name, endpoints, prefix, path string, env ...string) *replica {
 	t.Helper()
-	p := startBinary(t, etcdBinary(t), append([]string{"STORE=etcd", "ETCD_ENDPOINTS=" + endpoints, "ETCD_PREFIX=" + prefix,
+	p := startBinary(t, binary, append([]string{"STORE=etcd", "ETCD_ENDPOINTS=" + endpoints, "ETCD_PREFIX=" + prefix,
 		"POD_NAME=" + name, "LEASE_DURATION=" + haLease.String(), "RENEW_DEADLINE=" + haRenew.String(), "RETRY_PERIOD=" + haRetry.String()}, env...)...)
 	require.Eventually(t, func() bool {
 		resp, err := quick.Get("http://" + p.addr + path)
@@ -491,7 +491,7 @@ func TestEtcdEventsAreBoundedByTheirLease(t *testing.T) {
 // --data-dir across a restart, and exits 0 on SIGTERM.
 func TestOpemuEtcd(t *testing.T) {
 	t.Parallel()
-	bin := etcdBinary(t)
+	bin := binary
 	dir := t.TempDir()
 	client, peer := portOf(freePort(t)), portOf(freePort(t))
 	startEtcd := func() (*exec.Cmd, *etcdtest.Server) {

@@ -549,3 +549,26 @@ func TestHADemoScriptEtcd(t *testing.T) {
 		assert.Error(t, err, "the script stopped what listened on :%s", port)
 	}
 }
+
+// TestHADemoScriptRefusesTakenPorts: with one of its ports taken (an earlier run still up),
+// examples/ha-demo.sh says which and stops at once, before building or starting anything.
+func TestHADemoScriptRefusesTakenPorts(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	taken := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	free := demoPorts(t, 4)
+	for _, args := range [][]string{{"--lease-file"}, {}} {
+		cmd := exec.Command("bash", append([]string{"examples/ha-demo.sh"}, args...)...)
+		cmd.Dir = tool.Repo(t)
+		cmd.Env = append(os.Environ(), "PORTS="+free[0]+" "+taken+" "+free[1], "ETCD_PORTS="+free[2]+" "+free[3])
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		require.Error(t, err, "%s", out)
+		assert.Equal(t, 1, cmd.ProcessState.ExitCode())
+		assert.Contains(t, string(out), "port "+taken+" already in use", "%s", out)
+		assert.NotContains(t, string(out), "== building")
+		assert.Less(t, time.Since(start), 10*time.Second)
+	}
+}

@@ -20,12 +20,9 @@ var binary string
 // binDir is where TestMain builds the binaries; removed when the tests end.
 var binDir string
 
-// The other builds, each made once, on first use (or at the start of a run of every test).
-var (
-	etcdBuild = &variant{file: "opemu-etcd", race: raceEnabled, tags: []string{"etcd"}, given: "OPEMU_TEST_ETCD_BINARY"}
-	// shippedBuild is used only when the tests run with -race (see shippedBinary).
-	shippedBuild = &variant{file: "opemu-shipped"}
-)
+// shippedBuild is the other build, made once, on first use (or at the start of a run of every
+// test); it is used only when the tests run with -race (see shippedBinary).
+var shippedBuild = &variant{file: "opemu-shipped"}
 
 func TestMain(m *testing.M) { os.Exit(runTests(m)) }
 
@@ -44,9 +41,8 @@ func runTests(m *testing.M) int {
 	var prebuilt sync.WaitGroup
 	defer prebuilt.Wait() // before the directory goes
 	if flag.Lookup("test.run").Value.String() == "" && flag.Lookup("test.bench").Value.String() == "" {
-		// Every test runs: the etcd tests and the hostile-input tests will want their builds,
-		// which are made meanwhile rather than when the first of them asks.
-		prebuilt.Go(func() { _, _ = etcdBuild.get() })
+		// Every test runs: the hostile-input tests will want their build, which is made
+		// meanwhile rather than when the first of them asks.
 		if raceEnabled && os.Getenv("OPEMU_TEST_BINARY") == "" {
 			prebuilt.Go(func() { _, _ = shippedBuild.get() })
 		}
@@ -62,17 +58,14 @@ func runTests(m *testing.M) int {
 	return m.Run()
 }
 
-// build builds opemu (the repository's main package, as `go build -o out .` there) into out
-// with the build tags given, with the race detector when race is set. A race build leaves out
+// build builds opemu (the repository's main package, as `go build -o out .` there) into out,
+// with the race detector when race is set. A race build leaves out
 // the DWARF tables (-ldflags=-w), which only debuggers read (race reports and panics are
 // symbolized without them), and which take half its link time.
-func build(out string, race bool, tags ...string) error {
+func build(out string, race bool) error {
 	args := []string{"build", "-o", out}
 	if race {
 		args = append(args, "-race", "-ldflags=-w")
-	}
-	if len(tags) > 0 {
-		args = append(args, "-tags", strings.Join(tags, ","))
 	}
 	args = append(args, "github.com/opemu/opemu")
 	if b, err := exec.Command("go", args...).CombinedOutput(); err != nil {
@@ -83,10 +76,8 @@ func build(out string, race bool, tags ...string) error {
 
 // variant is a build of opemu other than binary, made once.
 type variant struct {
-	file  string   // its name in binDir
-	race  bool     // built with -race
-	tags  []string // build tags
-	given string   // the variable naming a build to use instead, if any
+	file string // its name in binDir
+	race bool   // built with -race
 
 	once sync.Once
 	path string
@@ -96,24 +87,10 @@ type variant struct {
 // get returns the build's path, building it on the first call; concurrent calls wait for it.
 func (v *variant) get() (string, error) {
 	v.once.Do(func() {
-		if v.given != "" {
-			if v.path = os.Getenv(v.given); v.path != "" {
-				return
-			}
-		}
 		v.path = filepath.Join(binDir, v.file)
-		v.err = build(v.path, v.race, v.tags...)
+		v.err = build(v.path, v.race)
 	})
 	return v.path, v.err
-}
-
-// etcdBinary returns opemu built with etcd support (go build -tags etcd, with -race when these
-// tests run with it), or $OPEMU_TEST_ETCD_BINARY.
-func etcdBinary(t testing.TB) string {
-	t.Helper()
-	path, err := etcdBuild.get()
-	require.NoError(t, err)
-	return path
 }
 
 // shippedBinary returns opemu built as it ships, without the race detector even when these

@@ -47,7 +47,7 @@ func start(t *testing.T, env ...string) *proc {
 	return startBinary(t, binary, env...)
 }
 
-// startBinary is start with another build of opemu (etcdBinary, shippedBinary). When the test
+// startBinary is start with another build of opemu (shippedBinary). When the test
 // ends the process is killed, and the test fails if the race detector reported a race in it.
 func startBinary(t *testing.T, bin string, env ...string) *proc {
 	t.Helper()

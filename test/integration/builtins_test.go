@@ -226,8 +226,12 @@ func TestClientGoBuiltinKinds(t *testing.T) {
 			pvc := &corev1.PersistentVolumeClaim{ObjectMeta: md("pvc"), Spec: corev1.PersistentVolumeClaimSpec{
 				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
-			exercise(t, cs.CoreV1().PersistentVolumeClaims(ns), pvc, `{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}`, func(t *testing.T, got *corev1.PersistentVolumeClaim) {
-				assert.Equal(t, "2Gi", ptr.To(got.Spec.Resources.Requests[corev1.ResourceStorage]).String())
+			// An unbound claim's spec is immutable (kube-apiserver's validation): the patch names
+			// its metadata.
+			exercise(t, cs.CoreV1().PersistentVolumeClaims(ns), pvc, `{"metadata":{"annotations":{"tier":"gold"}}}`, func(t *testing.T, got *corev1.PersistentVolumeClaim) {
+				assert.Equal(t, "gold", got.Annotations["tier"])
+				assert.Equal(t, "1Gi", ptr.To(got.Spec.Resources.Requests[corev1.ResourceStorage]).String())
+				assert.Equal(t, []string{"kubernetes.io/pvc-protection"}, got.Finalizers)
 				assert.Equal(t, ptr.To(corev1.PersistentVolumeFilesystem), got.Spec.VolumeMode)
 				assert.Equal(t, corev1.ClaimPending, got.Status.Phase)
 			})

@@ -3,6 +3,8 @@ package integration
 import (
 	"bufio"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,8 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/opemu/opemu/test/internal/tool"
 )
 
 func TestKubectl(t *testing.T) {
@@ -99,6 +103,55 @@ func TestKubectl(t *testing.T) {
 	assert.Contains(t, k.Run("delete", "app", "demo", "--timeout=20s"), `"demo" deleted`)
 	out, _ := k.Cmd(context.Background(), "get", "app", "demo").CombinedOutput()
 	assert.Contains(t, string(out), "NotFound")
+}
+
+// TestKubectlBucketRules walks the README's "CRDs with validation rules" with kubectl: a CRD
+// whose rule does not compile is refused naming it, as kube-apiserver refuses it; the Bucket's
+// rules refuse a cross-field break, a change of an immutable field and a value named by a
+// messageExpression; an update that keeps the rules is stored; deleting the CRD deletes its
+// Buckets. The expected output is kubectl's against kube-apiserver v1.37.2 (the oracle), word
+// for word.
+func TestKubectlBucketRules(t *testing.T) {
+	t.Parallel()
+	p := start(t, "ENABLE_CONTROLLER=false", "ENABLE_LEADER_ELECTION=false")
+	k := p.kubectl(t)
+	crd, err := os.ReadFile(filepath.Join(tool.Repo(t), "examples/bucket-crd.yaml"))
+	require.NoError(t, err)
+	broken := strings.Replace(string(crd), "rule: self.minReplicas <= self.maxReplicas", "rule: self.minReplicas <= self.maxReplica", 1)
+	require.NotEqual(t, string(crd), broken)
+	fails := func(args ...string) string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd := k.Cmd(ctx, args...)
+		if args[0] == "apply" && args[len(args)-1] == "-" {
+			cmd.Stdin = strings.NewReader(broken)
+		}
+		out, err := cmd.CombinedOutput()
+		require.Error(t, err, "kubectl %s succeeded:\n%s", strings.Join(args, " "), out)
+		return string(out)
+	}
+
+	out := fails("apply", "-f", "-")
+	assert.Contains(t, out, `The CustomResourceDefinition "buckets.storage.example.com" is invalid: spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value:`)
+	assert.Contains(t, out, "compilation failed: ERROR: <input>:1:25: undefined field 'maxReplica'")
+
+	assert.Contains(t, k.Run("apply", "-f", "examples/bucket-crd.yaml"), "created")
+	assert.Contains(t, k.Run("apply", "-f", "examples/bucket.yaml"), "bucket.storage.example.com/photos created")
+	assert.Regexp(t, `photos\s+eu-west-1\s+standard\s+2\s+4`, k.Run("get", "buckets"))
+
+	out = fails("patch", "bucket", "photos", "--type=merge", "-p", `{"spec":{"minReplicas":9}}`)
+	assert.Contains(t, out, `The Bucket "photos" is invalid: spec: Invalid value: minReplicas must not exceed maxReplicas`)
+	out = fails("patch", "bucket", "photos", "--type=merge", "-p", `{"spec":{"region":"us-east-1"}}`)
+	assert.Contains(t, out, `spec.region: Invalid value: "us-east-1": region is immutable`)
+	out = fails("patch", "bucket", "photos", "--type=merge", "-p", `{"spec":{"storageClass":"hot"}}`)
+	assert.Contains(t, out, `spec.storageClass: Invalid value: "hot": storage class hot is not standard or archive`)
+	assert.Contains(t, k.Run("patch", "bucket", "photos", "--type=merge", "-p", `{"spec":{"maxReplicas":9,"storageClass":"archive"}}`), "patched")
+	assert.Regexp(t, `photos\s+eu-west-1\s+archive\s+2\s+9`, k.Run("get", "buckets"))
+
+	assert.Contains(t, k.Run("delete", "-f", "examples/bucket-crd.yaml", "--timeout=30s"), "deleted")
+	out = fails("get", "buckets")
+	assert.Contains(t, out, `Unable to list "storage.example.com/v1, Resource=buckets": the server could not find the requested resource`)
 }
 
 // TestKubectlAuth: the checks tools make before acting (kubectl auth can-i, can-i --list, whoami;

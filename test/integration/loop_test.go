@@ -114,8 +114,13 @@ func TestControllerPauseStepResume(t *testing.T) {
 	require.Equal(t, http.StatusCreated, code)
 	assert.Equal(t, "ADDED", nextEvent(t, events).Type)
 
-	_, _, queue := request.Queue(t, base)
-	require.Contains(t, queue, "default/web", "the queue shows the key")
+	// The controller's own watch and the SSE stream are separate watchers: the key may be
+	// queued a moment after the event reaches this one.
+	var queue map[string]map[string]any
+	require.Eventually(t, func() bool {
+		_, _, queue = request.Queue(t, base)
+		return queue["default/web"] != nil
+	}, 5*time.Second, 5*time.Millisecond, "the queue shows the key")
 	assert.Equal(t, "due", queue["default/web"]["state"])
 	assert.EqualValues(t, 0, queue["default/web"]["failures"])
 	quiet(t, events, 3*rolloutStep, "paused: nothing may change")

@@ -30,7 +30,10 @@ import (
 
 // Run listens on cfg.Addr and serves until ctx is done (see New and App.Run). The first log
 // line is "listening addr=<host:port> dashboard=<URL>", with the real port when a free one was
-// asked for, and the dashboard's URL as a browser on this machine opens it.
+// asked for, and the dashboard's URL as a browser on this machine opens it. With STORE=etcd the
+// listener answers from that moment: while New waits for etcd (as long as it takes), /healthz is
+// 200, /readyz 503 naming etcd and every other request a 503 Status (server.Starting); then the
+// wired server takes the listener over. A ctx that ends while waiting is a normal stop.
 func Run(ctx context.Context, cfg Config) error {
 	addr := cfg.Addr
 	if addr == "" {
@@ -44,10 +47,23 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.TLS != nil {
 		scheme = "https"
 	}
-	logger(cfg).Info("listening", "addr", ln.Addr().String(), "dashboard", scheme+"://"+dialAddr(ln.Addr())+"/ui/")
+	log := logger(cfg)
+	log.Info("listening", "addr", ln.Addr().String(), "dashboard", scheme+"://"+dialAddr(ln.Addr())+"/ui/")
+	stopStarting := func() {}
+	if cfg.Store == StoreEtcd {
+		if stopStarting, err = server.Starting(ln, server.StartingConfig{Waiting: "etcd", TLS: cfg.TLS, Logger: log}); err != nil {
+			_ = ln.Close()
+			return err
+		}
+	}
 	a, err := New(ctx, cfg)
+	stopStarting()
 	if err != nil {
 		_ = ln.Close()
+		if ctx.Err() != nil {
+			log.Info("stopped before etcd answered", "err", err)
+			return nil
+		}
 		return err
 	}
 	return a.Run(ctx, ln)

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -9,8 +11,9 @@ import (
 )
 
 // openEtcd opens the etcd store of cfg: a client of cfg.EtcdEndpoints and the store over it,
-// its watch cache configured as cc. closeAll closes the store, then the client.
-func openEtcd(cfg Config, cc cache.Config, identity string, log *slog.Logger) (sharedStore, func(), error) {
+// its watch cache configured as cc. While etcd does not answer it tries again, logging each
+// failed try, until ctx ends. closeAll closes the store, then the client.
+func openEtcd(ctx context.Context, cfg Config, cc cache.Config, identity string, log *slog.Logger) (sharedStore, func(), error) {
 	endpoints := cfg.EtcdEndpoints
 	if len(endpoints) == 0 {
 		endpoints = []string{"http://127.0.0.1:2379"}
@@ -19,10 +22,15 @@ func openEtcd(cfg Config, cc cache.Config, identity string, log *slog.Logger) (s
 	if err != nil {
 		return nil, nil, fmt.Errorf("etcd client for %v: %w", endpoints, err)
 	}
-	s, err := etcd.New(etcd.Config{Client: client, Prefix: cfg.EtcdPrefix, Identity: identity, Logger: log, Cache: cc})
-	if err != nil {
-		_ = client.Close()
-		return nil, nil, err
+	for {
+		s, err := etcd.New(etcd.Config{Client: client, Prefix: cfg.EtcdPrefix, Identity: identity, Logger: log, Cache: cc})
+		if err == nil {
+			return s, func() { s.Close(); _ = client.Close() }, nil
+		}
+		if !errors.Is(err, etcd.ErrUnavailable) || ctx.Err() != nil {
+			_ = client.Close()
+			return nil, nil, err
+		}
+		log.Warn("waiting for etcd: /readyz answers 503 until it answers", "endpoints", endpoints, "err", err)
 	}
-	return s, func() { s.Close(); _ = client.Close() }, nil
 }

@@ -39,9 +39,9 @@ import (
 // newStore opens the store Config.Store names, its watch cache indexing the fields the served
 // kinds select on, and makes those kinds: the built-ins, with the Event kind carrying its rules
 // (its TTL, an etcd lease on etcd, and over the in-memory store only EVENT_LIMIT: on etcd the
-// lease alone bounds Events, as in kube-apiserver). (etcd's store waits for etcd itself, up to
-// its own start timeout.)
-func (a *App) newStore(context.Context) error {
+// lease alone bounds Events, as in kube-apiserver). (etcd's store waits for etcd until ctx
+// ends.)
+func (a *App) newStore(ctx context.Context) error {
 	cfg := a.cfg
 	eventKind := events.KindConfig{TTL: cfg.EventTTL, Clock: a.clock}
 	if cfg.Store != StoreEtcd {
@@ -55,7 +55,7 @@ func (a *App) newStore(context.Context) error {
 		a.closeAll = a.store.Close
 		return nil
 	case StoreEtcd:
-		s, closeAll, err := openEtcd(cfg, cc, a.identity, a.log)
+		s, closeAll, err := openEtcd(ctx, cfg, cc, a.identity, a.log)
 		if err != nil {
 			return err
 		}

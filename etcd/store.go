@@ -47,6 +47,15 @@ type Config struct {
 	GroupCommit bool
 }
 
+// ErrUnavailable is (errors.Is) New's error when etcd did not answer within StartTimeout: a
+// caller may try again.
+var ErrUnavailable = errors.New("etcd is unavailable")
+
+// unavailable is an error that is ErrUnavailable.
+type unavailable struct{ error }
+
+func (unavailable) Is(target error) bool { return target == ErrUnavailable }
+
 // Store is cache.Interface over etcd, with a watch cache per replica. See the package doc.
 type Store struct {
 	cfg    Config
@@ -76,7 +85,7 @@ var _ cache.Interface = (*Store)(nil)
 
 // New lists every object under cfg.Prefix into a new watch cache and starts the feed that
 // keeps it current (one etcd watch). It returns once the cache holds etcd's state, or an error
-// when etcd did not answer within StartTimeout. Close stops the feed.
+// (ErrUnavailable) when etcd did not answer within StartTimeout. Close stops the feed.
 func New(cfg Config) (*Store, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("etcd: Client is required")
@@ -136,7 +145,7 @@ func New(cfg Config) (*Store, error) {
 			break
 		}
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("etcd: cannot list %s at %v within %v: %w", s.keys.root(), cfg.Client.Endpoints(), cfg.StartTimeout, err)
+			return nil, unavailable{fmt.Errorf("etcd: cannot list %s at %v within %v: %w", s.keys.root(), cfg.Client.Endpoints(), cfg.StartTimeout, err)}
 		}
 		select {
 		case <-ctx.Done():

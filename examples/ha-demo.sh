@@ -140,9 +140,9 @@ show_status() { # prints how every given replica sees Application $1
 
 ready_of() { status "$1" "$2" | cut -d/ -f1; }
 
-serving() { # serving PID PORT: true once PORT answers; the demo stops if PID has exited
+serving() { # serving PID PORT: true once PORT serves the API; the demo stops if PID has exited
   kill -0 "$1" 2>/dev/null || { echo "examples/ha-demo.sh: the replica for :$2 exited:" >&2; cat "$work"/operator-*.log >&2; exit 1; }
-  curl -s -o /dev/null "http://127.0.0.1:$2/healthz"
+  curl -sf -o /dev/null "http://127.0.0.1:$2/version"
 }
 
 start_replica() { # start_replica INDEX
@@ -150,6 +150,7 @@ start_replica() { # start_replica INDEX
   STORE=etcd ETCD_ENDPOINTS="$ENDPOINT" POD_NAME="operator-$((i + 1))" PORT="${PORTS[$i]}" \
     "$work/opemu" 2>>"$work/operator-$((i + 1)).log" &
   pids[$i]=$!
+  # /version answers once the replica is wired (while it waits for etcd only its probes do).
   within ":${PORTS[$i]} to serve" serving "${pids[$i]}" "${PORTS[$i]}"
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -303,8 +304,7 @@ func TestWebhookFailurePolicy(t *testing.T) {
 	st := statusOf(t, err)
 	assert.Equal(t, int32(500), st.Code)
 	assert.Equal(t, metav1.StatusReasonInternalError, st.Reason)
-	assert.Contains(t, st.Message, `Internal error occurred: failed calling webhook "strict.test.opemu.dev": failed to call webhook: Post "`+down+`?timeout=10s"`)
-	assert.Contains(t, st.Message, "connection refused")
+	assert.Contains(t, st.Message, `Internal error occurred: failed calling webhook "strict.test.opemu.dev": failed to call webhook: Post "`+down+`?timeout=10s": no answer`)
 
 	r.configure(t, false, "slow", webhook("slow.test.opemu.dev", hang.URL, nil, "", []string{"secrets"}, []string{"CREATE"}, map[string]any{"timeoutSeconds": 1}))
 	start := time.Now()
@@ -313,7 +313,7 @@ func TestWebhookFailurePolicy(t *testing.T) {
 	assert.Less(t, time.Since(start), 3*time.Second, "timeoutSeconds bounds the call")
 	st = statusOf(t, err)
 	assert.Equal(t, int32(500), st.Code)
-	assert.Contains(t, st.Message, "context deadline exceeded")
+	assert.Contains(t, st.Message, "no answer within 1s (timeoutSeconds)")
 
 	// Webhook configurations are never judged: the broken one can be removed.
 	_, _, err = r.client.Delete(context.Background(), cache.Key{Group: hooks.ValidatingResource.Group, Resource: hooks.ValidatingResource.Resource, Name: "strict"}, cache.Preconditions{})
@@ -531,4 +531,68 @@ func TestWebhookScale(t *testing.T) {
 	d, err := res.Object.Decode()
 	require.NoError(t, err)
 	assert.Equal(t, json.Number("4"), d["spec"].(map[string]any)["replicas"], "the webhook's patch of the Scale")
+}
+
+// TestWebhookFailuresEchoNothing: a webhook URL may reach any service, so a failed call
+// refuses the write with the status code and a fixed reason, as kube-apiserver reports a
+// status without a Status body: never what the service answered, nor how its connection
+// failed (which would tell open ports from closed ones).
+func TestWebhookFailuresEchoNothing(t *testing.T) {
+	t.Parallel()
+	r := newAdmissionRig(t)
+	answering := func(code int, body string) string {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(code)
+			_, _ = io.WriteString(w, body)
+		}))
+		t.Cleanup(s.Close)
+		return s.URL + "/hook"
+	}
+	call := func(name, url string) string {
+		r.configure(t, false, name, webhook(name+".test.opemu.dev", url, nil, "", []string{"configmaps"}, []string{"CREATE"},
+			map[string]any{"timeoutSeconds": 2, "objectSelector": map[string]any{"matchLabels": map[string]any{"case": name}}}))
+		_, err := r.env.Registry.Create(context.Background(), r.target(t, "", "v1", "configmaps", "default"),
+			configMap(name, map[string]any{"case": name}, nil), registry.Options{})
+		st := statusOf(t, err)
+		assert.Equal(t, int32(500), st.Code, "%s: %s", name, st.Message)
+		assert.NotContains(t, st.Message, secret, name)
+		for _, c := range causes(st) {
+			assert.NotContains(t, c, secret, name)
+		}
+		return st.Message
+	}
+
+	answers := []struct{ name, url, want string }{
+		{"error", answering(500, "database on fire "+secret), `failed calling webhook "error.test.opemu.dev": failed to call webhook: Post "URL?timeout=2s": HTTP 500 Internal Server Error`},
+		{"text", answering(200, "<html>"+secret+"</html>"), "the answer is not an AdmissionReview: not JSON"},
+		{"object", answering(200, `{"apiVersion":"`+secret+`","kind":"Status"}`), "the answer is not an admission.k8s.io/v1 AdmissionReview"},
+		{"wrong type", answering(200, `{"response":"`+secret+`"}`), "the answer is not an AdmissionReview: response is a JSON string"},
+		{"uid", answering(200, `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"`+secret+`","allowed":true}}`), "got another"},
+	}
+	for _, a := range answers {
+		msg := call(strings.ReplaceAll(a.name, " ", "-"), a.url)
+		assert.Contains(t, strings.ReplaceAll(msg, a.url, "URL"), a.want, a.name)
+	}
+
+	urls := unreachable(t)
+	reports := map[string]string{}
+	for name, url := range urls {
+		reports[name] = call(strings.ReplaceAll(name, " ", "-"), url)
+		// The name of the webhook differs; the rest may not.
+		reports[name] = strings.ReplaceAll(reports[name], strings.ReplaceAll(name, " ", "-")+".test", "NAME.test")
+	}
+	sameReports(t, urls, reports)
+	assert.Contains(t, reports["closed port"], `failed to call webhook: Post "`+urls["closed port"]+`?timeout=2s": no answer (opemu's log has the cause)`)
+}
+
+// causes are the messages of a Status's causes.
+func causes(st metav1.Status) []string {
+	if st.Details == nil {
+		return nil
+	}
+	var out []string
+	for _, c := range st.Details.Causes {
+		out = append(out, c.Message)
+	}
+	return out
 }

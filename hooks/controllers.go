@@ -2,8 +2,6 @@ package hooks
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -469,15 +467,8 @@ func (m *Manager) parseSpec(o *cache.Object) *controllerSpec {
 		sp.invalid = fmt.Errorf("spec.hook.url %q is not an http or https URL", sp.url)
 		return sp
 	}
-	tr := &http.Transport{ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second}
-	if len(s.Hook.CABundle) > 0 {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(s.Hook.CABundle) {
-			sp.invalid = errors.New("spec.hook.caBundle holds no PEM certificate")
-			return sp
-		}
-		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	if sp.client, err = newClient(s.Hook.CABundle, 4); err != nil {
+		sp.invalid = fmt.Errorf("spec.hook.caBundle %w", err)
 	}
-	sp.client = &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	return sp
 }

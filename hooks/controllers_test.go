@@ -361,10 +361,13 @@ func TestHookContainment(t *testing.T) {
 		fn   hookFunc
 		want string // in the condition's message
 	}{
-		{"HTTP 500", func(map[string]any) (int, any) { return 500, "database on fire" }, "the hook answered HTTP 500: database on fire"},
-		{"hangs", func(map[string]any) (int, any) { time.Sleep(1500 * time.Millisecond); return 200, "{}" }, "did not answer within 1s"},
-		{"garbage", func(map[string]any) (int, any) { return 200, "<html>oops</html>" }, "the hook's answer is not valid"},
-		{"misspelt field", func(map[string]any) (int, any) { return 200, `{"requeueAfter": 5}` }, `unknown field "requeueAfter"`},
+		// What the hook says is never echoed (secret): the hook's URL may reach any service.
+		{"HTTP 500", func(map[string]any) (int, any) { return 500, "database on fire " + secret }, "HTTP 500 Internal Server Error"},
+		{"hangs", func(map[string]any) (int, any) { time.Sleep(1500 * time.Millisecond); return 200, "{}" }, "no answer within 1s (spec.hook.timeoutSeconds)"},
+		{"garbage", func(map[string]any) (int, any) { return 200, "<html>" + secret + "</html>" }, "the hook's answer is not valid: not JSON"},
+		{"misspelt field", func(map[string]any) (int, any) { return 200, `{"requeueAfter": 5}` }, `the hook's answer is not valid: unknown field "requeueAfter"`},
+		{"a field that is no name", func(map[string]any) (int, any) { return 200, `{"` + secret + ` and more": 5}` }, "the hook's answer is not valid: a field that is not known"},
+		{"a field of the wrong type", func(map[string]any) (int, any) { return 200, `{"status": "` + secret + `"}` }, "the hook's answer is not valid: status is a JSON string"},
 		{"child of a kind not listed", func(map[string]any) (int, any) {
 			return 200, map[string]any{"children": []any{map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "s"}}}}
 		}, `children[0] is a "v1" "Secret", which the Controller's spec.children does not list (it lists v1 ConfigMap)`},
@@ -401,6 +404,8 @@ func TestHookContainment(t *testing.T) {
 			assert.Contains(t, c["message"], tt.want)
 			require.NotEmpty(t, r.events.find("bad", "ReconcileError"))
 			assert.Contains(t, r.events.find("bad", "ReconcileError")[0].Message, tt.want)
+			assert.NotContains(t, c["message"], secret)
+			assert.NotContains(t, r.events.find("bad", "ReconcileError")[0].Message, secret)
 			assert.Equal(t, events.TypeWarning, r.events.find("bad", "ReconcileError")[0].Type)
 			assert.Nil(t, r.get(t, cache.GroupResource{Resource: "secrets"}, "default", "s"), "nothing of a bad answer is written")
 
@@ -513,4 +518,39 @@ func TestDeletedControllerReleasesFinalizers(t *testing.T) {
 	_, removed, err := r.client.Delete(context.Background(), cache.Key{Group: widgets.Group, Resource: widgets.Resource, Namespace: "default", Name: "w1"}, cache.Preconditions{})
 	require.NoError(t, err)
 	assert.True(t, removed, "nothing holds the deletion")
+}
+
+// TestHookFailuresTellNoPorts: a hook URL that cannot be called fails the reconcile with the
+// same report whatever failed at the connection (refused, a banner, a reset, TLS against plain
+// HTTP, an untrusted certificate), in the Synced condition, the Event and the history alike.
+func TestHookFailuresTellNoPorts(t *testing.T) {
+	t.Parallel()
+	urls := unreachable(t)
+	var mu sync.Mutex
+	reports := map[string]string{}
+	t.Run("each", func(t *testing.T) {
+		for name, url := range urls {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				r := newRig(t)
+				r.controller(t, "widgets", url, nil)
+				r.widget(t, "w", 1)
+				require.Eventually(t, func() bool {
+					c := condition(r.get(t, widgets, "default", "w"), "Synced")
+					return c != nil && c["status"] == "False"
+				}, 10*time.Second, 10*time.Millisecond)
+				msg := condition(r.get(t, widgets, "default", "w"), "Synced")["message"].(string)
+				assert.Equal(t, `calling the hook: Post "`+url+`": no answer (opemu's log has the cause)`, msg)
+				require.NotEmpty(t, r.events.find("w", "ReconcileError"))
+				assert.Equal(t, msg, r.events.find("w", "ReconcileError")[0].Message)
+				h, _ := r.mgr.History(cache.Key{Group: widgets.Group, Resource: widgets.Resource, Namespace: "default", Name: "w"})
+				require.NotEmpty(t, h)
+				assert.Equal(t, msg, h[0].Message)
+				mu.Lock()
+				reports[name] = msg
+				mu.Unlock()
+			})
+		}
+	})
+	sameReports(t, urls, reports)
 }

@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -68,7 +69,7 @@ func FuzzWebhookAnswer(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	w := &webhook{name: "fuzz.opemu.test", mutating: true}
+	w := &webhook{a: &Admission{log: slog.New(slog.DiscardHandler)}, name: "fuzz.opemu.test", mutating: true}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		res, err := w.answer(raw, "u")
 		if err != nil {

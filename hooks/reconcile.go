@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"slices"
 	"strconv"
 	"sync"
@@ -342,55 +340,46 @@ func (r *hookReconciler) call(ctx context.Context, sp *controllerSpec, req hookR
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, sp.timeout)
-	defer cancel()
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, sp.url, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
+	c := callee{
+		what: "the hook", url: sp.url, client: sp.client, timeout: sp.timeout, timeoutField: "spec.hook.timeoutSeconds",
+		limit: maxAnswerBytes, log: r.m.log, logAttrs: []any{"controller", r.name},
 	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "application/json")
-	resp, err := sp.client.Do(hreq)
+	raw, err := c.post(ctx, body)
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-			return nil, fmt.Errorf("the hook did not answer within %v (spec.hook.timeoutSeconds)", sp.timeout)
-		}
 		return nil, fmt.Errorf("calling the hook: %w", err)
 	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
+	ans, err := decodeAnswer(raw)
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("the hook did not finish its answer within %v (spec.hook.timeoutSeconds)", sp.timeout)
-		}
-		return nil, fmt.Errorf("reading the hook's answer: %w", err)
+		return nil, fmt.Errorf("the hook's answer is not valid: %w", c.undecodable(raw, err))
 	}
-	if len(raw) > maxAnswerBytes {
-		return nil, fmt.Errorf("the hook's answer is larger than %d bytes", maxAnswerBytes)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, fmt.Errorf("the hook answered HTTP %d: %s", resp.StatusCode, snippet(raw))
-	}
-	return decodeAnswer(raw)
+	return ans, validAnswer(ans)
 }
 
 // decodeAnswer decodes a hook's answer strictly: one JSON object of hookAnswer's fields, numbers
-// kept as json.Number, requeueAfterSeconds not negative.
+// kept as json.Number. Its errors are encoding/json's.
 func decodeAnswer(raw []byte) (*hookAnswer, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	dec.DisallowUnknownFields()
 	var ans hookAnswer
 	if err := dec.Decode(&ans); err != nil {
-		return nil, fmt.Errorf("the hook's answer is not valid: %v (it answered %s)", err, snippet(raw))
+		return nil, err
 	}
 	if dec.More() {
-		return nil, errors.New("the hook's answer is not valid: more than one JSON value")
-	}
-	if ans.RequeueAfterSeconds != nil && *ans.RequeueAfterSeconds < 0 {
-		return nil, errors.New("the hook's answer is not valid: requeueAfterSeconds is negative")
+		return nil, errMoreThanOne
 	}
 	return &ans, nil
+}
+
+// errMoreThanOne is decodeAnswer's error for an answer of several JSON values.
+var errMoreThanOne = errors.New("more than one JSON value")
+
+// validAnswer checks what decoding cannot: requeueAfterSeconds is not negative.
+func validAnswer(ans *hookAnswer) error {
+	if ans.RequeueAfterSeconds != nil && *ans.RequeueAfterSeconds < 0 {
+		return errors.New("the hook's answer is not valid: requeueAfterSeconds is negative")
+	}
+	return nil
 }
 
 // checkEvents checks the events of an answer: a type of Normal (the default) or Warning, and a

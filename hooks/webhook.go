@@ -3,12 +3,9 @@ package hooks
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"path"
@@ -135,15 +132,11 @@ func clientFor(cc admissionregistrationv1.WebhookClientConfig) (string, *http.Cl
 	}
 	u.Path = cleanPath(u.Path)
 	u.RawPath = ""
-	tr := &http.Transport{ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 8, IdleConnTimeout: 90 * time.Second}
-	if len(cc.CABundle) > 0 {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(cc.CABundle) {
-			return "", nil, errors.New("clientConfig.caBundle holds no PEM certificate")
-		}
-		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	c, err := newClient(cc.CABundle, 8)
+	if err != nil {
+		return "", nil, fmt.Errorf("clientConfig.caBundle %w", err)
 	}
-	return u.String(), &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, nil
+	return u.String(), c, nil
 }
 
 // close drops the webhook's idle connections once it is replaced.
@@ -194,28 +187,9 @@ func (w *webhook) call(ctx context.Context, req *webhooks.Request) (webhooks.Res
 	if err != nil {
 		return webhooks.Response{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, w.timeout)
-	defer cancel()
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, w.urlWithTimeout(), bytes.NewReader(body))
-	if err != nil {
-		return webhooks.Response{}, err
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "application/json")
-	resp, err := w.client.Do(hreq)
+	raw, err := w.callee().post(ctx, body)
 	if err != nil {
 		return webhooks.Response{}, fmt.Errorf("failed to call webhook: %w", err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxReviewBytes+1))
-	if err != nil {
-		return webhooks.Response{}, fmt.Errorf("failed to call webhook: reading the answer: %w", err)
-	}
-	if len(raw) > maxReviewBytes {
-		return webhooks.Response{}, fmt.Errorf("the answer is larger than %d bytes", maxReviewBytes)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return webhooks.Response{}, fmt.Errorf("the webhook answered HTTP %d: %s", resp.StatusCode, snippet(raw))
 	}
 	res, err := w.answer(raw, ar.Request.UID)
 	if err != nil || view == nil || len(res.Patch) == 0 {
@@ -227,21 +201,29 @@ func (w *webhook) call(ctx context.Context, req *webhooks.Request) (webhooks.Res
 	return res, nil
 }
 
+// callee is the webhook as post calls it: its URL with kube-apiserver's timeout parameter.
+func (w *webhook) callee() callee {
+	return callee{
+		what: "the webhook", url: w.urlWithTimeout(), client: w.client, timeout: w.timeout, timeoutField: "timeoutSeconds",
+		limit: maxReviewBytes, log: w.a.log, logAttrs: []any{"webhook", w.name, "configuration", w.config},
+	}
+}
+
 // answer reads a webhook's AdmissionReview answer to the request uid: a denial (worded as
 // kube-apiserver words it), or an admission with its warnings and, from a mutating webhook, its
 // JSON Patch. An answer that is not a valid AdmissionReview for uid is an error (a failed call).
 func (w *webhook) answer(raw []byte, uid types.UID) (webhooks.Response, error) {
 	var out admissionv1.AdmissionReview
 	if err := json.Unmarshal(raw, &out); err != nil {
-		return webhooks.Response{}, fmt.Errorf("the answer is not an AdmissionReview: %v", err)
+		return webhooks.Response{}, fmt.Errorf("the answer is not an AdmissionReview: %w", w.callee().undecodable(raw, err))
 	}
 	switch {
 	case out.APIVersion != "admission.k8s.io/v1" || out.Kind != "AdmissionReview":
-		return webhooks.Response{}, fmt.Errorf("expected an admission.k8s.io/v1 AdmissionReview, got apiVersion %q, kind %q", out.APIVersion, out.Kind)
+		return webhooks.Response{}, errors.New("the answer is not an admission.k8s.io/v1 AdmissionReview (apiVersion or kind differ)")
 	case out.Response == nil:
 		return webhooks.Response{}, errors.New("the AdmissionReview has no response")
 	case out.Response.UID != uid:
-		return webhooks.Response{}, fmt.Errorf("expected response.uid %q, got %q", uid, out.Response.UID)
+		return webhooks.Response{}, fmt.Errorf("expected response.uid %q, got another", uid)
 	}
 	r := out.Response
 	if !r.Allowed {
@@ -389,19 +371,6 @@ func decodePatch(raw []byte) ([]webhooks.PatchOperation, error) {
 		}
 	}
 	return ops, nil
-}
-
-// snippet is the start of a body, for error messages.
-func snippet(b []byte) string {
-	const max = 200
-	b = bytes.TrimSpace(b)
-	if len(b) > max {
-		return string(b[:max]) + "..."
-	}
-	if len(b) == 0 {
-		return "(empty body)"
-	}
-	return string(b)
 }
 
 func contains(l []string, s string) bool {

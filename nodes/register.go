@@ -39,6 +39,9 @@ func (n *Nodes) register(ctx context.Context, i int) (*cache.Object, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, err := n.cfg.Client.Get(ctx, nodeKey(name)); err == nil {
+		return nil, nil // it exists: nothing is written (a full etcd refuses every write)
+	}
 	stored, err := n.cfg.Client.Create(ctx, nodeKey(name), obj)
 	if errors.Is(err, cache.ErrAlreadyExists) {
 		return nil, nil

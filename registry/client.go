@@ -182,6 +182,11 @@ func (s *Store) Bootstrap(ctx context.Context, objs ...any) error {
 		}
 		md := metadataOf(obj)
 		key := cache.Key{Group: k.Group, Resource: k.Plural, Namespace: stringOf(md["namespace"]), Name: stringOf(md["name"])}
+		// What exists is not written again: an existing object is never an error, also when
+		// the store refuses every write (a full etcd).
+		if _, err := c.Get(ctx, key); err == nil {
+			continue
+		}
 		if _, err := c.Create(ctx, key, obj); err != nil && !errors.Is(err, cache.ErrAlreadyExists) {
 			return err
 		}

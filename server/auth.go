@@ -50,12 +50,11 @@ func UserFrom(ctx context.Context) (u User, ok bool) {
 // valid one. A Tokens is read-only once the server uses it; build it before.
 type Tokens struct {
 	bearer map[[sha256.Size]byte]User // sha256(token) → user
-	cookie map[[sha256.Size]byte]User // sha256(cookie value) → user, see cookieValue
 }
 
 // NewTokens returns an empty set.
 func NewTokens() *Tokens {
-	return &Tokens{bearer: map[[sha256.Size]byte]User{}, cookie: map[[sha256.Size]byte]User{}}
+	return &Tokens{bearer: map[[sha256.Size]byte]User{}}
 }
 
 // Add makes token authenticate u. A later Add of the same token replaces the user, as a later
@@ -71,7 +70,6 @@ func (t *Tokens) Add(token string, u User) error {
 		u.Groups = append(slices.Clip(u.Groups), groupAuthenticated)
 	}
 	t.bearer[sha256.Sum256([]byte(token))] = u
-	t.cookie[sha256.Sum256([]byte(cookieValue(token)))] = u
 	return nil
 }
 
@@ -87,18 +85,6 @@ func (t *Tokens) Len() int {
 func (t *Tokens) Authenticate(token string) (User, bool) {
 	u, ok := t.bearer[sha256.Sum256([]byte(token))]
 	return u, ok
-}
-
-func (t *Tokens) authenticateCookie(value string) (User, bool) {
-	u, ok := t.cookie[sha256.Sum256([]byte(value))]
-	return u, ok
-}
-
-// cookieValue is what the dashboard's cookie holds for token: a digest, so the browser's cookie
-// store never holds the bearer token itself (the cookie works only as a same-origin cookie,
-// the token everywhere). It does not change across restarts, so the dashboard asks only once.
-func cookieValue(token string) string {
-	return fmt.Sprintf("%x", sha256.Sum256([]byte("opemu-dashboard\x00"+token)))
 }
 
 // ReadTokenFile reads kube-apiserver's static token file (--token-auth-file): CSV records of

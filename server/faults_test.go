@@ -218,3 +218,53 @@ drain:
 		}
 	}
 }
+
+// TestFaultDelayedWatchesCount: a watch a Fault delays holds its place among MAX_WATCHES while
+// it waits (before, delayed watches were held outside the limit: any number of them); the
+// watch beyond is refused at once.
+func TestFaultDelayedWatchesCount(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *server.Config, _ *cache.Config) { c.MaxWatches = 2 })
+	e.fault("stuck-watches", `{match: {verbs: [watch]}, action: {delay: 1h}}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	held := make(chan error, 2)
+	for _, path := range []string{"/watch", appsPath + "?watch=true"} {
+		req, err := http.NewRequestWithContext(ctx, "GET", e.http.URL+path, nil)
+		require.NoError(t, err)
+		go func() {
+			resp, err := e.http.Client().Do(req)
+			if err == nil {
+				resp.Body.Close()
+			}
+			held <- err
+		}()
+	}
+	e.waitInjected("stuck-watches", 2)
+
+	for _, path := range []string{"/watch", appsPath + "?watch=true"} {
+		rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		req, err := http.NewRequestWithContext(rctx, "GET", e.http.URL+path, nil)
+		require.NoError(t, err)
+		resp, err := e.http.Client().Do(req)
+		require.NoError(t, err, "%s: the watch beyond MAX_WATCHES is answered at once, not delayed", path)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		rcancel()
+		assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "%s: %s", path, body)
+		assert.Contains(t, string(body), "too many watches")
+	}
+	assert.Equal(t, http.StatusOK, e.do("GET", appsPath, "", "").code, "lists are not watches")
+
+	// The delayed watches leave: their places free.
+	cancel()
+	for range 2 {
+		require.Error(t, <-held)
+	}
+	require.Equal(t, http.StatusOK, e.do("DELETE", faultsPath+"/stuck-watches", "", "").code)
+	require.Eventually(t, func() bool {
+		c := e.watch("", nil)
+		defer c.cancel()
+		return c.resp.StatusCode == http.StatusOK
+	}, 5*time.Second, 10*time.Millisecond)
+}

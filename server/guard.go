@@ -29,9 +29,16 @@ import (
 // Refusals are 403 Status objects that say what to configure; a missing or wrong token is
 // kube-apiserver's 401 Unauthorized Status.
 
-// listenerKey marks a connection's context with whether its listener is a loopback address
-// (Run sets it from the listener; see isLoopbackListener).
+// listenerKey marks a connection's context with its listener (a listener value; Run sets it).
 type listenerKey struct{}
+
+// listener is what a request knows of the listener it came through.
+type listener struct {
+	// loopback: the listener is a loopback address (see IsLoopback).
+	loopback bool
+	// addr is the listener's address, which the dashboard's sessions are bound to.
+	addr string
+}
 
 // IsLoopback reports whether addr is a loopback address (127.0.0.0/8, ::1): a listener there
 // is reachable from this machine only. The wildcard addresses (":3000", "0.0.0.0") are not.
@@ -53,11 +60,21 @@ func IsLoopback(addr net.Addr) bool {
 // isLoopbackListener reports whether r came through a loopback listener: the one Run serves,
 // or, for a handler served elsewhere (httptest), the connection's local address.
 func isLoopbackListener(r *http.Request) bool {
-	if v, ok := r.Context().Value(listenerKey{}).(bool); ok {
+	return listenerOf(r).loopback
+}
+
+// listenerOf returns the listener r came through: the one Run serves, or, for a handler served
+// elsewhere (httptest), the connection's local address.
+func listenerOf(r *http.Request) listener {
+	if v, ok := r.Context().Value(listenerKey{}).(listener); ok {
 		return v
 	}
 	addr, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	return IsLoopback(addr)
+	l := listener{loopback: IsLoopback(addr)}
+	if addr != nil {
+		l.addr = addr.String()
+	}
+	return l
 }
 
 // authExempt are the routes that need no token: probes, and the dashboard's login page.
@@ -139,14 +156,15 @@ func (s *Server) authenticate(c *echo.Context) (*User, error) {
 	if page && r.URL.Query().Has("token") {
 		// The ready-to-open URL opemu logs with a generated token: keep the token in the cookie
 		// and drop it from the address bar (and so from history and Referer headers).
-		if _, ok := s.cfg.Tokens.Authenticate(r.URL.Query().Get("token")); !ok {
+		u, ok := s.cfg.Tokens.Authenticate(r.URL.Query().Get("token"))
+		if !ok {
 			return nil, c.Redirect(http.StatusSeeOther, loginPath+"?failed=1")
 		}
-		setTokenCookie(c, r.URL.Query().Get("token"))
+		s.startSession(c, u)
 		return nil, c.Redirect(http.StatusSeeOther, dashboardPath)
 	}
 	if ck, err := r.Cookie(cookieName(r)); err == nil && sameOriginBrowser(r) {
-		if u, ok := s.cfg.Tokens.authenticateCookie(ck.Value); ok {
+		if u, ok := s.sessions.user(ck.Value, listenerOf(r).addr); ok {
 			return &u, nil
 		}
 	}
@@ -270,10 +288,10 @@ func unauthorized() error {
 	return apierrors.NewUnauthorized("Unauthorized")
 }
 
-// withListener returns the ConnContext for a server on ln (see isLoopbackListener).
+// withListener returns the ConnContext for a server on ln (see listenerOf).
 func withListener(ln net.Listener) func(ctx context.Context, _ net.Conn) context.Context {
-	loopback := IsLoopback(ln.Addr())
+	l := listener{loopback: IsLoopback(ln.Addr()), addr: ln.Addr().String()}
 	return func(ctx context.Context, _ net.Conn) context.Context {
-		return context.WithValue(ctx, listenerKey{}, loopback)
+		return context.WithValue(ctx, listenerKey{}, l)
 	}
 }

@@ -24,7 +24,7 @@ func FuzzGuard(f *testing.F) {
 		{1, appsPath, "localhost:3000", "http://localhost:3000", "same-origin", "Bearer alice-token", ""},
 		{1, appsPath, "127.0.0.1:3000", "http://evil.example", "cross-site", "Bearer alice-token", ""},
 		{2, appsPath + "/x", "attacker.example:3000", "", "", "", ""},
-		{3, "/ui/", "[::1]:3000", "null", "same-site", "", "opemu_token_3000=x"},
+		{3, "/ui/", "[::1]:3000", "null", "same-site", "", "opemu_session_3000=x"},
 		{4, "/healthz", "LOCALHOST.", "HTTP://LOCALHOST:80", "none", "bearer  bob-token", ""},
 		{5, "/ui/login", "127.0.0.1", "http://127.0.0.1", "", "Basic x", ""},
 	} {

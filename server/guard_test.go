@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -309,7 +310,7 @@ func TestDashboardLogin(t *testing.T) {
 		{"Cookie": cookie, "Sec-Fetch-Site": "same-site"},
 		{"Cookie": cookie, "Sec-Fetch-Site": "cross-site"},
 		{"Cookie": cookie, "Origin": "http://127.0.0.1:1"},
-		{"Cookie": "opemu_token_1=" + ck.Value, "Sec-Fetch-Site": "same-origin"},
+		{"Cookie": "opemu_session_1=" + ck.Value, "Sec-Fetch-Site": "same-origin"},
 		{"Cookie": ck.Name + "=forged", "Sec-Fetch-Site": "same-origin"},
 	} {
 		status(t, e.send(req{method: "GET", path: "/api", header: h}), 401, "Unauthorized")
@@ -323,6 +324,57 @@ func TestDashboardLogin(t *testing.T) {
 	wrong := e.send(req{method: "GET", path: "/ui/?token=nope"})
 	require.Equal(t, http.StatusSeeOther, wrong.code)
 	assert.Equal(t, "/ui/login?failed=1", wrong.header.Get("Location"))
+}
+
+// TestDashboardSession: the dashboard's cookie is a session, not a stand-in for the token: random
+// at each login, HttpOnly, SameSite=Strict, good only on the listener that opened it (a browser
+// sends it to every port of the host) and for 12 hours.
+func TestDashboardSession(t *testing.T) {
+	t.Parallel()
+	tokens := withTokens(t)
+	e := newEnv(t, tokens)
+	login := func(e *env) *http.Cookie {
+		t.Helper()
+		r := e.send(req{method: "POST", path: "/ui/login", body: "token=alice-token",
+			header: map[string]string{"Content-Type": "application/x-www-form-urlencoded", "Origin": e.http.URL, "Sec-Fetch-Site": "same-origin"}})
+		require.Equal(t, http.StatusSeeOther, r.code)
+		cookies := (&http.Response{Header: r.header}).Cookies()
+		require.Len(t, cookies, 1)
+		return cookies[0]
+	}
+	works := func(e *env, name, value string) bool {
+		t.Helper()
+		return e.send(req{method: "GET", path: "/api", header: map[string]string{"Cookie": name + "=" + value, "Sec-Fetch-Site": "same-origin"}}).code == 200
+	}
+
+	a, b := login(e), login(e)
+	assert.NotEqual(t, a.Value, b.Value, "each login is a new session, not a digest of the token")
+	assert.GreaterOrEqual(t, len(a.Value), 43, "at least 256 random bits")
+	for _, ck := range []*http.Cookie{a, b} {
+		assert.True(t, ck.HttpOnly)
+		assert.Equal(t, http.SameSiteStrictMode, ck.SameSite)
+		assert.Equal(t, "/", ck.Path)
+		assert.Equal(t, 12*60*60, ck.MaxAge, "the session ends after 12 hours, and the browser's cookie with it")
+		assert.True(t, works(e, ck.Name, ck.Value))
+	}
+
+	// Another listener of the same server: its own cookie name, and this session is not good there.
+	other := *e
+	other.http = httptest.NewServer(e.srv.Handler())
+	t.Cleanup(other.http.Close)
+	_, port, err := net.SplitHostPort(strings.TrimPrefix(other.http.URL, "http://"))
+	require.NoError(t, err)
+	assert.False(t, works(&other, "opemu_session_"+port, a.Value), "a session is bound to its listener")
+	assert.False(t, works(&other, a.Name, a.Value), "a session is bound to its listener")
+	o := login(&other)
+	assert.True(t, works(&other, o.Name, o.Value))
+	assert.False(t, works(e, a.Name, o.Value))
+
+	// Another server with the same token (or this one restarted) does not know the session.
+	again := newEnv(t, tokens)
+	_, port, err = net.SplitHostPort(strings.TrimPrefix(again.http.URL, "http://"))
+	require.NoError(t, err)
+	assert.False(t, works(again, "opemu_session_"+port, a.Value))
 }
 
 func TestReadTokenFile(t *testing.T) {

@@ -34,18 +34,16 @@ func checkSelectorSizes(q map[string][]string) error {
 	return nil
 }
 
-// isWatch reports whether c is long-lived, exempt from MAX_INFLIGHT and the request deadline:
-// GET /watch, a GET of a list route with watch=true (or 1) or of a /watch/ path of the
-// Kubernetes API, and the pprof profile and trace.
-// A watch parameter on any other request (a POST, a GET of one object) makes it no watch, and
-// one that is not a boolean is not a watch here either (the list handler answers it with a 400).
+// isWatch reports whether c is a watch: GET /watch, or a GET of a list route with watch=true
+// (or 1) or of a /watch/ path of the Kubernetes API. A watch parameter on any other request (a
+// POST, a GET of one object) makes it no watch, and one that is not a boolean is not a watch
+// here either (the list handler answers it with a 400).
 func isWatch(c *echo.Context) bool {
 	r := c.Request()
 	if r.Method != http.MethodGet {
 		return false
 	}
-	switch c.Path() {
-	case "/watch", "/debug/pprof/profile", "/debug/pprof/trace":
+	if c.Path() == "/watch" {
 		return true
 	}
 	if strings.Contains(c.Path(), "/watch/") {
@@ -56,6 +54,16 @@ func isWatch(c *echo.Context) bool {
 	}
 	w, err := queryBool(r.URL.Query(), "watch")
 	return w && err == nil
+}
+
+// isLongRunning reports whether c is exempt from MAX_INFLIGHT and the request deadline: a watch
+// (which MAX_WATCHES bounds instead), or the pprof profile and trace.
+func isLongRunning(c *echo.Context) bool {
+	switch c.Path() {
+	case "/debug/pprof/profile", "/debug/pprof/trace":
+		return c.Request().Method == http.MethodGet
+	}
+	return isWatch(c)
 }
 
 // eofReader remembers that its reader reached the end.
@@ -114,7 +122,9 @@ func bodyError(err error) error {
 	return badRequest("reading the request body: %v", err)
 }
 
-// acquireWatch takes one of MAX_WATCHES slots for an HTTP watch; a 429 when none is free.
+// acquireWatch takes one of MAX_WATCHES slots for an HTTP watch; a 429 when none is free. The
+// limit middleware takes it for the whole request, so a watch a Fault delays holds its slot
+// while it waits.
 func (s *Server) acquireWatch() (release func(), err error) {
 	if s.watches.Add(1) > int64(s.cfg.MaxWatches) {
 		s.watches.Add(-1)

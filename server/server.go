@@ -158,6 +158,8 @@ type Server struct {
 	openapi openAPICache
 	// discoveryCache keeps discovery of one generation of the served kinds.
 	discoveryCache discoveryCache
+	// sessions are the dashboard's logins (with Config.Tokens).
+	sessions sessions
 }
 
 // New validates cfg and builds the routes.
@@ -285,8 +287,9 @@ func (s *Server) BeginShutdown() {
 	}
 }
 
-// limit enforces the body limit and read deadline of every request, and MAX_INFLIGHT and the
-// per-request deadline of every request but watches.
+// limit enforces the body limit and read deadline of every request, MAX_WATCHES on watches
+// (from here on, a Fault's delay included), and MAX_INFLIGHT and the per-request deadline of
+// every other request but the pprof profile and trace.
 func (s *Server) limit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		r := c.Request()
@@ -321,9 +324,16 @@ func (s *Server) limit(next echo.HandlerFunc) echo.HandlerFunc {
 				})
 			}
 		}
-		if isWatch(c) {
+		if isLongRunning(c) {
 			if err := discardBody(r); err != nil {
 				return err
+			}
+			if isWatch(c) {
+				release, err := s.acquireWatch()
+				if err != nil {
+					return err
+				}
+				defer release()
 			}
 			// The stream lasts as long as its client stays; net/http notices one that leaves.
 			_ = rc.SetReadDeadline(time.Time{})

@@ -21,8 +21,6 @@ const (
 	dashboardPath = "/ui/"
 	// loginPath serves the dashboard's token prompt when tokens are configured (SPEC §13).
 	loginPath = "/ui/login"
-	// cookieMaxAge keeps the dashboard's cookie for a month: the token is asked for once.
-	cookieMaxAge = 30 * 24 * time.Hour
 )
 
 func (s *Server) uiRoutes() {
@@ -104,22 +102,22 @@ func (s *Server) loginPage(c *echo.Context) error {
 	return c.HTMLBlob(http.StatusOK, page)
 }
 
-// login takes the prompt's form post (token=...): a valid token becomes the dashboard's cookie.
-// The guard has already refused posts from other origins.
+// login takes the prompt's form post (token=...): a valid token opens a session, whose cookie
+// the browser keeps. The guard has already refused posts from other origins.
 func (s *Server) login(c *echo.Context) error {
 	if s.cfg.Tokens == nil {
 		return c.Redirect(http.StatusSeeOther, dashboardPath)
 	}
-	token := c.Request().PostFormValue("token")
-	if _, ok := s.cfg.Tokens.Authenticate(token); !ok {
+	u, ok := s.cfg.Tokens.Authenticate(c.Request().PostFormValue("token"))
+	if !ok {
 		return c.Redirect(http.StatusSeeOther, loginPath+"?failed=1")
 	}
-	setTokenCookie(c, token)
+	s.startSession(c, u)
 	return c.Redirect(http.StatusSeeOther, dashboardPath)
 }
 
 // cookieName names the dashboard's cookie after the server's port: browsers share cookies
-// between the ports of one host, and two opemu servers there may have different tokens.
+// between the ports of one host, and two opemu servers there each keep their own session.
 func cookieName(r *http.Request) string {
 	_, port, err := net.SplitHostPort(r.Host)
 	if err != nil || port == "" {
@@ -128,15 +126,16 @@ func cookieName(r *http.Request) string {
 			port = "443"
 		}
 	}
-	return "opemu_token_" + port
+	return "opemu_session_" + port
 }
 
-// setTokenCookie keeps token's cookie value in an HttpOnly (no script reads it), SameSite=Strict
-// (no other site's request carries it) cookie, Secure over HTTPS.
-func setTokenCookie(c *echo.Context, token string) {
+// startSession opens a session of u on the request's listener and sets its cookie: HttpOnly (no
+// script reads it), SameSite=Strict (no other site's request carries it), Secure over HTTPS,
+// for the session's lifetime.
+func (s *Server) startSession(c *echo.Context, u User) {
 	r := c.Request()
 	c.SetCookie(&http.Cookie{
-		Name: cookieName(r), Value: cookieValue(token), Path: "/",
-		MaxAge: int(cookieMaxAge / time.Second), HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+		Name: cookieName(r), Value: s.sessions.open(u, listenerOf(r).addr), Path: "/",
+		MaxAge: int(sessionTTL / time.Second), HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 	})
 }

@@ -42,15 +42,11 @@ type watchTiming struct {
 	timeout   time.Duration // the stream ends this long after it began
 }
 
-// serveWatch serves one watch: it takes a place among MAX_WATCHES, starts the watch (start's
-// error is answered as a Status, before any frame), then streams it until the client leaves,
-// the server shuts down, the watch ends, the timeout passes or a Fault ends it.
+// serveWatch serves one watch (which holds a place among MAX_WATCHES: the limit middleware
+// took it): it starts the watch (start's error is answered as a Status, before any frame),
+// then streams it until the client leaves, the server shuts down, the watch ends, the timeout
+// passes or a Fault ends it.
 func (s *Server) serveWatch(c *echo.Context, protocol string, start func(context.Context) (*registry.Watcher, error), frames watchFrames, tm watchTiming) error {
-	release, err := s.acquireWatch()
-	if err != nil {
-		return err
-	}
-	defer release()
 	r := c.Request()
 	w, err := start(r.Context())
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -65,10 +66,14 @@ type Server struct {
 	clientPort int
 	peerPort   int
 	tls        *TLS
+	// name and cluster are the member's name and --initial-cluster ("test" and itself alone
+	// unless StartCluster made it).
+	name, cluster string
 
-	mu  sync.Mutex // guards cmd, out
-	cmd *exec.Cmd
-	out *bytes.Buffer
+	mu     sync.Mutex // guards cmd, out, exited
+	cmd    *exec.Cmd
+	out    *bytes.Buffer
+	exited chan struct{} // closed when cmd has exited
 }
 
 // TLS makes an etcd serve its clients over TLS and require their certificates.
@@ -137,15 +142,70 @@ func freePort(t testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+// StartCluster starts an etcd cluster of n members (plain HTTP) and waits until each answers;
+// they are killed when the test ends. Kill and Restart act on one member.
+func StartCluster(t testing.TB, n int) []*Server {
+	t.Helper()
+	if os.Getenv("OPEMU_TEST_KINE") != "" {
+		t.Skip("kine is not an etcd cluster")
+	}
+	bin := Require(t)
+	base := ""
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		base = "/dev/shm"
+	}
+	dir, err := os.MkdirTemp(base, "opemu-etcd-cluster-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	members := make([]*Server, n)
+	var peers []string
+	for i := range members {
+		s := &Server{binary: bin, DataDir: filepath.Join(dir, fmt.Sprintf("m%d", i)), name: fmt.Sprintf("m%d", i),
+			clientPort: freePort(t), peerPort: freePort(t)}
+		s.Endpoint = fmt.Sprintf("http://127.0.0.1:%d", s.clientPort)
+		peers = append(peers, fmt.Sprintf("%s=http://127.0.0.1:%d", s.name, s.peerPort))
+		members[i] = s
+	}
+	for _, s := range members {
+		s.cluster = strings.Join(peers, ",")
+		t.Cleanup(func() { s.Kill(t) })
+		if err := s.launch(); err != nil {
+			t.Fatalf("etcd member %s did not start: %v", s.name, err)
+		}
+	}
+	for _, s := range members {
+		if err := s.wait(); err != nil {
+			t.Fatalf("etcd member %s: %v", s.name, err)
+		}
+	}
+	return members
+}
+
 // start execs etcd and waits up to 10 s for it to answer.
 func (s *Server) start() error {
+	if err := s.launch(); err != nil {
+		return err
+	}
+	return s.wait()
+}
+
+// launch execs etcd.
+func (s *Server) launch() error {
 	peer := fmt.Sprintf("http://127.0.0.1:%d", s.peerPort)
+	// A lone member elects itself at once; members of a cluster on a loaded 2-core machine need
+	// margins so that a busy moment is not taken for a lost leader.
+	name, cluster, heartbeat, election := s.name, s.cluster, "100", "1000"
+	if name == "" {
+		name, cluster, heartbeat, election = "test", "test="+peer, "20", "200"
+	}
 	cmd := exec.Command(s.binary,
-		"--name", "test", "--data-dir", s.DataDir,
+		"--name", name, "--data-dir", s.DataDir,
 		"--listen-client-urls", s.Endpoint, "--advertise-client-urls", s.Endpoint,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-		"--initial-cluster", "test="+peer,
-		"--heartbeat-interval", "20", "--election-timeout", "200",
+		"--initial-cluster", cluster,
+		"--heartbeat-interval", heartbeat, "--election-timeout", election,
 		"--logger", "zap", "--log-level", "error")
 	if s.tls != nil {
 		cmd.Args = append(cmd.Args, "--cert-file", s.tls.CertFile, "--key-file", s.tls.KeyFile,
@@ -164,11 +224,19 @@ func (s *Server) start() error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.cmd, s.out = cmd, out
-	s.mu.Unlock()
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
+	s.mu.Lock()
+	s.cmd, s.out, s.exited = cmd, out, exited
+	s.mu.Unlock()
+	return nil
+}
+
+// wait waits up to 10 s for the launched etcd to answer a read.
+func (s *Server) wait() error {
+	s.mu.Lock()
+	exited := s.exited
+	s.mu.Unlock()
 	c, err := s.newClient()
 	if err != nil {
 		return err

@@ -363,7 +363,7 @@ func buildServers(t *testing.T) string {
 }
 
 // startServer starts bin on a free port ("{port}" in args is replaced by it, and PORT is set),
-// waits for /healthz to answer 200, and kills the process when the test ends. env adds to the
+// waits for /readyz to answer 200, and kills the process when the test ends. env adds to the
 // test's environment.
 func startServer(t *testing.T, bin string, args []string, env ...string) string {
 	t.Helper()
@@ -391,14 +391,25 @@ func startServer(t *testing.T, bin string, args []string, env ...string) string 
 		}
 	})
 	url := "http://" + addr
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(url + "/healthz")
+	// /readyz, not /healthz: with STORE=etcd /healthz answers while opemu still waits for etcd
+	// (election is off, so a wired opemu is ready). The baseline has no /readyz: its /healthz.
+	status := func(path string) int {
+		resp, err := http.Get(url + path)
 		if err != nil {
-			return false
+			return 0
 		}
 		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 20*time.Second, 20*time.Millisecond, "%s did not become healthy", bin)
+		return resp.StatusCode
+	}
+	require.Eventually(t, func() bool {
+		switch status("/readyz") {
+		case http.StatusOK:
+			return true
+		case http.StatusNotFound:
+			return status("/healthz") == http.StatusOK
+		}
+		return false
+	}, 20*time.Second, 20*time.Millisecond, "%s did not become ready", bin)
 	return url
 }
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/opemu/opemu/etcd/etcdtest"
@@ -32,16 +34,29 @@ import (
 // election timings of the HA tests, and waits until it serves.
 func etcdReplica(t *testing.T, name string, e *etcdtest.Server, prefix string, env ...string) *replica {
 	t.Helper()
-	p := startBinary(t, binary, append([]string{"STORE=etcd", "ETCD_ENDPOINTS=" + e.Endpoint, "ETCD_PREFIX=" + prefix,
+	return etcdReplicaOf(t, name, e.Endpoint, prefix, env...)
+}
+
+// etcdReplicaOf is etcdReplica over the etcd at endpoints (comma-separated). It returns once
+// the replica is wired (GET /version is 200: while it waits for etcd only its probes answer).
+func etcdReplicaOf(t *testing.T, name, endpoints, prefix string, env ...string) *replica {
+	t.Helper()
+	return startEtcdReplica(t, name, endpoints, prefix, "/version", env...)
+}
+
+// startEtcdReplica starts a replica and waits until path answers 200.
+func startEtcdReplica(t *testing.T, name, endpoints, prefix, path string, env ...string) *replica {
+	t.Helper()
+	p := startBinary(t, binary, append([]string{"STORE=etcd", "ETCD_ENDPOINTS=" + endpoints, "ETCD_PREFIX=" + prefix,
 		"POD_NAME=" + name, "LEASE_DURATION=" + haLease.String(), "RENEW_DEADLINE=" + haRenew.String(), "RETRY_PERIOD=" + haRetry.String()}, env...)...)
 	require.Eventually(t, func() bool {
-		resp, err := quick.Get("http://" + p.addr + "/healthz")
+		resp, err := quick.Get("http://" + p.addr + path)
 		if err != nil {
 			return false
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
-	}, 15*time.Second, 10*time.Millisecond, "%s serves; logs:\n%s", name, p.logs())
+	}, 15*time.Second, 10*time.Millisecond, "%s answers %s; logs:\n%s", name, path, p.logs())
 	return &replica{name: name, p: p}
 }
 
@@ -526,3 +541,211 @@ func TestOpemuEtcd(t *testing.T) {
 
 // portOf is the port of a host:port.
 func portOf(addr string) string { return addr[strings.LastIndex(addr, ":")+1:] }
+
+// TestEtcdReplicaStartsWithoutEtcd: a replica started while etcd is down serves at once: /healthz
+// 200, /readyz 503 naming etcd, every other request a 503 Status saying it waits for etcd; it
+// waits past etcd's start timeout (10 s) instead of exiting, and becomes ready by itself once
+// etcd answers, its system namespaces there. (kube-apiserver v1.37.2 exits when etcd is not
+// there at its start: "error creating storage factory: etcd grpc connection not ready".)
+func TestEtcdReplicaStartsWithoutEtcd(t *testing.T) {
+	t.Parallel()
+	e := etcdtest.Start(t)
+	e.Kill(t)
+	r := startEtcdReplica(t, "nostart-1", e.Endpoint, "/nostart", "/healthz", "ENABLE_CONTROLLER=false")
+
+	code, obj := request.JSON(t, "GET", r.url("/readyz"), "")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, obj["reason"], "etcd")
+	code, body := rawGet(t, r.url("/readyz?verbose"))
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, string(body), "[-]etcd failed")
+	start := time.Now()
+	code, obj = request.JSON(t, "POST", r.url(appsPath), appBody("early", 1))
+	assert.Less(t, time.Since(start), 5*time.Second)
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Equal(t, "Status", obj["kind"])
+	assert.Contains(t, obj["message"], "waiting for etcd")
+
+	// It waits as long as etcd takes: past the 10 s it gave etcd before, it still answers.
+	deadline := time.Now().Add(11 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-r.p.exited:
+			t.Fatalf("the replica exited while etcd was down; logs:\n%s", r.p.logs())
+		case <-time.After(500 * time.Millisecond):
+		}
+		code, _ := request.JSON(t, "GET", r.url("/healthz"), "")
+		require.Equal(t, http.StatusOK, code)
+		assert.Equal(t, http.StatusServiceUnavailable, r.readyz())
+	}
+
+	e.Restart(t)
+	back := time.Now()
+	require.Eventually(t, func() bool { return r.readyz() == http.StatusOK }, 20*time.Second, 50*time.Millisecond,
+		"ready once etcd answers; logs:\n%s", r.p.logs())
+	t.Logf("ready %v after etcd is back", time.Since(back))
+	code, obj = request.JSON(t, "POST", r.url(appsPath), appBody("after", 1))
+	assert.Equal(t, http.StatusCreated, code, "%v", obj)
+	code, _ = request.JSON(t, "GET", r.url("/api/v1/namespaces/kube-system"), "")
+	assert.Equal(t, http.StatusOK, code)
+}
+
+// TestEtcdFullReplicaStarts: a replica starting over a full etcd (its NOSPACE alarm raised:
+// every write refused) starts and serves what exists; the system namespaces and built-in
+// objects that exist are never written again, so they are no error. Once the alarm is
+// disarmed, writes succeed.
+func TestEtcdFullReplicaStarts(t *testing.T) {
+	t.Parallel()
+	e := etcdtest.Start(t)
+	first := etcdReplica(t, "full-1", e, "/full", "ENABLE_CONTROLLER=false")
+	require.Eventually(t, func() bool { return first.readyz() == http.StatusOK }, 20*time.Second, 50*time.Millisecond)
+
+	c := e.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	members, err := c.MemberList(ctx)
+	require.NoError(t, err)
+	id := members.Members[0].ID
+	_, err = etcdserverpb.NewMaintenanceClient(c.ActiveConnection()).Alarm(ctx, &etcdserverpb.AlarmRequest{
+		Action: etcdserverpb.AlarmRequest_ACTIVATE, MemberID: id, Alarm: etcdserverpb.AlarmType_NOSPACE})
+	require.NoError(t, err)
+	_, err = c.Put(ctx, "/probe", "x")
+	require.Error(t, err, "etcd refuses writes")
+
+	r := etcdReplica(t, "full-2", e, "/full", "ENABLE_CONTROLLER=false")
+	code, _ := request.JSON(t, "GET", r.url("/api/v1/namespaces/default"), "")
+	assert.Equal(t, http.StatusOK, code, "it serves what exists")
+	select {
+	case <-r.p.exited:
+		t.Fatalf("the replica exited over a full etcd; logs:\n%s", r.p.logs())
+	case <-time.After(2 * time.Second):
+	}
+	code, obj := request.JSON(t, "POST", r.url(appsPath), appBody("full", 1))
+	assert.GreaterOrEqual(t, code, 400, "a write to a full etcd is refused: %v", obj)
+	assert.Equal(t, "Status", obj["kind"])
+
+	_, err = c.AlarmDisarm(ctx, &clientv3.AlarmMember{MemberID: id, Alarm: etcdserverpb.AlarmType_NOSPACE})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		code, _ := request.JSON(t, "POST", r.url(appsPath), appBody("room", 1))
+		return code == http.StatusCreated
+	}, 20*time.Second, 100*time.Millisecond, "writes succeed once etcd has room")
+}
+
+// TestEtcdClusterLosesMembers: three replicas over a three-member etcd keep serving while a
+// member is killed (a follower, then, once it is back, the leader every write goes through):
+// every request is answered within 5 s, writes succeed again within seconds of each loss
+// without restarting anything, and no acknowledged write is lost.
+func TestEtcdClusterLosesMembers(t *testing.T) {
+	t.Parallel()
+	members := etcdtest.StartCluster(t, 3)
+	var endpoints []string
+	for _, m := range members {
+		endpoints = append(endpoints, m.Endpoint)
+	}
+	var rs []*replica
+	for i := range 3 {
+		rs = append(rs, etcdReplicaOf(t, fmt.Sprintf("cluster-%d", i), strings.Join(endpoints, ","), "/cluster", "ENABLE_CONTROLLER=false"))
+	}
+	for _, r := range rs {
+		require.Eventually(t, func() bool { return r.readyz() == http.StatusOK }, 30*time.Second, 50*time.Millisecond)
+	}
+	client := members[0].Client(t)
+	leader := func() int {
+		t.Helper()
+		for i, m := range members {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			st, err := client.Status(ctx, m.Endpoint)
+			cancel()
+			if err == nil && st.Header.MemberId == st.Leader {
+				return i
+			}
+		}
+		return -1
+	}
+
+	// One writer, round-robin over the replicas: what each write answered, and when.
+	type write struct {
+		name string
+		code int
+		at   time.Time
+	}
+	var mu sync.Mutex
+	var writes []write
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			name := fmt.Sprintf("cm-%d", i)
+			start := time.Now()
+			code, _ := request.JSON(t, "POST", rs[i%3].url("/api/v1/namespaces/default/configmaps"),
+				fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q}}`, name))
+			if took := time.Since(start); took >= 5*time.Second {
+				t.Errorf("POST %s answered in %v", name, took)
+			}
+			mu.Lock()
+			writes = append(writes, write{name, code, time.Now()})
+			mu.Unlock()
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	// succeedsAfter waits until a write made after at succeeds.
+	succeedsAfter := func(at time.Time, what string) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, w := range writes {
+				if w.at.After(at) && w.code == http.StatusCreated {
+					return true
+				}
+			}
+			return false
+		}, 15*time.Second, 50*time.Millisecond, "writes succeed again after %s", what)
+		t.Logf("writes succeed %v after %s", time.Since(at).Round(time.Millisecond), what)
+	}
+	succeedsAfter(time.Now(), "the start")
+
+	l := leader()
+	require.GreaterOrEqual(t, l, 0, "the cluster has a leader")
+	follower := (l + 1) % 3
+	members[follower].Kill(t)
+	succeedsAfter(time.Now(), "a follower's death")
+	members[follower].Restart(t)
+	succeedsAfter(time.Now(), "the follower's return")
+
+	l = leader()
+	require.GreaterOrEqual(t, l, 0)
+	members[l].Kill(t)
+	succeedsAfter(time.Now(), "the leader's death")
+	members[l].Restart(t)
+	succeedsAfter(time.Now(), "the old leader's return")
+	close(stop)
+	wg.Wait()
+
+	// Every acknowledged write is there, through every replica.
+	mu.Lock()
+	defer mu.Unlock()
+	acked := 0
+	for _, r := range rs {
+		code, obj := request.JSON(t, "GET", r.url("/api/v1/namespaces/default/configmaps"), "")
+		require.Equal(t, http.StatusOK, code)
+		have := map[string]bool{}
+		for _, it := range obj["items"].([]any) {
+			have[it.(map[string]any)["metadata"].(map[string]any)["name"].(string)] = true
+		}
+		acked = 0
+		for _, w := range writes {
+			if w.code == http.StatusCreated {
+				acked++
+				assert.True(t, have[w.name], "%s: the acknowledged %s is lost", r.name, w.name)
+			}
+		}
+	}
+	t.Logf("%d writes, %d acknowledged", len(writes), acked)
+}

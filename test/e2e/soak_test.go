@@ -183,8 +183,8 @@ func throughSelector(all []soakEvent) []soakEvent {
 				out = append(out, e)
 			case now:
 				out = append(out, soakEvent{"ADDED", e.Name, e.RV, e.Tier})
-			case was:
-				out = append(out, soakEvent{"DELETED", e.Name, e.RV, e.Tier})
+			case was: // as kube-apiserver sends it: the last state that matched, at the new version
+				out = append(out, soakEvent{"DELETED", e.Name, e.RV, before})
 			}
 			tier[e.Name] = e.Tier
 		}

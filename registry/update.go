@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/webhooks"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -86,7 +88,7 @@ func (s *Store) update(ctx context.Context, t Target, o Options, mutate MutateFu
 			return cache.Update{}, err
 		}
 		if t.Sub == "status" {
-			next = withStatusOf(cur, next)
+			next = statusWrite(t.Kind, cur, next)
 		} else if t.Kind.Status {
 			if st, ok := cur["status"]; ok {
 				next["status"] = st
@@ -187,17 +189,37 @@ func checkUpdate(t Target, cur *cache.Object, next map[string]any) error {
 	return nil
 }
 
-// withStatusOf returns cur with only its status taken from next (a /status write).
-func withStatusOf(cur, next map[string]any) map[string]any {
+// statusWrite returns what a write to /status makes of next, the object the client's write
+// made: for a kind with StatusResets next with those fields as cur has them (its status and
+// other metadata changes kept, as a built-in kind's status strategy keeps them); for the others
+// cur with next's status (a custom resource's). Either way next's resourceVersion stays the
+// write's precondition, and its managedFields, the field manager's or the client's, are kept
+// (absent, cur's stay).
+func statusWrite(k *kinds.Kind, cur, next map[string]any) map[string]any {
+	if k.StatusResets != nil {
+		for _, p := range k.StatusResets {
+			path := jsonPath(p)
+			if v, ok := kinds.ValueAt(cur, p); ok {
+				setPath(next, path, deepCopyValue(v))
+			} else if parent, ok := kinds.ValueAt(next, strings.Join(path[:len(path)-1], ".")); ok {
+				if m, ok := parent.(map[string]any); ok {
+					delete(m, path[len(path)-1])
+				}
+			}
+		}
+		return next
+	}
 	out := deepCopy(cur)
 	if st, ok := next["status"]; ok {
 		out["status"] = st
 	} else {
 		delete(out, "status")
 	}
-	md := metadataOf(out)
-	if rv, ok := metadataOf(next)["resourceVersion"]; ok {
-		md["resourceVersion"] = rv
+	md, nextMD := metadataOf(out), metadataOf(next)
+	for _, f := range []string{"resourceVersion", "managedFields"} {
+		if v, ok := nextMD[f]; ok {
+			md[f] = v
+		}
 	}
 	return out
 }

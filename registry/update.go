@@ -10,6 +10,7 @@ import (
 	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/webhooks"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -84,7 +85,7 @@ func (s *Store) update(ctx context.Context, t Target, o Options, mutate MutateFu
 				return cache.Update{}, err
 			}
 		}
-		if err := checkUpdate(t, curObj, next); err != nil {
+		if err := checkUpdate(t, curObj, next, o.decoded); err != nil {
 			return cache.Update{}, err
 		}
 		if t.Sub == "status" {
@@ -158,8 +159,10 @@ func (s *Store) update(ctx context.Context, t Target, o Options, mutate MutateFu
 }
 
 // checkUpdate checks what the client may not change: the kind, the name and namespace of the
-// URL, the uid, and the resourceVersion it read (a different one is a conflict).
-func checkUpdate(t Target, cur *cache.Object, next map[string]any) error {
+// URL, the uid, and the resourceVersion it read (a different one is a conflict). A uid in a
+// PUT's body is its precondition (a 409 when it is not the object's); one a patch changes is
+// the 422 of an immutable field, as kube-apiserver's metadata validation has it.
+func checkUpdate(t Target, cur *cache.Object, next map[string]any, decoded decodedBy) error {
 	if err := checkTypeMeta(t.Kind, next); err != nil {
 		return err
 	}
@@ -174,6 +177,9 @@ func checkUpdate(t Target, cur *cache.Object, next map[string]any) error {
 		return badRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
 	if uid := stringOf(md["uid"]); uid != "" && uid != cur.UID() {
+		if decoded == fromPatch || decoded == fromStrategicPatch || decoded == fromApply {
+			return apierrors.NewInvalid(t.groupKind(), t.Key.Name, apivalidation.ValidateImmutableField(md["uid"], cur.UID(), field.NewPath("metadata", "uid")))
+		}
 		return apierrors.NewConflict(t.GroupResource(), t.Key.Name,
 			fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, cur.UID()))
 	}

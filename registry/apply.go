@@ -380,8 +380,8 @@ func (s *Store) applyObject(k *kinds.Kind, sub string, live, applied map[string]
 }
 
 // trackUpdate records the ownership of what the write (its field manager, or its user agent)
-// changed from live to next, when live is already tracked. An object nested too deeply to
-// track is refused (checkDepth).
+// changed from live to next (with its subresource, for a /status write), when live is already
+// tracked. An object nested too deeply to track is refused (checkDepth).
 func (s *Store) trackUpdate(t Target, live, next map[string]any, o Options) (map[string]any, error) {
 	md, _ := live["metadata"].(map[string]any)
 	if _, tracked := md["managedFields"]; !tracked {
@@ -391,7 +391,7 @@ func (s *Store) trackUpdate(t Target, live, next map[string]any, o Options) (map
 	if err := checkDepth(t, next, "an object whose fields are managed"); err != nil {
 		return nil, err
 	}
-	fm, err := s.fieldManagerFor(t.Kind, "")
+	fm, err := s.fieldManagerFor(t.Kind, t.Sub)
 	if err != nil {
 		return next, nil
 	}

@@ -80,7 +80,7 @@ func (s *Store) update(ctx context.Context, t Target, o Options, mutate MutateFu
 		if err != nil {
 			return cache.Update{}, err
 		}
-		if t.Sub == "" && !o.applying {
+		if (t.Sub == "" || t.Sub == "status") && !o.applying {
 			if next, err = s.trackUpdate(t, cur, next, o); err != nil {
 				return cache.Update{}, err
 			}

@@ -116,6 +116,15 @@ spec:
 	assert.Equal(t, "status", ctrl["subresource"])
 	assert.Nil(t, field(ctrl, "fieldsV1", "f:spec"), "what /status resets is not owned")
 
+	// A plain write to /status of a tracked object is recorded too, with its subresource.
+	r = e.do("PATCH", path+"/status?fieldManager=patcher", "application/merge-patch+json", `{"status":{"availableReplicas":1}}`)
+	require.Equal(t, http.StatusOK, r.code, "body: %s", r.body)
+	patcher := managerEntry(r.json(t), "patcher")
+	require.NotNil(t, patcher)
+	assert.Equal(t, "Update", patcher["operation"])
+	assert.Equal(t, "status", patcher["subresource"])
+	assert.NotNil(t, field(patcher, "fieldsV1", "f:status", "f:availableReplicas"))
+
 	status(t, e.do("PATCH", "/apis/apps/v1/namespaces/default/deployments/missing/status?fieldManager=ctrl", applyType,
 		`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"missing"},"status":{"replicas":1}}`), 404, "NotFound")
 }

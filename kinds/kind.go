@@ -35,6 +35,11 @@ type Kind struct {
 	// StatusOnCreate says a create keeps the status it is sent (a kubelet registers its Node
 	// with its status); otherwise a kind with the status subresource starts without one.
 	StatusOnCreate bool
+	// StatusResets are the fields, as dotted paths, a write to /status does not change although
+	// the write changes the rest of the object's metadata, as a built-in kind's status strategy
+	// resets them (its GetResetFields): spec, and a Deployment's metadata.labels. Nil means a
+	// write to /status changes status alone, as a custom resource's status strategy has it.
+	StatusResets []string
 	// Finalize says the kind has spec.finalizers and the finalize subresource, as a Namespace
 	// has: only a write to /finalize changes spec.finalizers (PrepareForUpdate keeps them on
 	// the main resource, the status subresource keeps the spec), and an object being deleted

@@ -40,6 +40,8 @@ type typed struct {
 	short   []string
 	all     bool // in the "all" category (`kubectl get all`)
 	status  bool // the status subresource
+	// statusResets are what a write to /status does not change besides spec (Kind.StatusResets).
+	statusResets []string
 	// statusOnCreate keeps the status a create sends (Kind.StatusOnCreate).
 	statusOnCreate bool
 	// finalize is spec.finalizers and the finalize subresource (Kind.Finalize).
@@ -141,6 +143,9 @@ func (ts *typeSet) kind(d typed) *Kind {
 	}
 	if d.extension {
 		k.Categories = append(k.Categories, "api-extensions")
+	}
+	if d.status {
+		k.StatusResets = append([]string{"spec"}, d.statusResets...)
 	}
 	if d.scale {
 		selector := ".spec.selector"

@@ -279,7 +279,7 @@ func validate(t Target, obj, old map[string]any, o Options) ([]string, error) {
 			}
 			return nil, apierrors.NewInvalid(t.groupKind(), stringOf(md["name"]), uniqueErrors(t, errs))
 		}
-		return warnings, nil
+		return append(warnings, finalizerWarnings(t, obj, old)...), nil
 	}
 	meta, err := objectMetaOf(md)
 	if err != nil {
@@ -305,7 +305,7 @@ func validate(t Target, obj, old map[string]any, o Options) ([]string, error) {
 		}
 		return nil, apierrors.NewInvalid(t.groupKind(), meta.Name, uniqueErrors(t, errs))
 	}
-	return warnings, nil
+	return append(warnings, finalizerWarnings(t, obj, old)...), nil
 }
 
 // uniqueErrors drops the repeated errors of a built-in kind (the same field, reason and

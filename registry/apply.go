@@ -14,6 +14,7 @@ import (
 	"github.com/opemu/opemu/internal/jsonfast"
 	"github.com/opemu/opemu/kinds"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 	"sigs.k8s.io/yaml"
 )
@@ -46,7 +48,13 @@ func (s *Store) applyPatch(ctx context.Context, t Target, body []byte, o Options
 		return Result{}, apierrors.NewInvalid(schema.GroupKind{Group: "meta.k8s.io", Kind: "PatchOptions"}, "",
 			field.ErrorList{field.Required(field.NewPath("fieldManager"), "is required for apply patch")})
 	}
-	if t.Sub != "" {
+	switch t.Sub {
+	case "", "status":
+	case "scale":
+		if t.Kind.Scale == nil {
+			return Result{}, UnsupportedMediaType(jsonPatchType + ", " + mergePatchType)
+		}
+	default:
 		return Result{}, UnsupportedMediaType(jsonPatchType + ", " + mergePatchType)
 	}
 	if trimmed := bytes.TrimSpace(body); len(trimmed) > 0 && trimmed[0] == '{' && jsonDeeperThan(trimmed, maxPatchDepth) {
@@ -89,10 +97,16 @@ func (s *Store) applyPatch(ctx context.Context, t Target, body []byte, o Options
 		return nil
 	}
 	o.decoded = fromApply
+	if t.Sub == "scale" {
+		res, err := s.applyScale(ctx, t, applied, o, strict)
+		res.Warnings = append(warnings, res.Warnings...)
+		return res, err
+	}
 	var res Result
-	if _, err = s.cfg.Storage.Get(ctx, t.Key); errors.Is(err, cache.ErrNotFound) {
+	// A subresource is applied to an object that exists (else the update's 404).
+	if _, err = s.cfg.Storage.Get(ctx, t.Key); t.Sub == "" && errors.Is(err, cache.ErrNotFound) {
 		var obj map[string]any
-		if obj, err = s.applyObject(t.Kind, nil, applied, o.FieldManager, o.Force); err != nil {
+		if obj, err = s.applyObject(t.Kind, "", nil, applied, o.FieldManager, o.Force); err != nil {
 			return Result{}, err
 		}
 		if err := strict(obj); err != nil {
@@ -111,7 +125,7 @@ func (s *Store) applyPatch(ctx context.Context, t Target, body []byte, o Options
 		if err := checkDepth(t, cur, "the live object"); err != nil {
 			return nil, err
 		}
-		obj, err := s.applyObject(t.Kind, deepCopy(cur), deepCopy(applied), o.FieldManager, o.Force)
+		obj, err := s.applyObject(t.Kind, t.Sub, deepCopy(cur), deepCopy(applied), o.FieldManager, o.Force)
 		if err == nil {
 			warnings = nil
 			err = strict(obj)
@@ -168,31 +182,181 @@ func checkAppliedFields(t Target, applied map[string]any) error {
 	return serverError(fmt.Sprintf("failed to create typed patch object (%s/%s; %v): %v", stringOf(md["namespace"]), stringOf(md["name"]), gvk, errs))
 }
 
-// fieldManagerFor returns k's FieldManager, made on first use.
-func (s *Store) fieldManagerFor(k *kinds.Kind) (*managedfields.FieldManager, error) {
+// fieldManagerKey names a FieldManager: the kind's, of its main resource or a subresource.
+type fieldManagerKey struct {
+	gvk schema.GroupVersionKind
+	sub string // "", "status" or "scale"
+}
+
+// scaleGVK is the kind of the scale subresource's objects.
+var scaleGVK = schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
+
+// fieldManagerFor returns the FieldManager of k's main resource (sub "") or of its status or
+// scale subresource, made on first use. A subresource's records its writes with their
+// subresource; each ignores the fields its writes may not change (kube-apiserver's strategies'
+// GetResetFields: status on the main resource of a kind with a status subresource, spec and the
+// kind's StatusResets on /status). The scale subresource's merges autoscaling/v1 Scale objects
+// with types deduced from them (client-go's schema has no Scale; a Scale has no lists).
+func (s *Store) fieldManagerFor(k *kinds.Kind, sub string) (*managedfields.FieldManager, error) {
 	gvk := schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind}
-	if fm, ok := s.fieldManagers.Load(gvk); ok {
+	key := fieldManagerKey{gvk: gvk, sub: sub}
+	if fm, ok := s.fieldManagers.Load(key); ok {
 		return fm.(*managedfields.FieldManager), nil
+	}
+	var reset []fieldpath.Path
+	switch sub {
+	case "":
+		if k.Status {
+			reset = append(reset, fieldpath.MakePathOrDie("status"))
+		}
+	case "status":
+		reset = append(reset, fieldpath.MakePathOrDie("spec"))
+		for _, p := range k.StatusResets {
+			if p != "spec" {
+				reset = append(reset, fieldpath.MakePathOrDie(toPathElements(jsonPath(p))...))
+			}
+		}
+	case "scale":
+		gvk = scaleGVK
+	}
+	var resetFields map[fieldpath.APIVersion]fieldpath.Filter
+	if len(reset) > 0 {
+		resetFields = map[fieldpath.APIVersion]fieldpath.Filter{
+			fieldpath.APIVersion(gvk.GroupVersion().String()): fieldpath.NewExcludeSetFilter(fieldpath.NewSet(reset...)),
+		}
 	}
 	var fm *managedfields.FieldManager
 	var err error
-	if k.TypeConverter != nil {
+	if k.TypeConverter != nil && sub != "scale" {
 		fm, err = managedfields.NewDefaultFieldManager(k.TypeConverter, unstructuredConvertor{}, noDefaults{},
-			unstructuredCreater{}, gvk, gvk.GroupVersion(), "", nil)
+			unstructuredCreater{}, gvk, gvk.GroupVersion(), sub, resetFields)
 	} else {
 		fm, err = managedfields.NewDefaultCRDFieldManager(managedfields.NewDeducedTypeConverter(), unstructuredConvertor{}, noDefaults{},
-			unstructuredCreater{}, gvk, gvk.GroupVersion(), "", nil)
+			unstructuredCreater{}, gvk, gvk.GroupVersion(), sub, resetFields)
 	}
 	if err != nil {
 		return nil, err
 	}
-	actual, _ := s.fieldManagers.LoadOrStore(gvk, fm)
+	actual, _ := s.fieldManagers.LoadOrStore(key, fm)
 	return actual.(*managedfields.FieldManager), nil
 }
 
-// applyObject merges applied into live (nil: the object does not exist yet) as manager.
-func (s *Store) applyObject(k *kinds.Kind, live, applied map[string]any, manager string, force bool) (map[string]any, error) {
-	fm, err := s.fieldManagerFor(k)
+// toPathElements makes the keys of a path the arguments of fieldpath.MakePathOrDie.
+func toPathElements(keys []string) []any {
+	out := make([]any, len(keys))
+	for i, k := range keys {
+		out[i] = k
+	}
+	return out
+}
+
+// applyScale is server-side apply on the scale subresource, as kube-apiserver's scale storage
+// does it: the object's Scale carries the managedFields of its replicas (managedfields'
+// ScaleHandler: the entries that own the replicas path, as autoscaling/v1), the Scale field
+// manager merges applied into it, and its replicas and entries go back to the object.
+func (s *Store) applyScale(ctx context.Context, t Target, applied map[string]any, o Options, strict func(map[string]any) error) (Result, error) {
+	gv := schema.GroupVersion{Group: t.Kind.Group, Version: t.Kind.Version}
+	mappings := managedfields.ResourcePathMappings{gv.String(): fieldpath.MakePathOrDie(toPathElements(jsonPath(t.Kind.Scale.SpecReplicasPath))...)}
+	return s.update(ctx, t, o, func(cur map[string]any) (map[string]any, error) {
+		parent, err := managedFieldsOf(cur)
+		if err != nil {
+			return nil, err
+		}
+		if len(parent) == 0 {
+			// An object no write tracked yet: its fields are before-first-apply's, as the main
+			// resource's field manager has them on a first apply.
+			if parent, err = s.beforeFirstApply(t.Kind, cur); err != nil {
+				return nil, err
+			}
+		}
+		h := managedfields.NewScaleHandler(parent, gv, mappings)
+		entries, err := h.ToSubresource()
+		if err != nil {
+			return nil, serverError(err.Error())
+		}
+		scale := scaleOf(t, cur)
+		if err := setManagedFields(scale, entries); err != nil {
+			return nil, err
+		}
+		out, err := s.applyObject(t.Kind, "scale", scale, deepCopy(applied), o.FieldManager, o.Force)
+		if err != nil {
+			return nil, err
+		}
+		if err := strict(out); err != nil {
+			return nil, err
+		}
+		raw, err := jsonfast.Marshal(out)
+		if err != nil {
+			return nil, err
+		}
+		if out, err = DecodeObject(raw); err != nil { // numbers as the rest of the write path has them
+			return nil, err
+		}
+		next, err := fromScale(t, deepCopy(cur), out)
+		if err != nil {
+			return nil, err
+		}
+		if entries, err = managedFieldsOf(out); err != nil {
+			return nil, err
+		}
+		if entries, err = h.ToParent(entries); err != nil {
+			return nil, serverError(err.Error())
+		}
+		return next, setManagedFields(next, entries)
+	})
+}
+
+// beforeFirstApply returns the managedFields of obj, which has none, as the main resource's
+// field manager makes them before a first apply: every field owned by the manager
+// "before-first-apply", an Update.
+func (s *Store) beforeFirstApply(k *kinds.Kind, obj map[string]any) ([]metav1.ManagedFieldsEntry, error) {
+	fm, err := s.fieldManagerFor(k, "")
+	if err != nil {
+		return nil, err
+	}
+	empty := &unstructured.Unstructured{Object: map[string]any{}}
+	empty.SetAPIVersion(k.GroupVersion())
+	empty.SetKind(k.Kind)
+	out := fm.UpdateNoErrors(empty, &unstructured.Unstructured{Object: plainNumbers(obj)}, "before-first-apply")
+	return managedFieldsOf(out.(*unstructured.Unstructured).Object)
+}
+
+// managedFieldsOf decodes obj's metadata.managedFields.
+func managedFieldsOf(obj map[string]any) ([]metav1.ManagedFieldsEntry, error) {
+	raw, ok := metadataOf(obj)["managedFields"]
+	if !ok || raw == nil {
+		return nil, nil
+	}
+	var om metav1.ObjectMeta
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"managedFields": plainValue(raw)}, &om); err != nil {
+		return nil, serverError(fmt.Sprintf("decoding managedFields: %v", err))
+	}
+	return om.ManagedFields, nil
+}
+
+// setManagedFields sets obj's metadata.managedFields to entries (none: removed).
+func setManagedFields(obj map[string]any, entries []metav1.ManagedFieldsEntry) error {
+	md := metadataOf(obj)
+	if len(entries) == 0 {
+		delete(md, "managedFields")
+		return nil
+	}
+	raw, err := json.Marshal(entries)
+	if err != nil {
+		return err
+	}
+	var v []any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return err
+	}
+	md["managedFields"] = v
+	return nil
+}
+
+// applyObject merges applied into live (nil: the object does not exist yet) as manager, with
+// the field manager of k's main resource or subresource sub.
+func (s *Store) applyObject(k *kinds.Kind, sub string, live, applied map[string]any, manager string, force bool) (map[string]any, error) {
+	fm, err := s.fieldManagerFor(k, sub)
 	if err != nil {
 		return nil, err
 	}
@@ -216,8 +380,8 @@ func (s *Store) applyObject(k *kinds.Kind, live, applied map[string]any, manager
 }
 
 // trackUpdate records the ownership of what the write (its field manager, or its user agent)
-// changed from live to next, when live is already tracked. An object nested too deeply to
-// track is refused (checkDepth).
+// changed from live to next (with its subresource, for a /status write), when live is already
+// tracked. An object nested too deeply to track is refused (checkDepth).
 func (s *Store) trackUpdate(t Target, live, next map[string]any, o Options) (map[string]any, error) {
 	md, _ := live["metadata"].(map[string]any)
 	if _, tracked := md["managedFields"]; !tracked {
@@ -227,7 +391,7 @@ func (s *Store) trackUpdate(t Target, live, next map[string]any, o Options) (map
 	if err := checkDepth(t, next, "an object whose fields are managed"); err != nil {
 		return nil, err
 	}
-	fm, err := s.fieldManagerFor(t.Kind)
+	fm, err := s.fieldManagerFor(t.Kind, t.Sub)
 	if err != nil {
 		return next, nil
 	}

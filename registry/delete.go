@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/kinds"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Delete deletes t's object (SPEC §2): an object with finalizers is marked (deletionTimestamp
@@ -66,8 +69,11 @@ func (s *Store) delete(ctx context.Context, t Target, pre cache.Preconditions, o
 func (s *Store) deleteObject(ctx context.Context, t Target, pre cache.Preconditions, o Options) (*cache.Object, bool, error) {
 	removing := false
 	marker, _ := t.Kind.Lifecycle.(kinds.DeleteMarker)
-	obj, err := s.cfg.Storage.GuaranteedUpdate(ctx, t.Key, pre, func(cur *cache.Object) (cache.Update, error) {
+	obj, err := s.cfg.Storage.GuaranteedUpdate(ctx, t.Key, cache.Preconditions{}, func(cur *cache.Object) (cache.Update, error) {
 		removing = false
+		if err := deletePreconditions(t, cur, pre); err != nil {
+			return cache.Update{}, err
+		}
 		finalizers, changed := gcFinalizers(cur.Finalizers(), o.PropagationPolicy, t.Kind.DeletePropagation)
 		switch {
 		case marker != nil && !cur.Deleting():
@@ -233,4 +239,19 @@ func toAnySlice(l []string) []any {
 		out[i] = s
 	}
 	return out
+}
+
+// deletePreconditions checks a DELETE's preconditions as kube-apiserver's rest.BeforeDelete
+// does, its conflict naming the kind (Widget.conformance.example.com), not the resource.
+func deletePreconditions(t Target, cur *cache.Object, pre cache.Preconditions) error {
+	var err error
+	switch {
+	case pre.UID != "" && pre.UID != cur.UID():
+		err = fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", pre.UID, cur.UID())
+	case pre.ResourceVersion != "" && pre.ResourceVersion != formatRV(cur.ResourceVersion()):
+		err = fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%d). The object might have been modified", pre.ResourceVersion, cur.ResourceVersion())
+	default:
+		return nil
+	}
+	return apierrors.NewConflict(schema.GroupResource{Group: t.Kind.Group, Resource: t.Kind.Kind}, t.Key.Name, err)
 }

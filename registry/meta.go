@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/kinds"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -70,15 +69,10 @@ func stampUpdate(t Target, cur *cache.Object, old, next map[string]any) (removin
 	if !cur.Deleting() {
 		return false, nil
 	}
-	var added []string
-	for _, f := range finalizers {
-		if !slices.Contains(cur.Finalizers(), f) {
-			added = append(added, f)
-		}
-	}
-	if len(added) > 0 {
-		return false, apierrors.NewInvalid(t.groupKind(), t.Key.Name, field.ErrorList{field.Forbidden(field.NewPath("metadata", "finalizers"),
-			"no new finalizers can be added if the object is being deleted, found new finalizers ["+strings.Join(added, " ")+"]")})
+	// kube-apiserver checks the metadata of an update twice (rest.BeforeUpdate, then the
+	// strategy's validation): the cause is given twice, the message once.
+	if errs := apivalidation.ValidateNoNewFinalizers(finalizers, cur.Finalizers(), field.NewPath("metadata", "finalizers")); len(errs) > 0 {
+		return false, apierrors.NewInvalid(t.groupKind(), t.Key.Name, append(errs, errs...))
 	}
 	if len(finalizers) > 0 {
 		return false, nil

@@ -51,8 +51,8 @@ type Store struct {
 	cfg    Config
 	events EventRecorder // nil: no write records Events
 
-	// fieldManagers caches one server-side apply FieldManager per served kind.
-	fieldManagers sync.Map // schema.GroupVersionKind → *managedfields.FieldManager
+	// fieldManagers caches one server-side apply FieldManager per served kind and subresource.
+	fieldManagers sync.Map // fieldManagerKey → *managedfields.FieldManager
 	// nsLocks are striped by namespace name: creates into a namespace hold its stripe shared
 	// across their Terminating check and store write, a namespace's deletion holds it
 	// exclusively while it marks the namespace, so no object slips into a Terminating

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/webhooks"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -77,16 +80,16 @@ func (s *Store) update(ctx context.Context, t Target, o Options, mutate MutateFu
 		if err != nil {
 			return cache.Update{}, err
 		}
-		if t.Sub == "" && !o.applying {
+		if (t.Sub == "" || t.Sub == "status") && !o.applying {
 			if next, err = s.trackUpdate(t, cur, next, o); err != nil {
 				return cache.Update{}, err
 			}
 		}
-		if err := checkUpdate(t, curObj, next); err != nil {
+		if err := checkUpdate(t, curObj, next, o.decoded); err != nil {
 			return cache.Update{}, err
 		}
 		if t.Sub == "status" {
-			next = withStatusOf(cur, next)
+			next = statusWrite(t.Kind, cur, next)
 		} else if t.Kind.Status {
 			if st, ok := cur["status"]; ok {
 				next["status"] = st
@@ -156,8 +159,10 @@ func (s *Store) update(ctx context.Context, t Target, o Options, mutate MutateFu
 }
 
 // checkUpdate checks what the client may not change: the kind, the name and namespace of the
-// URL, the uid, and the resourceVersion it read (a different one is a conflict).
-func checkUpdate(t Target, cur *cache.Object, next map[string]any) error {
+// URL, the uid, and the resourceVersion it read (a different one is a conflict). A uid in a
+// PUT's body is its precondition (a 409 when it is not the object's); one a patch changes is
+// the 422 of an immutable field, as kube-apiserver's metadata validation has it.
+func checkUpdate(t Target, cur *cache.Object, next map[string]any, decoded decodedBy) error {
 	if err := checkTypeMeta(t.Kind, next); err != nil {
 		return err
 	}
@@ -172,6 +177,9 @@ func checkUpdate(t Target, cur *cache.Object, next map[string]any) error {
 		return badRequest("the namespace of the provided object does not match the namespace sent on the request")
 	}
 	if uid := stringOf(md["uid"]); uid != "" && uid != cur.UID() {
+		if decoded == fromPatch || decoded == fromStrategicPatch || decoded == fromApply {
+			return apierrors.NewInvalid(t.groupKind(), t.Key.Name, apivalidation.ValidateImmutableField(md["uid"], cur.UID(), field.NewPath("metadata", "uid")))
+		}
 		return apierrors.NewConflict(t.GroupResource(), t.Key.Name,
 			fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, cur.UID()))
 	}
@@ -187,17 +195,37 @@ func checkUpdate(t Target, cur *cache.Object, next map[string]any) error {
 	return nil
 }
 
-// withStatusOf returns cur with only its status taken from next (a /status write).
-func withStatusOf(cur, next map[string]any) map[string]any {
+// statusWrite returns what a write to /status makes of next, the object the client's write
+// made: for a kind with StatusResets next with those fields as cur has them (its status and
+// other metadata changes kept, as a built-in kind's status strategy keeps them); for the others
+// cur with next's status (a custom resource's). Either way next's resourceVersion stays the
+// write's precondition, and its managedFields, the field manager's or the client's, are kept
+// (absent, cur's stay).
+func statusWrite(k *kinds.Kind, cur, next map[string]any) map[string]any {
+	if k.StatusResets != nil {
+		for _, p := range k.StatusResets {
+			path := jsonPath(p)
+			if v, ok := kinds.ValueAt(cur, p); ok {
+				setPath(next, path, deepCopyValue(v))
+			} else if parent, ok := kinds.ValueAt(next, strings.Join(path[:len(path)-1], ".")); ok {
+				if m, ok := parent.(map[string]any); ok {
+					delete(m, path[len(path)-1])
+				}
+			}
+		}
+		return next
+	}
 	out := deepCopy(cur)
 	if st, ok := next["status"]; ok {
 		out["status"] = st
 	} else {
 		delete(out, "status")
 	}
-	md := metadataOf(out)
-	if rv, ok := metadataOf(next)["resourceVersion"]; ok {
-		md["resourceVersion"] = rv
+	md, nextMD := metadataOf(out), metadataOf(next)
+	for _, f := range []string{"resourceVersion", "managedFields"} {
+		if v, ok := nextMD[f]; ok {
+			md[f] = v
+		}
 	}
 	return out
 }

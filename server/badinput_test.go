@@ -109,7 +109,7 @@ func TestBadInputMatrix(t *testing.T) {
 		{name: "JSON patch path to nowhere", method: "PATCH", path: obj, ctype: "application/json-patch+json", body: `[{"op":"replace","path":"/spec/a/b/c","value":1}]`, code: 422, reason: "Invalid"},
 		{name: "JSON patch changes the kind", method: "PATCH", path: obj, ctype: "application/json-patch+json", body: `[{"op":"replace","path":"/kind","value":"Pod"}]`, code: 422, reason: "Invalid", causes: []string{"kind"}},
 		{name: "merge patch not JSON", method: "PATCH", path: obj, ctype: "application/merge-patch+json", body: `{spec}`, code: 400, reason: "BadRequest"},
-		{name: "merge patch changes the uid", method: "PATCH", path: obj, ctype: "application/merge-patch+json", body: `{"metadata":{"uid":"x"}}`, code: 409, reason: "Conflict"},
+		{name: "merge patch changes the uid", method: "PATCH", path: obj, ctype: "application/merge-patch+json", body: `{"metadata":{"uid":"x"}}`, code: 422, reason: "Invalid", causes: []string{"metadata.uid"}, message: "field is immutable"},
 		{name: "strategic merge patch on a custom resource", method: "PATCH", path: obj, ctype: "application/strategic-merge-patch+json", body: `{}`, code: 415, reason: "UnsupportedMediaType"},
 		{name: "apply without a field manager", method: "PATCH", path: obj, ctype: "application/apply-patch+yaml", body: appJSON(`{"name":"keep-0"}`, spec), code: 422, reason: "Invalid", causes: []string{"fieldManager"}},
 		{name: "patch of nothing", method: "PATCH", path: appsPath + "/missing", ctype: "application/merge-patch+json", body: `{}`, code: 404, reason: "NotFound"},

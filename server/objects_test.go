@@ -372,3 +372,31 @@ func mustMarshal(t *testing.T, v any) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// Finalizers and delete preconditions of a custom resource, worded as kube-apiserver words
+// them: a warning for a finalizer name without a domain and path, the "no new finalizers"
+// cause (given twice, as kube-apiserver checks an update's metadata twice), and failed
+// preconditions naming the kind.
+func TestCustomResourceFinalizersAndPreconditions(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	spec := `{"replicas":1,"image":"nginx:1"}`
+	r := e.do("POST", appsPath, "application/json", appJSON(`{"name":"f","finalizers":["hold","cloudnative.elide.dev/keep"]}`, spec))
+	require.Equal(t, http.StatusCreated, r.code, "body: %s", r.body)
+	assert.Contains(t, r.header.Values("Warning"),
+		`299 - "metadata.finalizers: \"hold\": prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers"`)
+	assert.NotContains(t, strings.Join(r.header.Values("Warning"), "\n"), "cloudnative.elide.dev/keep", "a domain-qualified name with a path gets no warning")
+	uid := field(r.json(t), "metadata", "uid").(string)
+
+	c := status(t, e.do("DELETE", appsPath+"/f", "application/json", `{"preconditions":{"uid":"00000000-0000-0000-0000-000000000000"}}`), 409, "Conflict")
+	assert.Equal(t, "Application", field(c, "details", "kind"))
+	assert.Contains(t, c["message"], `Operation cannot be fulfilled on Application.cloudnative.elide.dev "f": the UID in the precondition`)
+	c = status(t, e.do("DELETE", appsPath+"/f", "application/json", `{"preconditions":{"resourceVersion":"1"}}`), 409, "Conflict")
+	assert.Contains(t, c["message"], "the ResourceVersion in the precondition (1) does not match")
+
+	require.Equal(t, http.StatusOK, e.do("DELETE", appsPath+"/f", "application/json", `{"preconditions":{"uid":"`+uid+`"}}`).code)
+	c = status(t, e.do("PATCH", appsPath+"/f", "application/merge-patch+json", `{"metadata":{"finalizers":["hold","cloudnative.elide.dev/keep","cloudnative.elide.dev/new"]}}`), 422, "Invalid")
+	const cause = `no new finalizers can be added if the object is being deleted, found new finalizers []string{"cloudnative.elide.dev/new"}`
+	assert.Equal(t, `Application.cloudnative.elide.dev "f" is invalid: metadata.finalizers: Forbidden: `+cause, c["message"])
+	assert.Equal(t, []string{"metadata.finalizers", "metadata.finalizers"}, causes(c))
+}

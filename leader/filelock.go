@@ -78,6 +78,11 @@ func (l *FileLock) withLock(fn func() error) error {
 // stand-in naming its size and modification time (so a change to it is still a change), and a
 // missing file, once this lock has seen a record, as a stand-in too (a record that vanished is
 // damaged, not free). os.ErrNotExist only when no record was ever seen.
+//
+// Damaged content carries its modification time (a missing file its directory's): the elector
+// times a record from when its bytes last changed, and the same damage twice ("garbage", an
+// empty file) with a repair in between that a starved candidate never read must not look
+// unchanged to it, or it would take the lease from a leader that renewed meanwhile.
 func (l *FileLock) readCurrent() ([]byte, error) {
 	f, err := os.Open(l.Path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -85,7 +90,11 @@ func (l *FileLock) readCurrent() ([]byte, error) {
 		seen := l.haveGood
 		l.mu.Unlock()
 		if seen {
-			return []byte("\x00missing"), nil
+			missing := []byte("\x00missing")
+			if fi, err := os.Stat(filepath.Dir(l.Path)); err == nil {
+				missing = fmt.Appendf(missing, " dir-mtime=%d", fi.ModTime().UnixNano())
+			}
+			return missing, nil
 		}
 		return nil, err
 	}
@@ -109,6 +118,9 @@ func (l *FileLock) readCurrent() ([]byte, error) {
 	}
 	if len(raw) > maxRecordBytes {
 		return oversized(fi), nil
+	}
+	if _, ok := parse(raw); !ok {
+		raw = fmt.Appendf(raw, "\x00mtime=%d", fi.ModTime().UnixNano())
 	}
 	return raw, nil
 }

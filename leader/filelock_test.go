@@ -79,6 +79,35 @@ var damaged = []struct{ name, content string }{
 	{"a record cut short", `{"holderIdentity":"a","leaseDurationSeconds":15,"acq`},
 }
 
+// TestFileLockSameDamageTwiceIsAChange: the same damage made again after a repair the
+// candidate never read reads as a change, so the elector times it afresh (not from its first
+// sight of the first damage, which would let it take a lease the leader renewed meanwhile).
+func TestFileLockSameDamageTwiceIsAChange(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "x.lease")
+	leaderLock := &leader.FileLock{Path: path, ID: "a", Name: "default/x", LeaseDuration: 2500 * time.Millisecond}
+	follower := &leader.FileLock{Path: path, ID: "b", Name: "default/x", LeaseDuration: 2500 * time.Millisecond}
+	require.NoError(t, leaderLock.Create(ctx, rec("a")))
+	_, _, err := follower.Get(ctx)
+	require.NoError(t, err)
+	garbage := func(at time.Time) {
+		require.NoError(t, os.WriteFile(path, []byte("garbage\n"), 0o644))
+		require.NoError(t, os.Chtimes(path, at, at))
+	}
+	first := time.Now().Add(-time.Minute)
+	garbage(first)
+	_, raw1, err := follower.Get(ctx)
+	require.NoError(t, err)
+	// The leader repairs it (the follower does not read the repair), then the same damage again.
+	_, _, err = leaderLock.Get(ctx)
+	require.NoError(t, err)
+	require.NoError(t, leaderLock.Update(ctx, rec("a")))
+	garbage(first.Add(time.Second))
+	_, raw2, err := follower.Get(ctx)
+	require.NoError(t, err)
+	assert.NotEqual(t, raw1, raw2, "the second damage is a new record to the elector")
+}
+
 // TestFileLockDamagedRecordIsHeld: a candidate that never saw a good record sees a damaged one
 // held by an unknown holder for the lease duration (the elector times it from its first
 // sight); once the elector decides to take it, the update goes through over the damage.
@@ -95,7 +124,7 @@ func TestFileLockDamagedRecordIsHeld(t *testing.T) {
 			assert.NotEmpty(t, got.HolderIdentity, "a damaged record is not free")
 			assert.NotEqual(t, "a", got.HolderIdentity)
 			assert.Equal(t, 3, got.LeaseDurationSeconds, "held for the lease duration, in whole seconds")
-			assert.Equal(t, tt.content, string(raw), "the raw record is the damage itself, so the elector times it")
+			assert.True(t, strings.HasPrefix(string(raw), tt.content+"\x00mtime="), "the raw record is the damage itself and when it was made, so the elector times it: %q", raw)
 			require.NoError(t, l.Update(ctx, rec("a")), "taking it when the elector decides to")
 			got, _, err = l.Get(ctx)
 			require.NoError(t, err)

@@ -12,7 +12,8 @@
 //
 //	USE_EXISTING_CLUSTER=true KUBECONFIG=<it> go test -json ./<pkg> -args -ginkgo.json-report=<file>
 //
-// in the copied module, bounded by -timeout. It then stops that opemu. It writes into -out each
+// in the copied module (less the tests notApplicable names), bounded by -timeout. It then stops
+// that opemu. It writes into -out each
 // package's log, ginkgo report and opemu log, and summary.md: specs passed, failed and skipped
 // per package (plain Go tests counted apart) and every failure grouped by its message. It exits 1
 // when a spec failed or a package produced no report, 2 when it could not run at all.
@@ -137,8 +138,12 @@ func runPackage(ctx context.Context, bin, src, out, scratch, pkg string, timeout
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	// go test's own -timeout fires first, so that a hung spec is reported with its goroutines.
-	cmd := goCmd(tctx, src, "test", "-count=1", "-json", "-timeout", (timeout - 30*time.Second).String(),
-		"./"+pkg, "-args", "-ginkgo.json-report="+report, "-ginkgo.no-color")
+	args := []string{"test", "-count=1", "-json", "-timeout", (timeout - 30*time.Second).String()}
+	if na, ok := notApplicable[pkg]; ok {
+		args = append(args, "-skip", na.skip)
+		r.NotRun = na.skip + ": " + na.reason
+	}
+	cmd := goCmd(tctx, src, append(args, "./"+pkg, "-args", "-ginkgo.json-report="+report, "-ginkgo.no-color")...)
 	cmd.Env = append(cmd.Environ(), "USE_EXISTING_CLUSTER=true", "KUBECONFIG="+srv.kubeconfig)
 	cmd.Stdout = nil
 	stdout, err := cmd.StdoutPipe()

@@ -57,6 +57,9 @@ type result struct {
 	Failures []failure
 	Seconds  float64
 	Requests int // API requests opemu answered during the run
+	// NotRun is the pattern of tests not run as not applicable to an existing cluster and why
+	// (notApplicable); empty when every test ran.
+	NotRun string
 }
 
 type failure struct {
@@ -217,16 +220,23 @@ var (
 // causeKey groups failures by the first line of their message that says something (not
 // gomega's "Unexpected error:" or a value's type), with numbers blanked out.
 func causeKey(f failure) string {
-	line := ""
+	var said []string // the lines that say something
 	for _, l := range strings.Split(f.Message, "\n") {
 		t := strings.TrimSpace(fileLine.ReplaceAllString(typeHeader.ReplaceAllString(strings.TrimSpace(l), ""), ""))
 		switch {
-		case t == "", t == "Expected", t == "occurred", t == "{",
-			strings.HasPrefix(t, "Unexpected error"), strings.HasPrefix(t, "Expected success"), strings.HasPrefix(t, "[timedout]"):
+		case t == "", t == "occurred", t == "{", strings.HasPrefix(t, "Unexpected error"),
+			strings.HasPrefix(t, "Expected success"), strings.HasPrefix(t, "[timedout]"):
 			continue
 		}
-		line = t
-		break
+		said = append(said, t)
+	}
+	line := ""
+	if len(said) > 0 {
+		line = said[0]
+	}
+	if line == "Expected" {
+		// a matcher's failure: "Expected 2 to equal 3", values and all
+		line = strings.Join(said[:min(len(said), 4)], " ")
 	}
 	if len(line) > 160 {
 		line = line[:160]
@@ -247,6 +257,11 @@ func writeSummary(w io.Writer, results []result) {
 		all = append(all, r.Failures...)
 	}
 	fmt.Fprintf(w, "| **total** | %d | %d | %d | %d | %s | | | | |\n\n", tp, tf, ts, tn, rate(tp, tf))
+	for _, r := range results {
+		if r.NotRun != "" {
+			fmt.Fprintf(w, "Not run in %s (not applicable to an existing cluster): %s\n\n", r.Package, r.NotRun)
+		}
+	}
 
 	groups := map[string][]failure{}
 	for _, f := range all {

@@ -62,7 +62,8 @@ func TestCauseKey(t *testing.T) {
 	for msg, want := range map[string]string{
 		"restmapper_test.go:151: \n        Unexpected error:\n            <*meta.NoResourceMatchError | 0x18a14d0fb890>: \n            no matches for authentication.k8s.io/v1, Resource=tokenreviews": "no matches for authentication.k8s.io/v1, Resource=tokenreviews",
 		"Expected success, but got an error:\n    <*errors.StatusError | 0x263919711900>: \n    the server could not find the requested resource\n    {":                                               "the server could not find the requested resource",
-		"Expected\n    <string>: the body of the request was in an unknown format\nto contain substring":                                                                                               "the body of the request was in an unknown format",
+		"Expected\n    <string>: the body of the request was in an unknown format\nto contain substring\n    <string>: field not declared in schema":                                                   "Expected the body of the request was in an unknown format to contain substring field not declared in schema",
+		"restmapper_test.go:131: \n        Expected\n            <int>: 2\n        to equal\n            <int>: 3":                                                                                     "Expected N to equal N",
 	} {
 		assert.Equal(t, want, causeKey(failure{Message: msg}))
 	}

@@ -282,7 +282,11 @@ func writeSummary(w io.Writer, results []result) {
 		g := groups[k]
 		fmt.Fprintf(w, "### %d × %s\n\n", len(g), k)
 		for _, f := range g {
-			fmt.Fprintf(w, "- %s: %s (%s)\n", f.Package, f.Name, f.Where)
+			where := ""
+			if f.Where != "" {
+				where = " (" + f.Where + ")"
+			}
+			fmt.Fprintf(w, "- %s: %s%s\n", f.Package, f.Name, where)
 		}
 		fmt.Fprintf(w, "\nfirst:\n\n```\n%s\n```\n\n", g[0].Message)
 	}

@@ -68,3 +68,21 @@ func TestCauseKey(t *testing.T) {
 		assert.Equal(t, want, causeKey(failure{Message: msg}))
 	}
 }
+
+// The summary totals the packages and lists the largest group of failures first.
+func TestWriteSummary(t *testing.T) {
+	results := []result{
+		{Package: "pkg/client", Passed: 3, Failed: 3, Failures: []failure{
+			{Package: "pkg/client", Name: "a", Message: "the server could not find the requested resource", Where: "pkg/client/x_test.go:1"},
+			{Package: "pkg/client", Name: "b", Message: "Unexpected error:\n    <*errors.StatusError | 0xc0>: \n    the server could not find the requested resource"},
+			{Package: "pkg/client", Name: "c", Message: "415"},
+		}},
+		{Package: "pkg/cache", Passed: 5, Pending: 1},
+	}
+	var b bytes.Buffer
+	writeSummary(&b, results)
+	out := b.String()
+	assert.Contains(t, out, "| **total** | 8 | 3 | 0 | 1 | 72.7% |")
+	assert.Contains(t, out, "- pkg/client: a (pkg/client/x_test.go:1)\n- pkg/client: b\n")
+	assert.Less(t, strings.Index(out, "### 2 × the server could not find"), strings.Index(out, "### 1 × N"))
+}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/opemu/opemu/registry"
 	"slices"
-	"strconv"
 	"sync"
 
 	"github.com/opemu/opemu/cache"
@@ -140,24 +140,10 @@ func (c *Controller) inUse(ctx context.Context, key cache.Key) (bool, error) {
 // release removes the finalizer from obj, as it was read (its uid and resourceVersion: a claim
 // changed meanwhile is looked at again).
 func (c *Controller) release(ctx context.Context, obj *cache.Object) error {
-	m, err := obj.Decode()
+	m, err := registry.WithoutFinalizer(obj, kinds.PVCProtectionFinalizer)
 	if err != nil {
 		return err
 	}
-	md, _ := m["metadata"].(map[string]any)
-	var kept []any
-	for _, f := range obj.Finalizers() {
-		if f != kinds.PVCProtectionFinalizer {
-			kept = append(kept, f)
-		}
-	}
-	if len(kept) == 0 {
-		delete(md, "finalizers")
-	} else {
-		md["finalizers"] = kept
-	}
-	md["resourceVersion"] = strconv.FormatUint(obj.ResourceVersion(), 10)
-	md["uid"] = obj.UID()
 	_, err = c.cfg.Client.Update(ctx, obj.Key(), m)
 	if errors.Is(err, cache.ErrNotFound) {
 		return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/opemu/opemu/registry"
 	"slices"
 	"strconv"
 
@@ -264,24 +265,10 @@ func (c *Collector) removeFinalizer(ctx context.Context, obj *cache.Object, f st
 	if !slices.Contains(obj.Finalizers(), f) {
 		return nil
 	}
-	m, err := obj.Decode()
+	m, err := registry.WithoutFinalizer(obj, f)
 	if err != nil {
 		return err
 	}
-	md, _ := m["metadata"].(map[string]any)
-	var kept []any
-	for _, x := range obj.Finalizers() {
-		if x != f {
-			kept = append(kept, x)
-		}
-	}
-	if len(kept) == 0 {
-		delete(md, "finalizers")
-	} else {
-		md["finalizers"] = kept
-	}
-	md["resourceVersion"] = strconv.FormatUint(obj.ResourceVersion(), 10)
-	md["uid"] = obj.UID()
 	_, err = c.cfg.Client.Update(ctx, obj.Key(), m)
 	return err
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/opemu/opemu/cache"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -81,6 +82,31 @@ func (c *Client) Update(ctx context.Context, key cache.Key, obj map[string]any) 
 	}
 	res, err := c.s.Update(ctx, t, obj, c.options())
 	return res.Object, err
+}
+
+// WithoutFinalizer returns obj decoded without finalizer f, with obj's uid and resourceVersion
+// as the preconditions of the Update that writes it (a conflict if obj changed meanwhile); the
+// update that removes the last finalizer of an object being deleted removes the object.
+func WithoutFinalizer(obj *cache.Object, f string) (map[string]any, error) {
+	m, err := obj.Decode()
+	if err != nil {
+		return nil, err
+	}
+	md, _ := m["metadata"].(map[string]any)
+	var kept []any
+	for _, x := range obj.Finalizers() {
+		if x != f {
+			kept = append(kept, x)
+		}
+	}
+	if len(kept) == 0 {
+		delete(md, "finalizers")
+	} else {
+		md["finalizers"] = kept
+	}
+	md["resourceVersion"] = strconv.FormatUint(obj.ResourceVersion(), 10)
+	md["uid"] = obj.UID()
+	return m, nil
 }
 
 // UpdateStatus writes obj's status, through the status subresource when the kind has one.

@@ -62,13 +62,14 @@ func startBinary(t *testing.T, bin string, env ...string) *proc {
 		sc := bufio.NewScanner(pipe)
 		for sc.Scan() {
 			line := sc.Text()
+			// The line is in logs before start returns on it.
+			p.mu.Lock()
+			p.stderr.WriteString(line + "\n")
+			p.mu.Unlock()
 			select {
 			case first <- line:
 			default:
 			}
-			p.mu.Lock()
-			p.stderr.WriteString(line + "\n")
-			p.mu.Unlock()
 		}
 		_ = cmd.Wait()
 		close(p.exited)

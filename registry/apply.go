@@ -72,6 +72,9 @@ func (s *Store) applyPatch(ctx context.Context, t Target, body []byte, o Options
 	if err := checkDepth(t, applied, "the applied configuration"); err != nil {
 		return Result{}, err
 	}
+	if err := checkManagedWidth("the applied configuration", applied); err != nil {
+		return Result{}, err
+	}
 	if err := checkAppliedFields(t, applied); err != nil {
 		return Result{}, err
 	}
@@ -123,6 +126,9 @@ func (s *Store) applyPatch(ctx context.Context, t Target, body []byte, o Options
 	}
 	res, err = s.update(ctx, t, o, func(cur map[string]any) (map[string]any, error) {
 		if err := checkDepth(t, cur, "the live object"); err != nil {
+			return nil, err
+		}
+		if err := checkManagedWidth("the live object", cur); err != nil {
 			return nil, err
 		}
 		obj, err := s.applyObject(t.Kind, t.Sub, deepCopy(cur), deepCopy(applied), o.FieldManager, o.Force)
@@ -265,6 +271,9 @@ func (s *Store) applyScale(ctx context.Context, t Target, applied map[string]any
 		if len(parent) == 0 {
 			// An object no write tracked yet: its fields are before-first-apply's, as the main
 			// resource's field manager has them on a first apply.
+			if err := checkManagedWidth("the object", cur); err != nil {
+				return nil, err
+			}
 			if parent, err = s.beforeFirstApply(t.Kind, cur); err != nil {
 				return nil, err
 			}
@@ -381,7 +390,8 @@ func (s *Store) applyObject(k *kinds.Kind, sub string, live, applied map[string]
 
 // trackUpdate records the ownership of what the write (its field manager, or its user agent)
 // changed from live to next (with its subresource, for a /status write), when live is already
-// tracked. An object nested too deeply to track is refused (checkDepth).
+// tracked. An object nested too deeply or too wide to track is refused (checkDepth,
+// checkManagedWidth).
 func (s *Store) trackUpdate(t Target, live, next map[string]any, o Options) (map[string]any, error) {
 	md, _ := live["metadata"].(map[string]any)
 	if _, tracked := md["managedFields"]; !tracked {
@@ -390,6 +400,11 @@ func (s *Store) trackUpdate(t Target, live, next map[string]any, o Options) (map
 	manager := managerOrUserAgent(o.FieldManager, o.UserAgent)
 	if err := checkDepth(t, next, "an object whose fields are managed"); err != nil {
 		return nil, err
+	}
+	for _, obj := range []map[string]any{live, next} {
+		if err := checkManagedWidth("an object whose fields are managed", obj); err != nil {
+			return nil, err
+		}
 	}
 	fm, err := s.fieldManagerFor(t.Kind, t.Sub)
 	if err != nil {

@@ -199,6 +199,9 @@ func (p *patcher) outcome(errs []error, refuse func(error) error) error {
 // type and decodes the result into that type, as kube-apiserver does: the patch's own errors
 // as its handler answers them, what the type cannot hold a 422 quoting the patch.
 func (p *patcher) strategic(t Target, doc map[string]any, schemaRef any) (map[string]any, error) {
+	if err := checkStrategicWidth(p.patchMap, doc); err != nil {
+		return nil, err
+	}
 	patchMap := deepCopy(p.patchMap)
 	patched, err := strategicpatch.StrategicMergeMapPatch(deepCopy(doc), patchMap, schemaRef)
 	if err != nil {

@@ -58,9 +58,10 @@ type compiled struct {
 	// prune and fill are structural and defaults compiled for the walks of pruning and
 	// defaulting (structural_fast.go).
 	prune, fill *node
-	// validator is the OpenAPI schema validator; status validates the status property alone,
-	// for /status writes (nil when the schema has none).
-	validator, status apiservervalidation.SchemaValidator
+	// validators holds the OpenAPI schema validator and, for /status writes, one of the
+	// status property alone, made on first use: objects that quick vouches for never need
+	// them, and they are a third of what a compiled schema keeps.
+	validators func() (validators, error)
 	// cel evaluates the x-kubernetes-validations rules; nil when there are none.
 	cel *cel.Validator
 	// quick vouches for the usual objects before the validator is asked (schema_fast.go).
@@ -109,17 +110,16 @@ func compileSchema(props *apiextv1.JSONSchemaProps) (*compiled, error) {
 	if err := structuraldefaulting.PruneDefaults(ss); err != nil {
 		return nil, err
 	}
-	c := &compiled{structural: ss, defaults: ss.DeepCopy()}
-	numbersOfDefaults(c.defaults)
-	c.prune, c.fill = compileNode(c.structural), compileNode(c.defaults)
-	if c.validator, _, err = apiservervalidation.NewSchemaValidator(in); err != nil {
-		return nil, err
+	c := &compiled{structural: ss, defaults: ss}
+	c.prune = compileNode(c.structural)
+	c.fill = c.prune
+	if hasDefaults(ss) {
+		// Only a schema with defaults needs a copy of itself whose defaults are json.Number.
+		c.defaults = ss.DeepCopy()
+		numbersOfDefaults(c.defaults)
+		c.fill = compileNode(c.defaults)
 	}
-	if st, ok := in.Properties["status"]; ok {
-		if c.status, _, err = apiservervalidation.NewSchemaValidator(&st); err != nil {
-			return nil, err
-		}
-	}
+	c.validators = sync.OnceValues(func() (validators, error) { return newValidators(props) })
 	c.cel = cel.NewValidator(ss, true, celconfig.PerCallLimit)
 	c.embedded, c.listTypes = hasEmbeddedAndListTypes(ss)
 	raw, err := json.Marshal(props)
@@ -132,6 +132,47 @@ func compileSchema(props *apiextv1.JSONSchemaProps) (*compiled, error) {
 	}
 	c.quick = compileQuick(translate(doc))
 	return c, nil
+}
+
+// validators are the OpenAPI schema validators of a schema: of the whole object, and of its
+// status property alone (nil when it has none).
+type validators struct {
+	object, status apiservervalidation.SchemaValidator
+}
+
+// newValidators makes the validators of props.
+func newValidators(props *apiextv1.JSONSchemaProps) (validators, error) {
+	in := &apiextensions.JSONSchemaProps{}
+	if err := apiextv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(props, in, nil); err != nil {
+		return validators{}, err
+	}
+	var v validators
+	var err error
+	if v.object, _, err = apiservervalidation.NewSchemaValidator(in); err != nil {
+		return validators{}, err
+	}
+	if st, ok := in.Properties["status"]; ok {
+		if v.status, _, err = apiservervalidation.NewSchemaValidator(&st); err != nil {
+			return validators{}, err
+		}
+	}
+	return v, nil
+}
+
+// hasDefaults reports whether s has a default anywhere.
+func hasDefaults(s *structuralschema.Structural) bool {
+	if s == nil {
+		return false
+	}
+	if s.Default.Object != nil {
+		return true
+	}
+	for _, p := range s.Properties {
+		if hasDefaults(&p) {
+			return true
+		}
+	}
+	return s.AdditionalProperties != nil && hasDefaults(s.AdditionalProperties.Structural) || hasDefaults(s.Items)
 }
 
 // hasEmbeddedAndListTypes reports whether s has an embedded resource, and a list-type set or
@@ -231,7 +272,11 @@ func (s *schema) Validate(obj map[string]any) field.ErrorList {
 	u := toUnstructured(obj).(map[string]any)
 	var errs field.ErrorList
 	if !valid {
-		errs = sortedByField(apiservervalidation.ValidateCustomResource(nil, u, c.validator))
+		v, err := c.validators()
+		if err != nil {
+			return field.ErrorList{field.InternalError(nil, err)}
+		}
+		errs = sortedByField(apiservervalidation.ValidateCustomResource(nil, u, v.object))
 	}
 	errs = append(errs, validateScaleSpec(u, s.scale)...)
 	errs = append(errs, validateScaleStatus(u, s.scale)...)
@@ -260,10 +305,16 @@ func (s *schema) ValidateUpdate(obj, old map[string]any, sub string) (field.Erro
 	u := toUnstructured(obj).(map[string]any)
 	uOld := toUnstructured(old).(map[string]any)
 	correlated := common.NewCorrelatedObject(u, uOld, &model.Structural{Structural: c.structural})
+	var v validators
+	if !valid {
+		if v, err = c.validators(); err != nil {
+			return field.ErrorList{field.InternalError(nil, err)}, nil
+		}
+	}
 	var errs field.ErrorList
 	if sub == "status" {
 		if st, ok := u["status"]; ok && !valid {
-			errs = sortedByField(apiservervalidation.ValidateCustomResourceUpdate(field.NewPath("status"), st, uOld["status"], c.status,
+			errs = sortedByField(apiservervalidation.ValidateCustomResourceUpdate(field.NewPath("status"), st, uOld["status"], v.status,
 				apiservervalidation.WithRatcheting(correlated.Key("status"))))
 		}
 		errs = append(errs, validateScaleStatus(u, s.scale)...)
@@ -275,7 +326,7 @@ func (s *schema) ValidateUpdate(obj, old map[string]any, sub string) (field.Erro
 		}
 	} else {
 		if !valid {
-			errs = sortedByField(apiservervalidation.ValidateCustomResourceUpdate(nil, u, uOld, c.validator, apiservervalidation.WithRatcheting(correlated)))
+			errs = sortedByField(apiservervalidation.ValidateCustomResourceUpdate(nil, u, uOld, v.object, apiservervalidation.WithRatcheting(correlated)))
 		}
 		errs = append(errs, validateScaleSpec(u, s.scale)...)
 		errs = append(errs, validateScaleStatus(u, s.scale)...)

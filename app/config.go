@@ -99,6 +99,12 @@ type Config struct {
 	MaxInflight int
 	// MaxWatches limits open watches (SSE and Kubernetes). Zero means server.DefaultMaxWatches.
 	MaxWatches int
+	// MaxCRDs limits the CRDs served, built-in ones not counted (403 beyond). Zero means
+	// crd.DefaultMaxCRDs.
+	MaxCRDs int
+	// MaxCRDBytes limits the total size of those CRDs as JSON (403 beyond). Zero means
+	// crd.DefaultMaxCRDBytes.
+	MaxCRDBytes int64
 	// PProf serves /debug/pprof/.
 	PProf bool
 

@@ -376,3 +376,59 @@ func terminating(c apiextv1.CustomResourceDefinition) *apiextv1.CustomResourceDe
 	}
 	return nil
 }
+
+// TestBounds: Check refuses a new CRD beyond MaxCRDs or MaxCRDBytes (the built-in ones not
+// counted) with kube-apiserver's 403 for a create beyond a quota, and still replaces a served
+// one at the bound.
+func TestBounds(t *testing.T) {
+	t.Parallel()
+	named := func(group string) *apiextv1.CustomResourceDefinition {
+		c := widgets(t)
+		c.Spec.Group, c.Name = group, "widgets."+group
+		return c
+	}
+	for _, tt := range []struct {
+		name  string
+		cfg   crd.Config
+		bound string
+	}{
+		{"count", crd.Config{MaxCRDs: 2}, "MAX_CRDS"},
+		{"size", crd.Config{MaxCRDBytes: 2*widgetsBytes(t) + widgetsBytes(t)/2}, "MAX_CRD_BYTES"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := tt.cfg
+			cfg.Kinds = kinds.New()
+			r, err := crd.New(cfg)
+			require.NoError(t, err)
+			require.NoError(t, r.AddBuiltIn(application.CRD()))
+			for _, g := range []string{"a.example.com", "b.example.com"} {
+				_, _, errs, err := r.Check(named(g), nil)
+				require.NoError(t, err)
+				require.Empty(t, errs)
+				_, errs, err = r.Register(named(g))
+				require.NoError(t, err)
+				require.Empty(t, errs)
+			}
+			_, _, _, err = r.Check(named("c.example.com"), nil)
+			require.True(t, apierrors.IsForbidden(err), "%v", err)
+			assert.Contains(t, err.Error(), `customresourcedefinitions.apiextensions.k8s.io "widgets.c.example.com" is forbidden: exceeded the server's bound`)
+			assert.Contains(t, err.Error(), tt.bound)
+
+			old, ok := r.CRD("widgets.b.example.com")
+			require.True(t, ok)
+			old.ResourceVersion = "1"
+			next := old.DeepCopy()
+			next.Labels = map[string]string{"a": "b"}
+			_, _, errs, err := r.Check(next, old)
+			require.NoError(t, err, "a served CRD is replaced at the bound")
+			require.Empty(t, errs)
+		})
+	}
+}
+
+// widgetsBytes is the size of the widgets CRD as JSON.
+func widgetsBytes(t *testing.T) int64 {
+	raw, err := json.Marshal(widgets(t))
+	require.NoError(t, err)
+	return int64(len(raw))
+}

@@ -30,6 +30,12 @@ type Config struct {
 	// Drop removes every stored object of a resource and ends its watches, as deleting a CRD
 	// does. Nil drops nothing (objects stay in the store, unserved).
 	Drop func(ctx context.Context, gr cache.GroupResource) (int, error)
+	// MaxCRDs bounds the CRDs a create or update may leave served, built-in ones not counted
+	// (a 403 beyond, limits.go). Zero means DefaultMaxCRDs.
+	MaxCRDs int
+	// MaxCRDBytes bounds the total size of those CRDs as JSON (a 403 beyond). Zero means
+	// DefaultMaxCRDBytes.
+	MaxCRDBytes int64
 }
 
 // entry is one registered CRD with its kinds per served version.
@@ -38,6 +44,7 @@ type entry struct {
 	served  []*kinds.Kind // served versions, in spec order
 	storage *kinds.Kind   // the storage version's Kind (served or not)
 	builtIn bool
+	bytes   int64 // the CRD's size as JSON (sizeOf)
 }
 
 // Registry holds the registered CRDs and serves their kinds through a kinds.Registry. Create it
@@ -137,6 +144,14 @@ func (r *Registry) Check(c, old *apiextv1.CustomResourceDefinition) (*apiextv1.C
 	} else {
 		prepareForUpdate(c, old)
 	}
+	// Before the costly validation and compilation; checked again below, as they took time.
+	bytes := sizeOf(c)
+	r.mu.Lock()
+	err := r.checkBoundsLocked(c, bytes)
+	r.mu.Unlock()
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	errs, warnings, err := validateCRD(ctx, c, old)
 	if err != nil || len(errs) > 0 {
 		return nil, nil, errs, err
@@ -152,6 +167,9 @@ func (r *Registry) Check(c, old *apiextv1.CustomResourceDefinition) (*apiextv1.C
 	}
 	if errs := r.conflictsLocked(e); len(errs) > 0 {
 		return nil, nil, errs, nil
+	}
+	if err := r.checkBoundsLocked(c, bytes); err != nil {
+		return nil, nil, nil, err
 	}
 	if old == nil || len(e.crd.Status.Conditions) == 0 {
 		setConditions(e.crd)
@@ -246,6 +264,9 @@ func (r *Registry) installLocked(e *entry) {
 // built-in CRD lazily: on first use, and with no Lifecycle: it is never deleted).
 func (r *Registry) prepare(c *apiextv1.CustomResourceDefinition, builtIn bool) (*entry, error) {
 	e := &entry{crd: c}
+	if !builtIn {
+		e.bytes = sizeOf(c)
+	}
 	var lc kinds.Lifecycle
 	if !builtIn {
 		lc = objects{r: r, crd: c.Name, gr: k8sschema.GroupResource{Group: c.Spec.Group, Resource: c.Spec.Names.Plural}, terminating: c.DeletionTimestamp != nil}

@@ -126,6 +126,8 @@ func settings() []setting {
 		{"MAX_BODY", "max-body", "3MiB", "request body limit (413 beyond), e.g. 3MiB or 1048576", sizeInto(func(c *config) *int64 { return &c.MaxBody })},
 		{"MAX_INFLIGHT", "max-inflight", "400", "concurrent non-watch requests (429 beyond)", intInto(func(c *config) *int { return &c.MaxInflight }, 1)},
 		{"MAX_WATCHES", "max-watches", "5000", "open watches, SSE and Kubernetes (429 beyond)", intInto(func(c *config) *int { return &c.MaxWatches }, 1)},
+		{"MAX_CRDS", "max-crds", "1000", "CustomResourceDefinitions served, built-in ones not counted (403 beyond)", intInto(func(c *config) *int { return &c.MaxCRDs }, 1)},
+		{"MAX_CRD_BYTES", "max-crd-bytes", "64MiB", "total size of those CRDs as JSON (403 beyond), e.g. 64MiB", sizeInto(func(c *config) *int64 { return &c.MaxCRDBytes })},
 		{"LOG_LEVEL", "log-level", "info", "debug, info, warn or error", func(c *config, v string) error {
 			switch v {
 			case "debug", "info", "warn", "error":

@@ -10,7 +10,7 @@ import (
 )
 
 // opemu bounds the CRDs it serves, which kube-apiserver does not: each keeps its compiled
-// schemas in memory (about 12 times its size as JSON: a CRD of 56 KB keeps 640 KB), so a
+// schemas in memory (about 9 times its size as JSON: a CRD of 56 KB keeps 0.5 MB), so a
 // client creating CRDs without end would exhaust the process. A create beyond either bound is
 // refused with the 403 kube-apiserver gives a create beyond a ResourceQuota.
 const (
@@ -18,7 +18,7 @@ const (
 	// install (Crossplane's providers, about 900).
 	DefaultMaxCRDs = 1000
 	// DefaultMaxCRDBytes is Config.MaxCRDBytes when unset: 1,000 CRDs of 64 KB, which keep
-	// about 700 MB.
+	// about 600 MB.
 	DefaultMaxCRDBytes = 64 << 20
 )
 

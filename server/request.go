@@ -241,25 +241,6 @@ func parseWriteOptions(c *echo.Context, kind string) (registry.Options, error) {
 	return o, nil
 }
 
-// setWarnings adds one Warning header per message, in Kubernetes' format.
-func setWarnings(c *echo.Context, warnings []string) {
-	for _, w := range warnings {
-		c.Response().Header().Add("Warning", formatWarning(w))
-	}
-}
-
-func formatWarning(msg string) string {
-	msg = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, msg)
-	msg = strings.ReplaceAll(msg, `\`, `\\`)
-	msg = strings.ReplaceAll(msg, `"`, `\"`)
-	return `299 - "` + msg + `"`
-}
-
 // writeRaw sends pre-encoded JSON.
 func writeRaw(c *echo.Context, code int, body []byte) error {
 	return c.Blob(code, "application/json", body)

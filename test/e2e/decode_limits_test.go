@@ -1,14 +1,20 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/opemu/opemu/test/internal/request"
 )
@@ -50,4 +56,69 @@ func TestYAMLAliasesInTimeAndMemory(t *testing.T) {
 	grew := procStatus(t, p, "VmHWM") - before
 	t.Logf("peak RSS grew by %.1f MB over the aliases", float64(grew)/(1<<20))
 	assert.Less(t, grew, int64(100<<20))
+}
+
+// TestWarningsCapped: a create with 150,000 unknown fields (7.2 MB of Warning headers before,
+// which clients failed to read) answers at most kube-apiserver's 4,096 characters of warnings;
+// client-go's create of it succeeds and hands its warnings to the client's handler.
+func TestWarningsCapped(t *testing.T) {
+	// Not parallel, and the binary as it ships: pruning 150,000 fields takes seconds under the
+	// race detector, past the 5 s every request has.
+	p := startBinary(t, shippedBinary(t), "ENABLE_CONTROLLER=false")
+	api := "http://" + p.addr + "/apis/cloudnative.elide.dev/v1/namespaces/default/applications"
+	spec := map[string]any{"replicas": int64(1), "image": "nginx:1"}
+	for i := range 150_000 {
+		spec[fmt.Sprintf("unknown%06d", i)] = int64(1)
+	}
+	obj := map[string]any{"apiVersion": "cloudnative.elide.dev/v1", "kind": "Application", "metadata": map[string]any{"name": "curl"}, "spec": spec}
+
+	body := request.Body(t, obj)
+	start := time.Now()
+	resp, err := http.Post(api, "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	warnings := resp.Header.Values("Warning")
+	text := 0
+	for _, w := range warnings {
+		text += len([]rune(strings.ReplaceAll(strings.TrimSuffix(strings.TrimPrefix(w, `299 - "`), `"`), `\"`, `"`)))
+	}
+	t.Logf("150,000 unknown fields: %d warnings, %d characters of text in %v", len(warnings), text, time.Since(start))
+	assert.NotEmpty(t, warnings)
+	// kube-apiserver's recorder stops once past 4,096: by at most one message of 256.
+	assert.LessOrEqual(t, text, 4096+256)
+
+	start = time.Now()
+	h := &warningsKept{}
+	cfg := restConfig(p)
+	cfg.WarningHandlerWithContext = h
+	dyn, err := dynamic.NewForConfig(cfg)
+	require.NoError(t, err)
+	obj["metadata"] = map[string]any{"name": "client-go"}
+	gvr := schema.GroupVersionResource{Group: "cloudnative.elide.dev", Version: "v1", Resource: "applications"}
+	created, err := dyn.Resource(gvr).Namespace("default").Create(context.Background(), &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
+	require.NoError(t, err, "client-go reads the committed write")
+	t.Logf("client-go's create: %v", time.Since(start))
+	assert.Equal(t, "client-go", created.GetName())
+	assert.Len(t, h.all(), len(warnings), "the same warnings reach client-go")
+	_, err = dyn.Resource(gvr).Namespace("default").Get(context.Background(), "client-go", metav1.GetOptions{})
+	require.NoError(t, err)
+}
+
+// warningsKept is a client-go warning handler that keeps what it is handed.
+type warningsKept struct {
+	mu   sync.Mutex
+	kept []string
+}
+
+func (w *warningsKept) HandleWarningHeaderWithContext(_ context.Context, _ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.kept = append(w.kept, text)
+}
+
+func (w *warningsKept) all() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.kept...)
 }

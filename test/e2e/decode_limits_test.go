@@ -58,6 +58,41 @@ func TestYAMLAliasesInTimeAndMemory(t *testing.T) {
 	assert.Less(t, grew, int64(100<<20))
 }
 
+// TestHugeNumbersRefusedBeforeValidation: a 3-million-digit integer (it took 30.8 s in the schema
+// validator, or was stored where the schema keeps any value) is refused as kube-apiserver's
+// JSON decoding refuses a number beyond int64 and float64, a 400, within 5 s, in a create and a
+// merge patch; a server-side apply of it is refused within 5 s too.
+func TestHugeNumbersRefusedBeforeValidation(t *testing.T) {
+	// Not parallel: measured alone, and kept from starving the timing-bound HA tests.
+	p := startBinary(t, shippedBinary(t), "ENABLE_CONTROLLER=false")
+	api := "http://" + p.addr + "/apis/cloudnative.elide.dev/v1/namespaces/default/applications"
+	code, _, _ := request.Timed(t, "POST", api, "application/json", request.AppJSON)
+	require.Equal(t, http.StatusCreated, code)
+	huge := strings.Repeat("9", 3_000_000)
+	for _, tt := range []struct{ name, method, url, contentType, body string }{
+		{"create, in a schema-checked integer", "POST", api, "application/json",
+			`{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","metadata":{"name":"huge"},"spec":{"replicas":` + huge + `,"image":"nginx:1"}}`},
+		{"create, where the schema keeps any value", "POST", api, "application/json",
+			`{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","metadata":{"name":"huge"},"spec":{"replicas":1,"image":"nginx:1","config":{"n":` + huge + `}}}`},
+		{"merge patch", "PATCH", api + "/web", "application/merge-patch+json", `{"spec":{"replicas":` + huge + `}}`},
+	} {
+		code, body, took := request.Timed(t, tt.method, tt.url, tt.contentType, tt.body)
+		t.Logf("%s: %d in %v", tt.name, code, took)
+		assert.Equal(t, http.StatusBadRequest, code, "%s: %.300s", tt.name, body)
+		assert.Contains(t, string(body), "cannot unmarshal number 9999", tt.name)
+		assert.Less(t, took, 5*time.Second, tt.name)
+	}
+	// kube-apiserver's apply fails with a 500 (its YAML decoding makes the number a string that
+	// its typed patch refuses); opemu's meets a conflict (defects.yaml: apply-number-beyond-float64).
+	code, body, took := request.Timed(t, "PATCH", api+"/web?fieldManager=m", "application/apply-patch+yaml",
+		`{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","metadata":{"name":"web"},"spec":{"replicas":`+huge+`,"image":"nginx:1"}}`)
+	t.Logf("server-side apply: %d in %v", code, took)
+	assert.GreaterOrEqual(t, code, 400, "%.300s", body)
+	assert.Less(t, took, 5*time.Second, "server-side apply")
+	code, _, _ = request.Timed(t, "GET", api+"/huge", "", "")
+	assert.Equal(t, http.StatusNotFound, code, "nothing stored")
+}
+
 // TestWarningsCapped: a create with 150,000 unknown fields (7.2 MB of Warning headers before,
 // which clients failed to read) answers at most kube-apiserver's 4,096 characters of warnings;
 // client-go's create of it succeeds and hands its warnings to the client's handler.

@@ -22,16 +22,24 @@ import (
 // Hostile request bodies that decoding used to pay for (issue 34), against the binary as it
 // ships (shippedBinary), as limits_test.go's.
 
+// shippedWithApplication starts the binary as it ships, without the controller, and creates the
+// Application web in it; api is the Applications' collection.
+func shippedWithApplication(t *testing.T) (p *proc, api string) {
+	t.Helper()
+	p = startBinary(t, shippedBinary(t), "ENABLE_CONTROLLER=false")
+	api = "http://" + p.addr + "/apis/cloudnative.elide.dev/v1/namespaces/default/applications"
+	code, _, _ := request.Timed(t, "POST", api, "application/json", request.AppJSON)
+	require.Equal(t, http.StatusCreated, code)
+	return p, api
+}
+
 // TestYAMLAliasesInTimeAndMemory: a 2 MB YAML body of 500 aliases of one 2 MB scalar (1 GB once
 // expanded; it took 3.45 GB before) is refused with a 413 within 5 s on create, update and
 // server-side apply, and the process's peak resident size grows by less than 100 MB over all
 // three.
 func TestYAMLAliasesInTimeAndMemory(t *testing.T) {
 	// Not parallel: measured alone, and kept from starving the timing-bound HA tests.
-	p := startBinary(t, shippedBinary(t), "ENABLE_CONTROLLER=false")
-	api := "http://" + p.addr + "/apis/cloudnative.elide.dev/v1/namespaces/default/applications"
-	code, _, _ := request.Timed(t, "POST", api, "application/json", request.AppJSON)
-	require.Equal(t, http.StatusCreated, code)
+	p, api := shippedWithApplication(t)
 	before := procStatus(t, p, "VmHWM")
 
 	bomb := func(name string) string {
@@ -64,10 +72,7 @@ func TestYAMLAliasesInTimeAndMemory(t *testing.T) {
 // merge patch; a server-side apply of it is refused within 5 s too.
 func TestHugeNumbersRefusedBeforeValidation(t *testing.T) {
 	// Not parallel: measured alone, and kept from starving the timing-bound HA tests.
-	p := startBinary(t, shippedBinary(t), "ENABLE_CONTROLLER=false")
-	api := "http://" + p.addr + "/apis/cloudnative.elide.dev/v1/namespaces/default/applications"
-	code, _, _ := request.Timed(t, "POST", api, "application/json", request.AppJSON)
-	require.Equal(t, http.StatusCreated, code)
+	_, api := shippedWithApplication(t)
 	huge := strings.Repeat("9", 3_000_000)
 	for _, tt := range []struct{ name, method, url, contentType, body string }{
 		{"create, in a schema-checked integer", "POST", api, "application/json",

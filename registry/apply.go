@@ -146,7 +146,7 @@ func (s *Store) applyPatch(ctx context.Context, t Target, body []byte, o Options
 // patcher does (sigs.k8s.io/yaml into a map: null is an empty configuration), numbers as
 // json.Number where jsonfast reads it. repeats says some object in it may repeat a field.
 func decodeApplied(body, js []byte) (map[string]any, bool, error) {
-	if v, repeats, ok := jsonfast.Parse(js); ok {
+	if v, repeats, ok := jsonfast.Parse(js); ok && numbersFit(v) {
 		if m, isObject := v.(map[string]any); isObject {
 			// JSON repeats what its YAML repeats; YAML converted to JSON repeats nothing.
 			return m, repeats || !bytes.Equal(body, js), nil

@@ -133,6 +133,9 @@ func (s *Server) parseWrite(c *echo.Context, optionsKind string) (registry.Targe
 		return t, o, out, nil, err
 	}
 	body, err := readBody(c)
+	if err == nil {
+		err = s.checkYAMLBody(c.Request(), body)
+	}
 	return t, o, out, body, err
 }
 

@@ -119,6 +119,9 @@ func (s *Server) decodeReview(c *echo.Context, k *kinds.Kind, into any) error {
 		return err
 	}
 	body, err := readBody(c)
+	if err == nil {
+		err = s.checkYAMLBody(c.Request(), body)
+	}
 	if err != nil {
 		return err
 	}

@@ -65,7 +65,8 @@ type goField struct {
 }
 
 // typeSet builds and keeps the goTypes of one Registry's typed kinds (each Registry has its
-// own: no process-wide state). Safe for concurrent use.
+// own; only client-go's structured-merge-diff schema, read-only, is shared: smd.go). Safe for
+// concurrent use.
 type typeSet struct {
 	mu    sync.Mutex
 	types map[reflect.Type]*goType // guarded by mu

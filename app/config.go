@@ -116,6 +116,11 @@ type Config struct {
 	// opemu's own (TLS=self-signed), for the log.
 	TLS        *tls.Config
 	SelfSigned *certs.Bundle
+	// AuthorizationMode is kube-apiserver's --authorization-mode: "RBAC" decides every request
+	// by the Roles and bindings stored (with kube's bootstrap policy created at start, and a
+	// token generated for the admin when none is configured); "" or "AlwaysAllow" allows
+	// every request.
+	AuthorizationMode string
 
 	// Version is what GET / reports. Empty means "dev".
 	Version string

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -108,6 +109,13 @@ type Config struct {
 	Tokens *Tokens
 	// TLS, when set, makes Run serve HTTPS (HTTP/2 included) with it.
 	TLS *tls.Config
+	// Authorizer, when set, decides every authenticated request (AUTHORIZATION_MODE=RBAC:
+	// *rbac.Authorizer); a request without credentials is then system:anonymous unless Tokens
+	// is set (401). Nil allows every request (AlwaysAllow).
+	Authorizer Authorizer
+	// ServiceAccountKey signs and verifies the ServiceAccount tokens the TokenRequest
+	// subresource issues. Nil means a key made by New (tokens valid for this process only).
+	ServiceAccountKey *ecdsa.PrivateKey
 }
 
 // DefaultMaxWatches is Config.MaxWatches when unset. An idle watch costs about 17 KB of heap
@@ -163,6 +171,8 @@ type Server struct {
 	discoveryCache discoveryCache
 	// sessions are the dashboard's logins (with Config.Tokens).
 	sessions sessions
+	// saKey signs ServiceAccount tokens (Config.ServiceAccountKey).
+	saKey *ecdsa.PrivateKey
 }
 
 // New validates cfg and builds the routes.
@@ -217,6 +227,14 @@ func New(cfg Config) (*Server, error) {
 		streams:        map[*frameWriter]struct{}{},
 		started:        time.Now(),
 		allowedOrigins: map[string]bool{},
+	}
+	s.saKey = cfg.ServiceAccountKey
+	if s.saKey == nil {
+		key, err := NewServiceAccountKey()
+		if err != nil {
+			return nil, err
+		}
+		s.saKey = key
 	}
 	for _, o := range cfg.AllowedOrigins {
 		origin, err := ParseOrigin(o)

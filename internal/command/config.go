@@ -179,6 +179,13 @@ func settings() []setting {
 			return nil
 		}},
 		{"TOKEN_FILE", "token-file", "", `kube-apiserver's static token file: one token,user,uid,"group1,group2" per line`, func(c *config, v string) error { c.TokenFile = v; return nil }},
+		{"AUTHORIZATION_MODE", "authorization-mode", "AlwaysAllow", "AlwaysAllow: every request is allowed; RBAC: Roles and bindings decide, as kube-apiserver's --authorization-mode=RBAC (with kube's bootstrap policy)", func(c *config, v string) error {
+			if v != opemu.AuthorizationAlwaysAllow && v != opemu.AuthorizationRBAC {
+				return fmt.Errorf("must be AlwaysAllow or RBAC, not %q", v)
+			}
+			c.AuthorizationMode = v
+			return nil
+		}},
 		{"INSECURE_NO_AUTH", "insecure-no-auth", "false", "true: no token even when listening beyond loopback (by default one is generated and logged)", boolInto(func(c *config) *bool { return &c.InsecureNoAuth })},
 		{"TLS", "tls", "", "self-signed: serve HTTPS with a CA and a certificate generated into TLS_DIR and kept across restarts", func(c *config, v string) error {
 			if v != "" && v != "self-signed" {

@@ -21,7 +21,9 @@ func TestRuleAllows(t *testing.T) {
 	res := func(verb, group, resource, sub, name string) authorizer.AttributesRecord {
 		return authorizer.AttributesRecord{Verb: verb, APIGroup: group, Resource: resource, Subresource: sub, Name: name, ResourceRequest: true}
 	}
-	path := func(verb, p string) authorizer.AttributesRecord { return authorizer.AttributesRecord{Verb: verb, Path: p} }
+	path := func(verb, p string) authorizer.AttributesRecord {
+		return authorizer.AttributesRecord{Verb: verb, Path: p}
+	}
 	tests := []struct {
 		name  string
 		rule  rbacv1.PolicyRule

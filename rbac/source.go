@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/opemu/opemu/cache"
@@ -25,47 +26,43 @@ var (
 	grClusterRoleBindings = cache.GroupResource{Group: rbacv1.GroupName, Resource: "clusterrolebindings"}
 )
 
-// source reads the policy from a Reader and keeps each object decoded until its
-// resourceVersion changes: a decision decodes only what was written since the last one.
+// source reads the policy from a Reader and keeps what it decoded: a list whose objects are
+// the very ones of the last list of its scope (the store's objects are immutable and shared)
+// costs no decoding, and an object read again at the same resourceVersion neither.
 type source struct {
 	r Reader
 
-	mu      sync.Mutex
-	decoded map[cache.Key]decodedObject
+	mu sync.Mutex
+	// lists are the last list of each scope (resource and namespace) and its decoded objects.
+	lists map[listScope]decodedList
+	// objects are the objects read one by one (roles), by key; reset when it holds maxObjects.
+	objects map[cache.Key]decodedObject
+}
+
+type listScope struct {
+	gr cache.GroupResource
+	ns string
+}
+
+type decodedList struct {
+	objs []*cache.Object
+	vals []any
 }
 
 type decodedObject struct {
 	rv uint64
-	v  any // *rbacv1.Role, *rbacv1.RoleBinding, *rbacv1.ClusterRole or *rbacv1.ClusterRoleBinding
+	v  any // *rbacv1.Role or *rbacv1.ClusterRole
 }
+
+// maxObjects bounds source.objects: the roles of namespaces long deleted are forgotten.
+const maxObjects = 10000
 
 func newSource(r Reader) *source {
-	return &source{r: r, decoded: map[cache.Key]decodedObject{}}
+	return &source{r: r, lists: map[listScope]decodedList{}, objects: map[cache.Key]decodedObject{}}
 }
 
-// decode returns o decoded into a new T, or the one decoded before at the same version. The
-// result is shared: callers must not modify it.
-func decode[T any](s *source, o *cache.Object) (*T, error) {
-	s.mu.Lock()
-	d, ok := s.decoded[o.Key()]
-	s.mu.Unlock()
-	if ok && d.rv == o.ResourceVersion() {
-		if v, ok := d.v.(*T); ok {
-			return v, nil
-		}
-	}
-	v := new(T)
-	if err := json.Unmarshal(o.Raw(), v); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	s.decoded[o.Key()] = decodedObject{rv: o.ResourceVersion(), v: v}
-	s.mu.Unlock()
-	return v, nil
-}
-
-// list returns every object of gr (in namespace ns, or all when ""), decoded, and forgets the
-// decoded objects of that scope that are gone.
+// list returns every object of gr (in namespace ns, or all when ""), decoded. The results are
+// shared: callers must not modify them.
 func list[T any](ctx context.Context, s *source, gr cache.GroupResource, ns string) ([]*T, error) {
 	var opts []cache.ListOption
 	if ns != "" {
@@ -75,32 +72,41 @@ func list[T any](ctx context.Context, s *source, gr cache.GroupResource, ns stri
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*T, 0, len(res.Items))
-	seen := make(map[cache.Key]bool, len(res.Items))
-	for _, o := range res.Items {
-		v, err := decode[T](s, o)
-		if err != nil {
+	scope := listScope{gr, ns}
+	s.mu.Lock()
+	last := s.lists[scope]
+	s.mu.Unlock()
+	out := make([]*T, len(res.Items))
+	if slices.Equal(last.objs, res.Items) {
+		for i, v := range last.vals {
+			out[i] = v.(*T)
+		}
+		return out, nil
+	}
+	before := make(map[*cache.Object]any, len(last.objs))
+	for i, o := range last.objs {
+		before[o] = last.vals[i]
+	}
+	vals := make([]any, len(res.Items))
+	for i, o := range res.Items {
+		if v, ok := before[o]; ok {
+			out[i], vals[i] = v.(*T), v
+			continue
+		}
+		v := new(T)
+		if err := json.Unmarshal(o.Raw(), v); err != nil {
 			return nil, err
 		}
-		out = append(out, v)
-		seen[o.Key()] = true
+		out[i], vals[i] = v, v
 	}
-	s.forget(gr, ns, seen)
+	s.mu.Lock()
+	s.lists[scope] = decodedList{objs: res.Items, vals: vals}
+	s.mu.Unlock()
 	return out, nil
 }
 
-// forget drops the decoded objects of gr in ns (every namespace when "") not in seen.
-func (s *source) forget(gr cache.GroupResource, ns string, seen map[cache.Key]bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k := range s.decoded {
-		if k.GroupResource() == gr && (ns == "" || k.Namespace == ns) && !seen[k] {
-			delete(s.decoded, k)
-		}
-	}
-}
-
-// get returns the object key names, decoded; ok is false when there is none.
+// get returns the object key names, decoded (shared: not to be modified); ok is false when
+// there is none.
 func get[T any](ctx context.Context, s *source, key cache.Key) (v *T, ok bool, err error) {
 	o, err := s.r.Get(ctx, key)
 	if errors.Is(err, cache.ErrNotFound) {
@@ -109,8 +115,25 @@ func get[T any](ctx context.Context, s *source, key cache.Key) (v *T, ok bool, e
 	if err != nil {
 		return nil, false, err
 	}
-	v, err = decode[T](s, o)
-	return v, err == nil, err
+	s.mu.Lock()
+	d, ok := s.objects[key]
+	s.mu.Unlock()
+	if ok && d.rv == o.ResourceVersion() {
+		if v, ok := d.v.(*T); ok {
+			return v, true, nil
+		}
+	}
+	v = new(T)
+	if err := json.Unmarshal(o.Raw(), v); err != nil {
+		return nil, false, err
+	}
+	s.mu.Lock()
+	if len(s.objects) >= maxObjects {
+		clear(s.objects)
+	}
+	s.objects[key] = decodedObject{rv: o.ResourceVersion(), v: v}
+	s.mu.Unlock()
+	return v, true, nil
 }
 
 func (s *source) clusterRoleBindings(ctx context.Context) ([]*rbacv1.ClusterRoleBinding, error) {

@@ -5,8 +5,11 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -63,14 +66,51 @@ func (s *Server) issueToken(namespace, name, uid string, audiences []string, now
 // errBadToken is any token this server did not issue, or one no longer valid.
 var errBadToken = errors.New("invalid bearer token")
 
+// verifiedTokens remembers the claims of the ServiceAccount tokens whose signature was checked,
+// by their SHA-256, so a client's every request does not verify the same signature again
+// (kube-apiserver caches token authentication too). Lifetime and the ServiceAccount are still
+// checked on every request. Reset when it holds maxVerifiedTokens.
+type verifiedTokens struct {
+	mu sync.Mutex
+	m  map[[sha256.Size]byte]*saClaims
+}
+
+const maxVerifiedTokens = 4096
+
+func (v *verifiedTokens) get(k [sha256.Size]byte) *saClaims {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.m[k]
+}
+
+func (v *verifiedTokens) put(k [sha256.Size]byte, c *saClaims) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.m == nil || len(v.m) >= maxVerifiedTokens {
+		v.m = map[[sha256.Size]byte]*saClaims{}
+	}
+	v.m[k] = c
+}
+
 // serviceAccountUser returns the user of a ServiceAccount token: valid signature, issuer,
 // audience and lifetime, and a ServiceAccount that still exists with the uid it names.
 func (s *Server) serviceAccountUser(ctx context.Context, token string) (User, []string, error) {
-	var c saClaims
-	_, err := jwt.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return &s.saKey.PublicKey, nil },
-		jwt.WithValidMethods([]string{jwt.SigningMethodES256.Alg()}), jwt.WithIssuer(ServiceAccountIssuer),
-		jwt.WithExpirationRequired(), jwt.WithTimeFunc(s.cfg.Clock.Now))
-	if err != nil || !slices.Contains(c.Audience, ServiceAccountIssuer) {
+	if strings.Count(token, ".") != 2 {
+		return User{}, nil, errBadToken // not a JWT
+	}
+	k := sha256.Sum256([]byte(token))
+	c := s.saVerified.get(k)
+	now := s.cfg.Clock.Now()
+	if c == nil {
+		c = new(saClaims)
+		_, err := jwt.ParseWithClaims(token, c, func(*jwt.Token) (any, error) { return &s.saKey.PublicKey, nil },
+			jwt.WithValidMethods([]string{jwt.SigningMethodES256.Alg()}), jwt.WithIssuer(ServiceAccountIssuer),
+			jwt.WithExpirationRequired(), jwt.WithTimeFunc(func() time.Time { return now }))
+		if err != nil || !slices.Contains(c.Audience, ServiceAccountIssuer) {
+			return User{}, nil, errBadToken
+		}
+		s.saVerified.put(k, c)
+	} else if !now.Before(c.ExpiresAt.Time) || now.Before(c.NotBefore.Time) {
 		return User{}, nil, errBadToken
 	}
 	ns, name := c.Kubernetes.Namespace, c.Kubernetes.ServiceAccount.Name

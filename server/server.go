@@ -173,6 +173,8 @@ type Server struct {
 	sessions sessions
 	// saKey signs ServiceAccount tokens (Config.ServiceAccountKey).
 	saKey *ecdsa.PrivateKey
+	// saVerified are the ServiceAccount tokens whose signature was checked (satoken.go).
+	saVerified verifiedTokens
 }
 
 // New validates cfg and builds the routes.

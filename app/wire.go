@@ -387,6 +387,7 @@ func (a *App) serverConfig() server.Config {
 		AllowedHosts:   cfg.AllowedHosts,
 		AllowedOrigins: cfg.AllowedOrigins,
 		TLS:            cfg.TLS,
+		ClientCA:       cfg.ClientCA,
 		Authorizer:     a.authorizer(),
 	}
 }

@@ -54,16 +54,10 @@ func (a *Authorizer) Authorize(ctx context.Context, attrs authorizer.Attributes)
 	return authorizer.DecisionNoOpinion, "", nil
 }
 
-// Rules returns every rule that applies to u in namespace (cluster-wide rules only when
-// namespace is ""). A read error ends the walk: the rules found before it are returned with it.
+// Rules returns every rule bound to u in namespace (cluster-wide rules only when namespace is
+// ""), as kube-apiserver's rule resolver: system:masters' through its ClusterRoleBinding to
+// cluster-admin. A read error ends the walk: the rules found before it are returned with it.
 func (a *Authorizer) Rules(ctx context.Context, u user.Info, namespace string) ([]rbacv1.PolicyRule, error) {
-	if slices.Contains(u.GetGroups(), user.SystemPrivilegedGroup) {
-		// The privileged group's rules, as a rules review lists them for cluster-admin.
-		return []rbacv1.PolicyRule{
-			{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}},
-			{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}},
-		}, nil
-	}
 	var rules []rbacv1.PolicyRule
 	err := a.visitRules(ctx, u, namespace, func(_ func() string, rule *rbacv1.PolicyRule) bool {
 		rules = append(rules, *rule)

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v5"
@@ -160,13 +161,26 @@ func (s *Server) guard(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// authenticate finds the request's user from its bearer token (a static token, or a
+// authenticate finds the request's user from its client certificate (Config.ClientCA), its
+// bearer token (a static token, or a
 // ServiceAccount token) or, for a same-origin browser request, the dashboard's cookie. A
 // dashboard page without credentials is redirected to the login (and one with ?token= to
 // itself, with the cookie set); then it returns nil, nil. A request without credentials is
 // Anonymous when an authorizer decides (or no tokens are configured), else a 401.
 func (s *Server) authenticate(c *echo.Context) (*User, error) {
 	r := c.Request()
+	if s.x509 != nil && r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		// As kube-apiserver: a client certificate comes first; one that does not verify is a 401.
+		res, ok, err := s.x509.AuthenticateRequest(r)
+		if err != nil || !ok {
+			return nil, unauthorized()
+		}
+		u := userOf(res.User)
+		if !slices.Contains(u.Groups, groupAuthenticated) {
+			u.Groups = append(slices.Clip(u.Groups), groupAuthenticated)
+		}
+		return &u, nil
+	}
 	if token, ok := bearerToken(r); ok {
 		if u, ok := s.cfg.Tokens.Authenticate(token); ok {
 			return &u, nil

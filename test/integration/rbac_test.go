@@ -2,9 +2,19 @@ package integration
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,6 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/opemu/opemu/app"
 	"github.com/opemu/opemu/test/internal/kubectl"
 	"github.com/opemu/opemu/testenv"
 )
@@ -217,4 +228,76 @@ func TestRBACAnonymous(t *testing.T) {
 	_, err = anon.CoreV1().ConfigMaps("default").List(context.Background(), metav1.ListOptions{})
 	require.True(t, apierrors.IsForbidden(err), "%v", err)
 	assert.Equal(t, `configmaps is forbidden: User "system:anonymous" cannot list resource "configmaps" in API group "" in the namespace "default"`, err.Error())
+}
+
+// TestRBACClientCertificate: a client certificate signed by the server's client CA
+// authenticates its CommonName, with its Organizations as groups, as kube-apiserver reads it.
+func TestRBACClientCertificate(t *testing.T) {
+	t.Parallel()
+	ca := newTestCA(t)
+	servingPEM, servingKey := ca.issue(t, x509.Certificate{Subject: pkix.Name{CommonName: "127.0.0.1"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	serving, err := tls.X509KeyPair(servingPEM, servingKey)
+	require.NoError(t, err)
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.cert)
+	env := testenv.New(t, testenv.Options{RBAC: true, Server: app.Config{
+		TLS: &tls.Config{Certificates: []tls.Certificate{serving}, MinVersion: tls.VersionTLS12}, ClientCA: pool}})
+
+	clientPEM, clientKey := ca.issue(t, x509.Certificate{Subject: pkix.Name{CommonName: "carol", Organization: []string{"devs", "ops"}},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	cfg := rest.AnonymousClientConfig(env.Config)
+	cfg.CAData, cfg.CertData, cfg.KeyData = ca.pem, clientPEM, clientKey
+	carol := kubernetes.NewForConfigOrDie(cfg)
+	who, err := carol.AuthenticationV1().SelfSubjectReviews().Create(t.Context(), &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "carol", who.Status.UserInfo.Username)
+	assert.ElementsMatch(t, []string{"devs", "ops", "system:authenticated"}, who.Status.UserInfo.Groups)
+	_, err = carol.CoreV1().ConfigMaps("default").List(t.Context(), metav1.ListOptions{})
+	require.True(t, apierrors.IsForbidden(err), "%v", err)
+	assert.Contains(t, err.Error(), `User "carol" cannot list resource "configmaps"`)
+
+	// A certificate from another CA is refused (401), not taken as anonymous.
+	other := newTestCA(t)
+	otherPEM, otherKey := other.issue(t, x509.Certificate{Subject: pkix.Name{CommonName: "mallory", Organization: []string{"system:masters"}},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	cfg.CertData, cfg.KeyData = otherPEM, otherKey
+	_, err = kubernetes.NewForConfigOrDie(cfg).CoreV1().ConfigMaps("default").List(t.Context(), metav1.ListOptions{})
+	require.Error(t, err)
+	assert.False(t, err == nil || apierrors.IsForbidden(err), "%v", err)
+}
+
+// testCA is a CA made for one test.
+type testCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	pem  []byte
+}
+
+func newTestCA(t *testing.T) *testCA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+}
+
+// issue signs tmpl (valid for an hour) and returns the certificate and its key in PEM.
+func (ca *testCA) issue(t *testing.T, tmpl x509.Certificate) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl.SerialNumber = big.NewInt(time.Now().UnixNano())
+	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	der, err := x509.CreateCertificate(rand.Reader, &tmpl, ca.cert, &key.PublicKey, ca.key)
+	require.NoError(t, err)
+	kder, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
 }

@@ -115,7 +115,7 @@ func (a *Authorizer) visitRules(ctx context.Context, u user.Info, namespace stri
 			return err
 		}
 		src := func() string {
-			return fmt.Sprintf("RoleBinding %q of %s %q to %s", b.Namespace+"/"+b.Name, b.RoleRef.Kind, b.RoleRef.Name, describeSubject(b.Subjects[i], namespace))
+			return fmt.Sprintf("RoleBinding %q of %s %q to %s", b.Name+"/"+b.Namespace, b.RoleRef.Kind, b.RoleRef.Name, describeSubject(b.Subjects[i], namespace))
 		}
 		for j := range rules {
 			if !visit(src, &rules[j]) {
@@ -223,14 +223,15 @@ func appliesTo(u user.Info, subjects []rbacv1.Subject, namespace string) (int, b
 	return 0, false
 }
 
-// describeSubject names a subject as kube-apiserver's reasons do.
+// describeSubject names a subject as kube-apiserver's reasons do (a ServiceAccount as
+// name/namespace, as a RoleBinding).
 func describeSubject(s rbacv1.Subject, namespace string) string {
 	switch s.Kind {
 	case rbacv1.ServiceAccountKind:
 		if s.Namespace != "" {
 			namespace = s.Namespace
 		}
-		return fmt.Sprintf("%s %q", s.Kind, namespace+"/"+s.Name)
+		return fmt.Sprintf("%s %q", s.Kind, s.Name+"/"+namespace)
 	default:
 		return fmt.Sprintf("%s %q", s.Kind, s.Name)
 	}

@@ -46,7 +46,7 @@ func TestAuthorize(t *testing.T) {
 		want   authorizer.Decision
 		reason string
 	}{
-		{"bound by a RoleBinding", cm(sa, "create", "ns"), authorizer.DecisionAllow, `RBAC: allowed by RoleBinding "ns/cm" of Role "cm" to ServiceAccount "ns/sa"`},
+		{"bound by a RoleBinding", cm(sa, "create", "ns"), authorizer.DecisionAllow, `RBAC: allowed by RoleBinding "cm/ns" of Role "cm" to ServiceAccount "sa/ns"`},
 		{"a verb the Role lacks", cm(sa, "delete", "ns"), authorizer.DecisionNoOpinion, ""},
 		{"another namespace", cm(sa, "list", "other"), authorizer.DecisionNoOpinion, ""},
 		{"discovery for authenticated users", authorizer.AttributesRecord{User: sa, Verb: "get", Path: "/apis"}, authorizer.DecisionAllow,

@@ -103,18 +103,44 @@ func impersonating(r *http.Request) bool {
 	return false
 }
 
+// impersonated carries what kube-apiserver's impersonation filter hands on: the request with
+// the user it acts as in its context.
+type impersonated struct {
+	req  *http.Request
+	user user.Info
+}
+
+type impersonatedKey struct{}
+
+// newImpersonator returns kube-apiserver's impersonation filter (v1.37 runs the constrained
+// one: the impersonate-on verbs, then the legacy impersonate verb) over a handler that hands
+// the result back through the request's *impersonated.
+func newImpersonator(a authorizer.UnconditionalAuthorizer) http.Handler {
+	return impersonation.WithConstrainedImpersonation(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		if h, ok := r.Context().Value(impersonatedKey{}).(*impersonated); ok {
+			h.req = r
+			h.user, _ = genericrequest.UserFrom(r.Context())
+		}
+	}), a, statusCodecs)
+}
+
 // impersonate returns the user requestor acts as by r's Impersonate-* headers, each checked
-// with the impersonate verb, by kube-apiserver's impersonation filter. nil: the filter answered
-// (a 403 or a bad header).
-func (s *Server) impersonate(c *echo.Context, requestor user.Info) user.Info {
-	var as user.Info
-	h := impersonation.WithImpersonation(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
-		as, _ = genericrequest.UserFrom(r.Context())
-		c.SetRequest(r)
-	}), s.authz(), statusCodecs)
+// by kube-apiserver's impersonation filter, and the request carrying it. A nil user: the
+// filter answered (a 403, a bad header) when err is nil too.
+func (s *Server) impersonate(c *echo.Context, requestor user.Info) (user.Info, error) {
 	r := c.Request()
-	h.ServeHTTP(c.Response(), r.WithContext(genericrequest.WithUser(r.Context(), requestor)))
-	return as
+	info, err := requestInfos.NewRequestInfo(r)
+	if err != nil {
+		return nil, badRequest("%v", err)
+	}
+	h := &impersonated{}
+	ctx := context.WithValue(genericrequest.WithRequestInfo(genericrequest.WithUser(r.Context(), requestor), info), impersonatedKey{}, h)
+	s.impersonator.ServeHTTP(c.Response(), r.WithContext(ctx))
+	if h.user == nil {
+		return nil, nil
+	}
+	c.SetRequest(h.req)
+	return h.user, nil
 }
 
 // userInfo is u as k8s.io/apiserver names a user.

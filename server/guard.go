@@ -140,8 +140,8 @@ func (s *Server) guard(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		info := userInfo(*u)
 		if impersonating(r) {
-			if info = s.impersonate(c, info); info == nil {
-				return nil // answered: the impersonation was refused
+			if info, err = s.impersonate(c, info); info == nil || err != nil {
+				return err // nil: answered, the impersonation was refused
 			}
 			r = c.Request()
 		}

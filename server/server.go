@@ -181,6 +181,8 @@ type Server struct {
 	saKey *ecdsa.PrivateKey
 	// x509 authenticates client certificates (Config.ClientCA); nil without.
 	x509 *x509request.Authenticator
+	// impersonator is kube-apiserver's impersonation filter (authz.go).
+	impersonator http.Handler
 	// saVerified are the ServiceAccount tokens whose signature was checked (satoken.go).
 	saVerified verifiedTokens
 }
@@ -246,6 +248,7 @@ func New(cfg Config) (*Server, error) {
 		s.x509 = x509request.New(x509.VerifyOptions{Roots: cfg.ClientCA, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}},
 			x509request.CommonNameUserConversion)
 	}
+	s.impersonator = newImpersonator(s.authz())
 	s.saKey = cfg.ServiceAccountKey
 	if s.saKey == nil {
 		key, err := NewServiceAccountKey()

@@ -31,7 +31,6 @@ import (
 // kubebuilder generates from the controller's markers (config/rbac/role.yaml) it works; with one
 // rule removed it logs kube-apiserver's forbidden for what that rule allowed.
 
-//
 // It runs on an environment of its own (testenv.Options.RBAC), also when the suite runs on an
 // existing cluster.
 func TestManagerAsServiceAccount(t *testing.T) {

@@ -186,19 +186,19 @@ func (s *Server) tokenReview(c *echo.Context) error {
 		return apierrors.NewInvalid(schema.GroupKind{Group: "authentication.k8s.io", Kind: "TokenReview"}, "",
 			field.ErrorList{field.Required(field.NewPath("spec", "token"), "")})
 	}
-	r.Status = authenticationv1.TokenReviewStatus{}
+	// The audiences the answer names: those asked for, or the server's own (the issuer).
+	auds := r.Spec.Audiences
+	if len(auds) == 0 {
+		auds = []string{ServiceAccountIssuer}
+	}
+	r.Status = authenticationv1.TokenReviewStatus{Error: "invalid bearer token"}
 	if u, ok := s.cfg.Tokens.Authenticate(r.Spec.Token); ok {
-		r.Status = authenticationv1.TokenReviewStatus{Authenticated: true, Audiences: r.Spec.Audiences,
+		r.Status = authenticationv1.TokenReviewStatus{Authenticated: true, Audiences: auds,
 			User: authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}}
-	} else if u, auds, err := s.serviceAccountUser(c.Request().Context(), r.Spec.Token); err == nil &&
-		(len(r.Spec.Audiences) == 0 || slices.ContainsFunc(r.Spec.Audiences, func(a string) bool { return slices.Contains(auds, a) })) {
-		r.Status = authenticationv1.TokenReviewStatus{Authenticated: true, Audiences: r.Spec.Audiences,
+	} else if u, tokenAuds, err := s.serviceAccountUser(c.Request().Context(), r.Spec.Token); err == nil &&
+		slices.ContainsFunc(auds, func(a string) bool { return slices.Contains(tokenAuds, a) }) {
+		r.Status = authenticationv1.TokenReviewStatus{Authenticated: true, Audiences: auds,
 			User: authenticationv1.UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups}}
-		if len(r.Spec.Audiences) == 0 {
-			r.Status.Audiences = []string{ServiceAccountIssuer}
-		}
-	} else {
-		r.Status.Error = "[invalid bearer token, service account token has been invalidated]"
 	}
 	return c.JSON(http.StatusCreated, &r)
 }

@@ -48,7 +48,8 @@ func (s *Server) tokenRequest(c *echo.Context) error {
 		ttl = time.Duration(*r.Spec.ExpirationSeconds) * time.Second
 	}
 	if ttl < minTokenTTL {
-		return apierrors.NewInvalid(schema.GroupKind{Group: "authentication.k8s.io", Kind: "TokenRequest"}, t.Key.Name,
+		// Named "" as kube-apiserver names it (the request's body has no name).
+		return apierrors.NewInvalid(schema.GroupKind{Group: "authentication.k8s.io", Kind: "TokenRequest"}, "",
 			field.ErrorList{field.Invalid(field.NewPath("spec", "expirationSeconds"), int64(ttl/time.Second), "may not specify a duration less than 10 minutes")})
 	}
 	if len(r.Spec.Audiences) == 0 {

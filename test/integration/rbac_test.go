@@ -77,8 +77,17 @@ func saClient(t *testing.T, env *testenv.Environment, admin kubernetes.Interface
 func TestRBACServiceAccountForbidden(t *testing.T) {
 	t.Parallel()
 	env, admin := rbacEnv(t)
-	sa, _ := saClient(t, env, admin)
+	sa, token := saClient(t, env, admin)
 	ctx := t.Context()
+	review := func() *authenticationv1.TokenReview {
+		tr, err := admin.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+		require.NoError(t, err)
+		return tr
+	}
+	tr := review()
+	assert.True(t, tr.Status.Authenticated)
+	assert.Equal(t, "system:serviceaccount:ns:sa", tr.Status.User.Username)
+	assert.Equal(t, []string{"https://kubernetes.default.svc.cluster.local"}, tr.Status.Audiences)
 
 	_, err := sa.CoreV1().ConfigMaps("ns").List(ctx, metav1.ListOptions{})
 	require.NoError(t, err, "the Role allows list in ns")
@@ -105,6 +114,9 @@ func TestRBACServiceAccountForbidden(t *testing.T) {
 	require.NoError(t, admin.CoreV1().ServiceAccounts("ns").Delete(ctx, "sa", metav1.DeleteOptions{}))
 	_, err = sa.CoreV1().ConfigMaps("ns").List(ctx, metav1.ListOptions{})
 	assert.True(t, apierrors.IsUnauthorized(err), "a deleted ServiceAccount's token: %v", err)
+	tr = review()
+	assert.False(t, tr.Status.Authenticated)
+	assert.Equal(t, "invalid bearer token", tr.Status.Error)
 }
 
 func TestRBACKubectlAuthCanI(t *testing.T) {

@@ -96,7 +96,7 @@ func (e escalation) checkRole(ctx context.Context, u user.Info, req *webhooks.Re
 	}
 	if role.AggregationRule != nil {
 		if err := e.confirmNoEscalation(ctx, u, req.Namespace, fullAuthority); err != nil {
-			return err
+			return errors.New("must have cluster-admin privileges to use the aggregationRule")
 		}
 	}
 	return e.confirmNoEscalation(ctx, u, req.Namespace, role.Rules)

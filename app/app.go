@@ -22,6 +22,7 @@ import (
 	"github.com/opemu/opemu/metrics"
 	"github.com/opemu/opemu/namespaces"
 	"github.com/opemu/opemu/nodes"
+	"github.com/opemu/opemu/rbac"
 	"github.com/opemu/opemu/reconciler"
 	"github.com/opemu/opemu/registry"
 	"github.com/opemu/opemu/server"
@@ -105,6 +106,7 @@ type App struct {
 	reg       *registry.Store
 	recorder  *events.Recorder
 	webhooks  *hooks.Admission // the admission webhooks configured in the API
+	rbac      *rbac.Authorizer // the authorizer with AuthorizationMode RBAC; nil otherwise
 	// newFaults
 	faults *faults.Engine
 	// newControllers: all nil or empty when the controllers are off.

@@ -2,6 +2,7 @@ package app
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"log/slog"
 	"time"
 
@@ -122,6 +123,14 @@ type Config struct {
 	// opemu's own (TLS=self-signed), for the log.
 	TLS        *tls.Config
 	SelfSigned *certs.Bundle
+	// ClientCA, with TLS, authenticates client certificates it signed (CommonName the user,
+	// Organizations the groups), as kube-apiserver's --client-ca-file. Nil accepts none.
+	ClientCA *x509.CertPool
+	// AuthorizationMode is kube-apiserver's --authorization-mode: "RBAC" decides every request
+	// by the Roles and bindings stored (with kube's bootstrap policy created at start, and a
+	// token generated for the admin when none is configured); "" or "AlwaysAllow" allows
+	// every request.
+	AuthorizationMode string
 
 	// Version is what GET / reports. Empty means "dev".
 	Version string

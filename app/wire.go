@@ -26,6 +26,7 @@ import (
 	"github.com/opemu/opemu/metrics"
 	"github.com/opemu/opemu/namespaces"
 	"github.com/opemu/opemu/nodes"
+	"github.com/opemu/opemu/rbac"
 	"github.com/opemu/opemu/reconciler"
 	"github.com/opemu/opemu/registry"
 	"github.com/opemu/opemu/server"
@@ -126,6 +127,10 @@ func (a *App) newWritePath(context.Context) error {
 		return err
 	}
 	writeAdmission.Configured = a.webhooks
+	if a.cfg.AuthorizationMode == AuthorizationRBAC {
+		a.rbac = rbac.New(a.reg.Client("opemu-rbac"))
+		writeAdmission.Validating = append(slices.Clip(writeAdmission.Validating), a.rbac.Escalation())
+	}
 	// A deleted CRD's custom resources are deleted through the write path (crd/delete.go).
 	a.crds.UseClient(a.reg.Client("apiextensions-apiserver"))
 	return nil
@@ -295,6 +300,9 @@ func (a *App) settle(ctx context.Context) error {
 			seeds = append(seeds, c)
 		}
 	}
+	if a.rbac != nil {
+		seeds = append(seeds, rbac.Bootstrap()...)
+	}
 	if err := a.reg.Bootstrap(ctx, seeds...); err != nil {
 		return err
 	}
@@ -379,7 +387,17 @@ func (a *App) serverConfig() server.Config {
 		AllowedHosts:   cfg.AllowedHosts,
 		AllowedOrigins: cfg.AllowedOrigins,
 		TLS:            cfg.TLS,
+		ClientCA:       cfg.ClientCA,
+		Authorizer:     a.authorizer(),
 	}
+}
+
+// authorizer is the server's Authorizer: the RBAC authorizer, or nil (AlwaysAllow).
+func (a *App) authorizer() server.Authorizer {
+	if a.rbac == nil {
+		return nil
+	}
+	return a.rbac
 }
 
 // describe names an object of Config.Objects for an error: its kind and name.

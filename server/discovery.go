@@ -203,7 +203,7 @@ func encodeDiscovery(v *apidiscoveryv2.APIGroupDiscoveryList) ([]byte, string) {
 // legacyResources are the APIResources of k: its resource, then its subresources.
 func legacyResources(served *kinds.Registry, k *kinds.Kind) []metav1.APIResource {
 	if isReview(k) {
-		return []metav1.APIResource{{Name: k.Plural, SingularName: k.Singular, Kind: k.Kind, Verbs: reviewVerbs}}
+		return []metav1.APIResource{{Name: k.Plural, SingularName: k.Singular, Namespaced: k.Namespaced, Kind: k.Kind, Verbs: reviewVerbs}}
 	}
 	out := []metav1.APIResource{{
 		Name: k.Plural, SingularName: k.Singular, Namespaced: k.Namespaced, Kind: k.Kind, Verbs: verbsOf(k),

@@ -61,6 +61,14 @@ func (s *Server) parseTarget(c *echo.Context) (registry.Target, error) {
 		if c.Request().Method != http.MethodPut {
 			return registry.Target{}, echo.ErrMethodNotAllowed
 		}
+	case "token":
+		// A ServiceAccount's TokenRequest (tokenrequest.go): created only.
+		if k.Group != "" || k.Plural != "serviceaccounts" {
+			return registry.Target{}, noSubresource(k, t.Key.Name)
+		}
+		if c.Request().Method != http.MethodPost {
+			return registry.Target{}, echo.ErrMethodNotAllowed
+		}
 	case "history", "reconcile":
 		// Any kind: a Controller (controllers.opemu.dev) may reconcile built-in kinds too; the
 		// handler says when none does.

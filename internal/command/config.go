@@ -29,13 +29,15 @@ type config struct {
 	LogFormat string
 	// SPEC §13: where tokens and certificates come from (security.go loads them into
 	// app.Config's Tokens and TLS).
-	Token       string
-	TokenFile   string
-	TLSMode     string // TLS: "" or "self-signed"
-	TLSCertFile string
-	TLSKeyFile  string
-	TLSDir      string
-	TLSSANs     []string
+	Token     string
+	TokenFile string
+	// ClientCAFile is CLIENT_CA_FILE: more CAs whose client certificates authenticate.
+	ClientCAFile string
+	TLSMode      string // TLS: "" or "self-signed"
+	TLSCertFile  string
+	TLSKeyFile   string
+	TLSDir       string
+	TLSSANs      []string
 	// LoadFile is the snapshot the server starts from (LOAD, SPEC §23); load reads it into
 	// app.Config's Load.
 	LoadFile string
@@ -181,6 +183,14 @@ func settings() []setting {
 			return nil
 		}},
 		{"TOKEN_FILE", "token-file", "", `kube-apiserver's static token file: one token,user,uid,"group1,group2" per line`, func(c *config, v string) error { c.TokenFile = v; return nil }},
+		{"AUTHORIZATION_MODE", "authorization-mode", "AlwaysAllow", "AlwaysAllow: every request is allowed; RBAC: Roles and bindings decide, as kube-apiserver's --authorization-mode=RBAC (with kube's bootstrap policy)", func(c *config, v string) error {
+			if v != opemu.AuthorizationAlwaysAllow && v != opemu.AuthorizationRBAC {
+				return fmt.Errorf("must be AlwaysAllow or RBAC, not %q", v)
+			}
+			c.AuthorizationMode = v
+			return nil
+		}},
+		{"CLIENT_CA_FILE", "client-ca-file", "", "with HTTPS: client certificates signed by a CA of this PEM file authenticate (CommonName the user, Organizations the groups), as kube-apiserver's --client-ca-file; TLS=self-signed's own CA always does", func(c *config, v string) error { c.ClientCAFile = v; return nil }},
 		{"INSECURE_NO_AUTH", "insecure-no-auth", "false", "true: no token even when listening beyond loopback (by default one is generated and logged)", boolInto(func(c *config) *bool { return &c.InsecureNoAuth })},
 		{"TLS", "tls", "", "self-signed: serve HTTPS with a CA and a certificate generated into TLS_DIR and kept across restarts", func(c *config, v string) error {
 			if v != "" && v != "self-signed" {

@@ -316,7 +316,7 @@ func sortCauses(st map[string]any) {
 }
 
 // Normalize returns a run's answers as recorded: for each step its normalised tree, with the
-// step's Select and Ignore applied.
+// step's Select, Ignore and Unordered applied.
 func Normalize(r *Run) RecordedCase {
 	trees := make([]map[string]any, len(r.Steps))
 	for i, a := range r.Steps {
@@ -349,6 +349,13 @@ func Normalize(r *Run) RecordedCase {
 		out := n.value("", t).(map[string]any)
 		for _, p := range s.Ignore {
 			ignorePath(out, p)
+		}
+		for _, p := range s.Unordered {
+			if list, ok := lookup(out, p); ok {
+				if items, ok := list.([]any); ok {
+					sort.SliceStable(items, func(i, j int) bool { return canonicalString(items[i]) < canonicalString(items[j]) })
+				}
+			}
 		}
 		rc.Steps[i] = canonical(out)
 	}

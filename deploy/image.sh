@@ -8,9 +8,9 @@
 #   IMAGE=registry.example.com/team/opemu:v1 PUSH=1 bash deploy/image.sh   # and push IMAGE: a manifest list of both
 #   ENGINE=docker bash deploy/image.sh            # docker buildx (several platforms need a builder that can push: PUSH=1)
 #
-# podman keeps one image per architecture (IMAGE-ARCH) and tags this machine's as IMAGE; the
-# manifest list naming both is made only to push it (podman 4.3 cannot list local images while
-# a manifest list is among them).
+# podman keeps one image per architecture (IMAGE-ARCH; no intermediate images: the build is
+# two copies) and tags this machine's as IMAGE; the manifest list naming both is made only to
+# push it (podman 4.3 cannot list local images while a manifest list is among them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 image=${IMAGE:-localhost/opemu:dev}
@@ -35,7 +35,7 @@ case $engine in
   podman)
     for platform in ${platforms//,/ }; do
       echo "== podman build $image-${platform#linux/} for $platform"
-      podman build --platform "$platform" "${args[@]}" -t "$image-${platform#linux/}" .
+      podman build --layers=false --platform "$platform" "${args[@]}" -t "$image-${platform#linux/}" .
       if [[ $platform == "$host" ]]; then podman tag "$image-${platform#linux/}" "$image"; fi
     done
     if [[ -n ${PUSH:-} ]]; then

@@ -185,37 +185,29 @@ func freePorts(t *testing.T, n int) []string {
 }
 
 // TestComposeDemoFailsOver is the README's compose demo, as a new user runs it from a fresh
-// clone: deploy/image.sh builds the image (this machine's architecture) with podman, pulling
-// nothing; the image is the static binary on scratch, run as a numeric non-root user, listening
-// on 0.0.0.0:3000 by default, with OCI labels. podman-compose starts deploy/compose/compose.yaml
-// (opemu etcd and three replicas on a network of their own, published on 127.0.0.1): an Application created through a
-// follower is reconciled by the leader; the leader's container is killed mid-rollout; another
-// replica takes over and finishes the rollout; nothing is lost.
+// clone: deploy/image.sh builds the image (this machine's architecture, in TestMain) with
+// podman, pulling nothing; the image is the static binary on scratch, run as a numeric non-root
+// user, listening on 0.0.0.0:3000 by default, with OCI labels. podman-compose starts
+// deploy/compose/compose.yaml (opemu etcd and three replicas on a network of their own,
+// published on 127.0.0.1): an Application created through a follower is reconciled by the
+// leader; the leader's container is killed mid-rollout; another replica takes over and
+// finishes the rollout; nothing is lost.
 func TestComposeDemoFailsOver(t *testing.T) {
 	tool.Path(t, "podman")
 	tool.Path(t, "podman-compose")
 	tool.Path(t, "runc")
 	tool.At(t, "/usr/lib/cni/dnsname", "golang-github-containernetworking-plugin-dnsname")
 	repo := tool.Repo(t)
-	image := fmt.Sprintf("localhost/opemu-test-%d:dev", os.Getpid())
+	require.NoError(t, built.err, "bash deploy/image.sh:\n%s", built.out)
+	image := built.image
 	ports := freePorts(t, 4)
 	d := &demo{t: t, repo: repo, project: fmt.Sprintf("opemu-test-%d", os.Getpid()),
 		replicas: map[string]string{"opemu-1": "127.0.0.1:" + ports[0], "opemu-2": "127.0.0.1:" + ports[1], "opemu-3": "127.0.0.1:" + ports[2]}}
 	d.env = append(os.Environ(),
-		"CONTAINERS_CONF="+filepath.Join(repo, "deploy/compose/containers.conf"),
-		"IMAGE="+image, "PLATFORMS=linux/"+runtime.GOARCH, "OPEMU_IMAGE="+image,
+		"CONTAINERS_CONF="+filepath.Join(repo, "deploy/compose/containers.conf"), "OPEMU_IMAGE="+image,
 		"OPEMU_PORT_1="+ports[0], "OPEMU_PORT_2="+ports[1], "OPEMU_PORT_3="+ports[2], "ETCD_PORT="+ports[3],
 		"LEASE_DURATION="+leaseDuration.String(), "RENEW_DEADLINE=1500ms", "RETRY_PERIOD="+retryPeriod.String(), "ROLLOUT_STEP=400ms")
 
-	// The documented build (of this machine's architecture: IMAGE-ARCH, tagged IMAGE too). With
-	// a cold Go build cache the static build compiles everything again: 15 minutes were
-	// measured on the two shared cores at a load of 20; warm, it takes seconds.
-	d.run(20*time.Minute, "bash", "deploy/image.sh")
-	t.Cleanup(func() {
-		if out, err := d.try(time.Minute, "podman", "rmi", "-f", image, image+"-"+runtime.GOARCH); err != nil {
-			t.Errorf("podman rmi %s: %v\n%s", image, err, out)
-		}
-	})
 	var inspected []struct {
 		Architecture string
 		Size         int64

@@ -99,7 +99,8 @@ func (s *Server) answerList(c *echo.Context, t registry.Target, meta metav1.List
 	case asPartial:
 		return wrongShape(asPartial, t.Kind, true)
 	}
-	if out.mediaType == jsonType {
+	if out.mediaType == jsonType && t.Kind.Conversion == nil {
+		// Streamed: nothing can fail once the status line is sent (a view's conversion can).
 		w := c.Response()
 		w.Header().Set(echo.HeaderContentType, jsonType)
 		w.WriteHeader(http.StatusOK)
@@ -157,7 +158,7 @@ func writeListJSON(w listWriter, t registry.Target, meta metav1.ListMeta, items 
 		}
 		raw := o.Raw()
 		if t.Kind.Conversion != nil {
-			if raw, err = registry.View(t, o); err != nil {
+			if raw, err = registry.ListView(t, o); err != nil {
 				return err
 			}
 		}

@@ -1,6 +1,7 @@
 package crd
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -45,6 +46,9 @@ type versions struct {
 	group string
 	// conv is the unsafe converter: it converts its argument in place (the callers own theirs).
 	conv runtime.ObjectConvertor
+	// decoded says conv's objects are decoded anew (a webhook's answer: apimachinery's numbers,
+	// int64 and float64), which are made objects as opemu holds them (json.Number).
+	decoded bool
 }
 
 // converterFor returns the conversion of c's objects, nil when c has a single version.
@@ -59,7 +63,7 @@ func (r *Registry) converterFor(c *apiextv1.CustomResourceDefinition) (*versions
 	if err != nil {
 		return nil, err
 	}
-	return &versions{group: c.Spec.Group, conv: unsafe}, nil
+	return &versions{group: c.Spec.Group, conv: unsafe, decoded: c.Spec.Conversion.Strategy == apiextv1.WebhookConverter}, nil
 }
 
 // to converts obj (its own: it may be changed) into version and returns the result.
@@ -77,7 +81,14 @@ func (v *versions) to(obj map[string]any, version string) (map[string]any, error
 	if !ok {
 		return nil, fmt.Errorf("conversion into %s returned a %T", gv, out)
 	}
-	return converted.Object, nil
+	if !v.decoded {
+		return converted.Object, nil
+	}
+	raw, err := json.Marshal(converted.Object)
+	if err != nil {
+		return nil, err
+	}
+	return cache.DecodeJSON(raw)
 }
 
 // view makes k, a served version other than the storage version st, a view of the objects

@@ -203,7 +203,7 @@ spec:
               size: {type: integer, minimum: 1, default: 3}
 `
 
-func widgets(t *testing.T) *apiextv1.CustomResourceDefinition {
+func widgets(t testing.TB) *apiextv1.CustomResourceDefinition {
 	t.Helper()
 	var c apiextv1.CustomResourceDefinition
 	require.NoError(t, yaml.Unmarshal([]byte(widgetsYAML), &c))
@@ -418,4 +418,25 @@ func terminating(c apiextv1.CustomResourceDefinition) *apiextv1.CustomResourceDe
 		}
 	}
 	return nil
+}
+
+// TestConversionWebhook: a CRD converted by a webhook reads and writes its other versions
+// through it (apiextensions-apiserver's webhook converter, over HTTPS with the caBundle).
+func TestConversionWebhook(t *testing.T) {
+	t.Parallel()
+	r, ks := newRegistry(t)
+	c := widgets(t)
+	c.Spec.Conversion = convertingWebhook(t)
+	_, errs, err := r.Register(c)
+	require.NoError(t, err)
+	require.Empty(t, errs)
+	beta, ok := ks.Lookup("example.com", "v1beta1", "widgets")
+	require.True(t, ok)
+	read, err := beta.Conversion.FromStorage(decode(t, `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":5}}`))
+	require.NoError(t, err)
+	assert.Equal(t, "example.com/v1beta1", read["apiVersion"])
+	assert.Equal(t, map[string]any{"size": json.Number("5")}, read["spec"])
+	written, err := beta.Conversion.ToStorage(decode(t, `{"apiVersion":"example.com/v1beta1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":2}}`), nil)
+	require.NoError(t, err)
+	assert.Equal(t, "example.com/v1", written["apiVersion"])
 }

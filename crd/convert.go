@@ -112,18 +112,24 @@ func (v *versions) view(k, st *kinds.Kind) {
 			}
 			return out, nil
 		},
-		FromStorage: func(obj map[string]any) (map[string]any, error) {
-			out, err := v.to(obj, k.Version)
-			if err != nil {
-				return nil, err
-			}
-			if k.Schema != nil {
-				k.Schema.Prune(out)
-				k.Schema.Default(out)
-			}
-			return out, nil
-		},
+		FromStorage: v.reader(k),
 		FieldLabels: fields,
+	}
+}
+
+// reader converts a stored object into k's version, then prunes and defaults it with k's
+// schema (kube-apiserver's schema-coercing converter and its defaulting on read).
+func (v *versions) reader(k *kinds.Kind) func(map[string]any) (map[string]any, error) {
+	return func(obj map[string]any) (map[string]any, error) {
+		out, err := v.to(obj, k.Version)
+		if err != nil {
+			return nil, err
+		}
+		if k.Schema != nil {
+			k.Schema.Prune(out)
+			k.Schema.Default(out)
+		}
+		return out, nil
 	}
 }
 

@@ -307,6 +307,10 @@ func (r *Registry) prepare(c *apiextv1.CustomResourceDefinition, builtIn bool) (
 			conv.view(k, e.storage)
 		}
 	}
+	if conv != nil {
+		// Objects written before the storage version moved are in a former one.
+		e.storage.Upgrade = conv.reader(e.storage)
+	}
 	e.storage.StorageVersion = e.storage.Version
 	return e, nil
 }

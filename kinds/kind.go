@@ -90,6 +90,11 @@ type Kind struct {
 	// events.k8s.io/v1 Event is of v1 Event): they are stored in Conversion.Storage's form and
 	// converted on every read and write.
 	Conversion *Conversion
+	// Upgrade, when set, converts a stored object written in another version of the kind's
+	// resource (a CRD's former storage version) into this version on reads (get, list, watch,
+	// Tables); objects already in this version are read as stored. The function gets a private
+	// copy it may change.
+	Upgrade func(obj map[string]any) (map[string]any, error)
 	// Lifecycle, when set, takes part in the kind's writes beyond the schema (a
 	// CustomResourceDefinition serves new kinds when stored).
 	Lifecycle Lifecycle
@@ -270,6 +275,10 @@ func (k *Kind) GroupResource() cache.GroupResource {
 	}
 	return cache.GroupResource{Group: k.Group, Resource: k.Plural}
 }
+
+// ConvertsReads reports whether reads of the kind may convert stored objects (a view, or a
+// kind with Upgrade).
+func (k *Kind) ConvertsReads() bool { return k.Conversion != nil || k.Upgrade != nil }
 
 // BuiltIn reports whether the kind is one of the server's own rather than defined by a CRD.
 func (k *Kind) BuiltIn() bool { return k.CRDName == "" }

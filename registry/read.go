@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/kinds"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -83,6 +85,11 @@ func ListView(t Target, o *cache.Object) ([]byte, error) {
 	}}
 }
 
+// apiVersionPrefix is how the JSON of an object of k's version starts.
+func apiVersionPrefix(k *kinds.Kind) []byte {
+	return []byte(`{"apiVersion":"` + k.GroupVersion() + `"`)
+}
+
 // unconvertible is the error of a CRD's converter reading a stored object.
 type unconvertible struct{ err error }
 
@@ -103,7 +110,13 @@ func (u unconvertible) storageError(o *cache.Object, prefix string) (string, err
 }
 
 func view(t Target, o *cache.Object) ([]byte, error) {
-	if t.Sub != "scale" && t.Kind.Conversion == nil {
+	convert := t.Kind.Upgrade
+	switch {
+	case t.Sub == "scale":
+	case t.Kind.Conversion != nil:
+		convert = t.Kind.Conversion.FromStorage
+	case convert == nil || bytes.HasPrefix(o.Raw(), apiVersionPrefix(t.Kind)):
+		// Objects encoded from maps start with apiVersion (encoding/json sorts the keys).
 		return o.Raw(), nil
 	}
 	obj, err := o.Decode()
@@ -113,7 +126,10 @@ func view(t Target, o *cache.Object) ([]byte, error) {
 	if t.Sub == "scale" {
 		return json.Marshal(scaleOf(t, obj))
 	}
-	v, err := t.Kind.Conversion.FromStorage(obj)
+	if t.Kind.Conversion == nil && obj["apiVersion"] == t.Kind.GroupVersion() {
+		return o.Raw(), nil
+	}
+	v, err := convert(obj)
 	if err != nil {
 		if t.Kind.BuiltIn() {
 			return nil, err

@@ -99,7 +99,7 @@ func (s *Server) answerList(c *echo.Context, t registry.Target, meta metav1.List
 	case asPartial:
 		return wrongShape(asPartial, t.Kind, true)
 	}
-	if out.mediaType == jsonType && t.Kind.Conversion == nil {
+	if out.mediaType == jsonType && !t.Kind.ConvertsReads() {
 		// Streamed: nothing can fail once the status line is sent (a view's conversion can).
 		w := c.Response()
 		w.Header().Set(echo.HeaderContentType, jsonType)
@@ -157,7 +157,7 @@ func writeListJSON(w listWriter, t registry.Target, meta metav1.ListMeta, items 
 			w.WriteByte(',')
 		}
 		raw := o.Raw()
-		if t.Kind.Conversion != nil {
+		if t.Kind.ConvertsReads() {
 			if raw, err = registry.ListView(t, o); err != nil {
 				return err
 			}

@@ -424,14 +424,7 @@ func terminating(c apiextv1.CustomResourceDefinition) *apiextv1.CustomResourceDe
 // through it (apiextensions-apiserver's webhook converter, over HTTPS with the caBundle).
 func TestConversionWebhook(t *testing.T) {
 	t.Parallel()
-	r, ks := newRegistry(t)
-	c := widgets(t)
-	c.Spec.Conversion = convertingWebhook(t)
-	_, errs, err := r.Register(c)
-	require.NoError(t, err)
-	require.Empty(t, errs)
-	beta, ok := ks.Lookup("example.com", "v1beta1", "widgets")
-	require.True(t, ok)
+	beta := convertedWidgets(t)
 	read, err := beta.Conversion.FromStorage(decode(t, `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":5}}`))
 	require.NoError(t, err)
 	assert.Equal(t, "example.com/v1beta1", read["apiVersion"])

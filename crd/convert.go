@@ -46,13 +46,17 @@ type versions struct {
 	group string
 	// conv is the unsafe converter: it converts its argument in place (the callers own theirs).
 	conv runtime.ObjectConvertor
+	// schemas are the schemas of the CRD's versions, by apiVersion: a stored object is
+	// defaulted with its own version's on every read.
+	schemas map[string]kinds.Schema
 	// decoded says conv's objects are decoded anew (a webhook's answer: apimachinery's numbers,
 	// int64 and float64), which are made objects as opemu holds them (json.Number).
 	decoded bool
 }
 
-// converterFor returns the conversion of c's objects, nil when c has a single version.
-func (r *Registry) converterFor(c *apiextv1.CustomResourceDefinition) (*versions, error) {
+// converterFor returns the conversion of c's objects, whose versions' schemas (by apiVersion)
+// are schemas; nil when c has a single version.
+func (r *Registry) converterFor(c *apiextv1.CustomResourceDefinition, schemas map[string]kinds.Schema) (*versions, error) {
 	if len(c.Spec.Versions) < 2 {
 		return nil, nil
 	}
@@ -63,7 +67,7 @@ func (r *Registry) converterFor(c *apiextv1.CustomResourceDefinition) (*versions
 	if err != nil {
 		return nil, err
 	}
-	return &versions{group: c.Spec.Group, conv: unsafe, decoded: c.Spec.Conversion.Strategy == apiextv1.WebhookConverter}, nil
+	return &versions{group: c.Spec.Group, conv: unsafe, schemas: schemas, decoded: c.Spec.Conversion.Strategy == apiextv1.WebhookConverter}, nil
 }
 
 // to converts obj (its own: it may be changed) into version and returns the result.
@@ -92,7 +96,7 @@ func (v *versions) to(obj map[string]any, version string) (map[string]any, error
 }
 
 // view makes k, a served version other than the storage version st, a view of the objects
-// stored in st: reads convert into k's version and prune and default with its schema; writes
+// stored in st: reads convert into k's version (reader); writes
 // convert into st's version and prune with its schema, then follow st's write path.
 func (v *versions) view(k, st *kinds.Kind) {
 	fields := map[string]string{}
@@ -117,17 +121,21 @@ func (v *versions) view(k, st *kinds.Kind) {
 	}
 }
 
-// reader converts a stored object into k's version, then prunes and defaults it with k's
-// schema (kube-apiserver's schema-coercing converter and its defaulting on read).
+// reader converts a stored object into k's version as kube-apiserver reads one: defaulted
+// with the schema of the version it is stored in (the storage codec's defaulting), converted,
+// then pruned with k's schema (the schema-coercing converter). k's own defaults are not
+// applied: a read defaults in the stored version only.
 func (v *versions) reader(k *kinds.Kind) func(map[string]any) (map[string]any, error) {
 	return func(obj map[string]any) (map[string]any, error) {
+		if av, _ := obj["apiVersion"].(string); v.schemas[av] != nil {
+			v.schemas[av].Default(obj)
+		}
 		out, err := v.to(obj, k.Version)
 		if err != nil {
 			return nil, err
 		}
 		if k.Schema != nil {
 			k.Schema.Prune(out)
-			k.Schema.Default(out)
 		}
 		return out, nil
 	}

@@ -254,6 +254,7 @@ func (r *Registry) installLocked(e *entry) {
 // built-in CRD lazily: on first use, and with no Lifecycle: it is never deleted).
 func (r *Registry) prepare(c *apiextv1.CustomResourceDefinition, builtIn bool) (*entry, error) {
 	e := &entry{crd: c}
+	schemas := map[string]kinds.Schema{} // by version, served or not
 	var lc kinds.Lifecycle
 	if !builtIn {
 		lc = objects{r: r, crd: c.Name, gr: k8sschema.GroupResource{Group: c.Spec.Group, Resource: c.Spec.Names.Plural}, terminating: c.DeletionTimestamp != nil}
@@ -286,6 +287,7 @@ func (r *Registry) prepare(c *apiextv1.CustomResourceDefinition, builtIn bool) (
 				return nil, fmt.Errorf("crd %s: version %s: %w", c.Name, v.Name, err)
 			}
 			k.Schema = s
+			schemas[k.GroupVersion()] = s
 		}
 		if v.Storage {
 			e.storage = k
@@ -297,7 +299,7 @@ func (r *Registry) prepare(c *apiextv1.CustomResourceDefinition, builtIn bool) (
 	if e.storage == nil {
 		return nil, fmt.Errorf("crd %s: no storage version", c.Name)
 	}
-	conv, err := r.converterFor(c)
+	conv, err := r.converterFor(c, schemas)
 	if err != nil {
 		return nil, fmt.Errorf("crd %s: %w", c.Name, err)
 	}

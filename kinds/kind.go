@@ -82,6 +82,10 @@ type Kind struct {
 	// stored object old (e.g. a Service keeps its allocated clusterIP when the update omits
 	// it). It may change obj, never old.
 	PrepareForUpdate func(obj, old map[string]any)
+	// PrepareStatusUpdate, when set, fills what a /status write leaves out, as the defaults of
+	// the kind's request decoding would (a CRD's emptied status.storedVersions is its storage
+	// version). It may change obj, never old.
+	PrepareStatusUpdate func(obj, old map[string]any)
 	// TypeConverter, when set, gives the structured-merge-diff types server-side apply merges
 	// this kind's objects with (the real list and map keys). Nil means types deduced from the
 	// objects: maps granular, lists atomic.

@@ -51,8 +51,6 @@ func wideCRD(tb testing.TB, i int) *apiextv1.CustomResourceDefinition {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // BenchmarkRegisterWideCRDs registers 50 CRDs of 56 KB (wideCRD) and reports the live heap
 // each keeps once registered (bytes/CRD, after a GC), and its JSON size.
 func BenchmarkRegisterWideCRDs(b *testing.B) {

@@ -11,6 +11,7 @@ import (
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/kinds"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/conversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -60,6 +61,9 @@ type Registry struct {
 	cleaning map[string]bool
 
 	client Client // set once by UseClient, before serving
+
+	// factory makes the converters of CRDs with several versions (convert.go).
+	factory *conversion.CRConverterFactory
 }
 
 // New returns an empty registry.
@@ -67,7 +71,11 @@ func New(cfg Config) (*Registry, error) {
 	if cfg.Kinds == nil {
 		return nil, errors.New("crd: Kinds is required")
 	}
-	return &Registry{cfg: cfg, byName: map[string]*entry{}, cleaning: map[string]bool{}}, nil
+	factory, err := newConverterFactory()
+	if err != nil {
+		return nil, err
+	}
+	return &Registry{cfg: cfg, byName: map[string]*entry{}, cleaning: map[string]bool{}, factory: factory}, nil
 }
 
 // AddBuiltIn registers a CRD the server itself defines (the Application CRD): it is served
@@ -267,6 +275,7 @@ func (r *Registry) prepare(c *apiextv1.CustomResourceDefinition, builtIn bool) (
 	if !builtIn {
 		e.bytes = sizeOf(c)
 	}
+	schemas := map[string]kinds.Schema{} // by version, served or not
 	var lc kinds.Lifecycle
 	if !builtIn {
 		lc = objects{r: r, crd: c.Name, gr: k8sschema.GroupResource{Group: c.Spec.Group, Resource: c.Spec.Names.Plural}, terminating: c.DeletionTimestamp != nil}
@@ -277,6 +286,7 @@ func (r *Registry) prepare(c *apiextv1.CustomResourceDefinition, builtIn bool) (
 			Plural: c.Spec.Names.Plural, Singular: c.Spec.Names.Singular,
 			ShortNames: c.Spec.Names.ShortNames, Categories: c.Spec.Names.Categories,
 			Namespaced: c.Spec.Scope == apiextv1.NamespaceScoped, CRDName: c.Name, Lifecycle: lc,
+			Warning: deprecation(c.Spec.Group, c.Spec.Names.Kind, v),
 		}
 		k.Columns = []kinds.Column{kinds.NameColumn}
 		for _, pc := range v.AdditionalPrinterColumns {
@@ -298,6 +308,7 @@ func (r *Registry) prepare(c *apiextv1.CustomResourceDefinition, builtIn bool) (
 				return nil, fmt.Errorf("crd %s: version %s: %w", c.Name, v.Name, err)
 			}
 			k.Schema = s
+			schemas[k.GroupVersion()] = s
 		}
 		if v.Storage {
 			e.storage = k
@@ -309,8 +320,19 @@ func (r *Registry) prepare(c *apiextv1.CustomResourceDefinition, builtIn bool) (
 	if e.storage == nil {
 		return nil, fmt.Errorf("crd %s: no storage version", c.Name)
 	}
+	conv, err := r.converterFor(c, schemas)
+	if err != nil {
+		return nil, fmt.Errorf("crd %s: %w", c.Name, err)
+	}
 	for _, k := range e.served {
 		k.StorageVersion = e.storage.Version
+		if conv != nil && k != e.storage {
+			conv.view(k, e.storage)
+		}
+	}
+	if conv != nil {
+		// Objects written before the storage version moved are in a former one.
+		e.storage.Upgrade = conv.reader(e.storage)
 	}
 	e.storage.StorageVersion = e.storage.Version
 	return e, nil

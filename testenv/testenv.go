@@ -13,6 +13,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 
 	"github.com/opemu/opemu/app"
@@ -39,6 +40,10 @@ type Options struct {
 	// serving certificate made for its webhook server (see WebhookInstallOptions). Start fills
 	// in what it chose; read it back from Environment.WebhookInstallOptions.
 	WebhookInstallOptions WebhookInstallOptions
+	// Scheme says which CRDs get a conversion webhook, as envtest's Scheme: those whose kind
+	// has a Hub and Convertible spokes in it (controller-runtime's conversion.IsConvertible).
+	// Nil means client-go's scheme.Scheme, where suites usually add their types.
+	Scheme *runtime.Scheme
 
 	// Controller runs opemu's built-in Application controller. Off by default: a suite tests
 	// its own controllers. (The garbage collector runs either way, as a cluster's does.)
@@ -70,6 +75,8 @@ type CRDInstallOptions struct {
 	CRDs []*apiextensionsv1.CustomResourceDefinition
 	// ErrorIfPathMissing is Options.ErrorIfCRDPathMissing.
 	ErrorIfPathMissing bool
+	// Scheme, when set, is used in place of Options.Scheme.
+	Scheme *runtime.Scheme
 }
 
 // Environment is one running opemu server. Stop it with Stop (New does so in t.Cleanup).
@@ -79,7 +86,8 @@ type Environment struct {
 	Config *rest.Config
 	// KubeConfig is a kubeconfig for Config (for kubectl, or a process under test).
 	KubeConfig []byte
-	// CRDs are the CRDs installed, as they were given.
+	// CRDs are the CRDs installed: as they were given, but for their conversion, rewritten as
+	// envtest rewrites it (see conversionWebhooks).
 	CRDs []*apiextensionsv1.CustomResourceDefinition
 	// WebhookInstallOptions are Options.WebhookInstallOptions as prepared: the serving host,
 	// port and certificate directory for the suite's webhook server, the CA its certificate
@@ -124,10 +132,12 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 		return nil, err
 	}
 	env := &Environment{CRDs: crds, WebhookInstallOptions: opts.WebhookInstallOptions, opts: opts, cleanup: func() error { return nil }}
-	hooks, err := env.WebhookInstallOptions.prepare()
+	converted := conversionWebhooks(crds, opts.scheme(), opts.WebhookInstallOptions.IgnoreSchemeConvertible)
+	hooks, err := env.WebhookInstallOptions.prepare(len(converted) > 0)
 	if err != nil {
 		return nil, err
 	}
+	env.WebhookInstallOptions.pointConversions(converted)
 	env.cleanup = env.WebhookInstallOptions.cleanup
 	// From here on a failure removes what prepare made.
 	ok := false

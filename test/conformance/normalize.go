@@ -101,7 +101,7 @@ var (
 	quotedObjectRE = regexp.MustCompile(`(Invalid value: )"\{\\"(?:[^"\\]|\\.)*\}"`)
 	// resourceVersions inside messages: "too old resource version: 5 (7)", "current: 9", "the
 	// ResourceVersion in record (9)", "ResourceVersion in object meta: 9", an object quoted in a
-	// message as escaped JSON.
+	// message as escaped JSON, "object not decodable revision=9" (a failed conversion).
 	rvInMsg = []*regexp.Regexp{
 		regexp.MustCompile(`(too old resource version: )\d+ \(\d+\)`),
 		regexp.MustCompile(`((?i)resource ?version:? ?"?)\d+`),
@@ -109,6 +109,7 @@ var (
 		regexp.MustCompile(`((?i)resourceVersion in (?:precondition|object meta): )\d+`),
 		regexp.MustCompile(`(resourceVersion\\?":\\?")\d+`),
 		regexp.MustCompile(`(Too large resource version: \{rv\}, current: )\d+`),
+		regexp.MustCompile(`(not decodable revision=)\d+`),
 	}
 )
 

@@ -20,7 +20,10 @@ import (
 // server sets them; what a client sends for them is ignored on create and kept from the stored
 // object on update.
 
-func (s *Store) now() string { return s.cfg.Clock.Now().UTC().Format(time.RFC3339) }
+func (s *Store) now() string { return s.at(s.cfg.Clock.Now()) }
+
+// at is t as metadata times are written (RFC 3339, UTC, to the second).
+func (s *Store) at(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // stampCreate sets what a create gives: name (when key has one: a name that is not a string
 // is left for validation to refuse) and namespace from key, a new uid, creationTimestamp and

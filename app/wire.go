@@ -152,17 +152,33 @@ func (a *App) newControllers(context.Context) error {
 	if cfg.EnableController {
 		app := application.New(application.Config{Client: a.reg.Client(application.Source), Events: a.recorder, RolloutStep: cfg.RolloutStep, Clock: a.clock})
 		wc := workloads.Config{Client: a.reg.Client("opemu-workloads"), Events: a.recorder, RolloutStep: cfg.RolloutStep, JobDuration: cfg.JobDuration, Clock: a.clock}
-		var names []string
-		for _, c := range []struct {
+		type builtIn struct {
 			name string
 			gr   cache.GroupResource
 			r    reconciler.Reconciler
-		}{
-			{"application", application.Resource, app},
-			{"deployment", workloads.DeploymentResource, workloads.NewDeployments(wc)},
-			{"statefulset", workloads.StatefulSetResource, workloads.NewStatefulSets(wc)},
-			{"job", workloads.JobResource, workloads.NewJobs(wc)},
-		} {
+			// children, when set, are the resource whose objects' changes enqueue their
+			// controller of kind owner (workloads.FollowChildren).
+			children cache.GroupResource
+			owner    workloads.Owner
+		}
+		builtIns := []builtIn{
+			{name: "application", gr: application.Resource, r: app},
+			{name: "deployment", gr: workloads.DeploymentResource, r: workloads.NewDeployments(wc)},
+			{name: "replicaset", gr: workloads.ReplicaSetResource, r: workloads.NewReplicaSets(wc), children: workloads.PodResource, owner: workloads.ReplicaSetOwner},
+			{name: "statefulset", gr: workloads.StatefulSetResource, r: workloads.NewStatefulSets(wc)},
+			{name: "job", gr: workloads.JobResource, r: workloads.NewJobs(wc)},
+		}
+		if len(a.nodes.Names()) > 0 {
+			// The scheduler and the Nodes' kubelets (package nodes), a controller over Pods.
+			pods, err := nodes.NewPods(nodes.PodsConfig{Client: a.reg.Client(nodes.SchedulerManager), Nodes: a.nodes, StartDelay: cfg.RolloutStep})
+			if err != nil {
+				return err
+			}
+			a.pods = pods
+			builtIns = append(builtIns, builtIn{name: "pod", gr: nodes.PodsResource, r: pods})
+		}
+		var names []string
+		for _, c := range builtIns {
 			ctrl, err := reconciler.New(reconciler.Config{Store: a.store, Resource: c.gr, Reconciler: c.r, Name: c.name, Tuning: a.tuning})
 			if err != nil {
 				return err
@@ -170,6 +186,11 @@ func (a *App) newControllers(context.Context) error {
 			a.ctrls, names = append(a.ctrls, ctrl), append(names, c.name)
 			if f, ok := c.r.(scheduleForgetter); ok {
 				a.schedules = append(a.schedules, f)
+			}
+			if c.owner.Kind != "" {
+				a.follows = append(a.follows, func(ctx context.Context) {
+					workloads.FollowChildren(ctx, a.store, c.children, c.owner, ctrl.Enqueue)
+				})
 			}
 		}
 		a.ctrl = a.ctrls[0]

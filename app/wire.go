@@ -163,7 +163,7 @@ func (a *App) newControllers(context.Context) error {
 		}
 		builtIns := []builtIn{
 			{name: "application", gr: application.Resource, r: app},
-			{name: "deployment", gr: workloads.DeploymentResource, r: workloads.NewDeployments(wc)},
+			{name: "deployment", gr: workloads.DeploymentResource, r: workloads.NewDeployments(wc), children: workloads.ReplicaSetResource, owner: workloads.DeploymentOwner},
 			{name: "replicaset", gr: workloads.ReplicaSetResource, r: workloads.NewReplicaSets(wc), children: workloads.PodResource, owner: workloads.ReplicaSetOwner},
 			{name: "statefulset", gr: workloads.StatefulSetResource, r: workloads.NewStatefulSets(wc)},
 			{name: "job", gr: workloads.JobResource, r: workloads.NewJobs(wc)},

@@ -51,6 +51,12 @@ func (r *ReplicaSets) Reconcile(ctx context.Context, key cache.Key) (reconciler.
 	if err != nil {
 		return reconciler.Result{}, err
 	}
+	terminating := int32(0)
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			terminating++
+		}
+	}
 	active := slices.DeleteFunc(pods, func(p *corev1.Pod) bool { return !podActive(p) })
 	want := int(ptrOr(rs.Spec.Replicas, 1))
 	var manageErr error
@@ -59,6 +65,7 @@ func (r *ReplicaSets) Reconcile(ctx context.Context, key cache.Key) (reconciler.
 	}
 	now := r.cfg.Clock.Now()
 	st, wait := replicaSetStatus(&rs, active, now)
+	st.TerminatingReplicas = &terminating
 	if !equalJSON(st, rs.Status) {
 		if err := writeStatus(ctx, r.cfg.Client, obj, st); err != nil {
 			return reconciler.Result{}, err
@@ -205,11 +212,14 @@ func labelsMatch(want, have map[string]string) bool {
 
 func decodePod(o *cache.Object) (*corev1.Pod, error) {
 	var p corev1.Pod
-	if err := json.Unmarshal(o.Raw(), &p); err != nil {
+	if err := decodeInto(o, &p); err != nil {
 		return nil, err
 	}
 	return &p, nil
 }
+
+// decodeInto reads a stored object into its Go type.
+func decodeInto(o *cache.Object, v any) error { return json.Unmarshal(o.Raw(), v) }
 
 // toMap turns a typed object into the decoded JSON the client writes.
 func toMap(v any) (map[string]any, error) {

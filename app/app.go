@@ -13,6 +13,7 @@ import (
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/claims"
 	"github.com/opemu/opemu/crd"
+	"github.com/opemu/opemu/disruption"
 	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/faults"
 	"github.com/opemu/opemu/gc"
@@ -108,17 +109,18 @@ type App struct {
 	// newFaults
 	faults *faults.Engine
 	// newControllers: all nil or empty when the controllers are off.
-	ctrl      *reconciler.Controller   // the Application controller
-	ctrls     []*reconciler.Controller // the built-in controllers: the Application's, then the workloads'
-	hooks     *hooks.Manager           // the Controllers' controllers
-	routes    server.Controller        // the controllers' routes (history, reconcile)
-	loop      server.Loop              // pause, step, resume over every controller
-	schedules []scheduleForgetter      // the built-in reconcilers that keep when each object's next step is due
-	follows   []func(context.Context)  // the watches of children that enqueue their owners (workloads.FollowChildren)
-	pods      *nodes.Pods              // the scheduler and the kubelets, with Nodes and controllers
-	collector *gc.Collector            // also made when only the collector is on
-	ns        *namespaces.Controller   // the namespace controller, made with the collector
-	claims    *claims.Controller       // the pvc-protection controller, made with the collector
+	ctrl       *reconciler.Controller   // the Application controller
+	ctrls      []*reconciler.Controller // the built-in controllers: the Application's, then the workloads'
+	hooks      *hooks.Manager           // the Controllers' controllers
+	routes     server.Controller        // the controllers' routes (history, reconcile)
+	loop       server.Loop              // pause, step, resume over every controller
+	schedules  []scheduleForgetter      // the built-in reconcilers that keep when each object's next step is due
+	follows    []func(context.Context)  // the watches of children that enqueue their owners (workloads.FollowChildren)
+	pods       *nodes.Pods              // the scheduler and the kubelets, with Nodes and controllers
+	disruption *disruption.Controller   // the PodDisruptionBudgets' status, with the controllers
+	collector  *gc.Collector            // also made when only the collector is on
+	ns         *namespaces.Controller   // the namespace controller, made with the collector
+	claims     *claims.Controller       // the pvc-protection controller, made with the collector
 	// newNodes
 	nodes *nodes.Nodes
 	// newElector: nil when election is off.
@@ -275,6 +277,9 @@ func (a *App) leadTerm(ctx context.Context) {
 	}
 	for _, f := range a.follows {
 		wg.Go(func() { f(ctx) })
+	}
+	if a.disruption != nil {
+		wg.Go(func() { _ = a.disruption.Run(ctx) })
 	}
 	if a.collector != nil {
 		wg.Go(func() { _ = a.collector.Run(ctx) })

@@ -17,6 +17,7 @@ import (
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/claims"
 	"github.com/opemu/opemu/crd"
+	"github.com/opemu/opemu/disruption"
 	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/faults"
 	"github.com/opemu/opemu/gc"
@@ -195,6 +196,10 @@ func (a *App) newControllers(context.Context) error {
 		}
 		a.ctrl = a.ctrls[0]
 		var err error
+		// The disruption controller keeps the PodDisruptionBudgets' status that evictions read.
+		if a.disruption, err = disruption.New(disruption.Config{Client: a.reg.Client(disruption.Name), Tuning: a.tuning, Clock: a.clock}); err != nil {
+			return err
+		}
 		a.hooks, err = hooks.NewManager(hooks.Config{
 			Clients: func(manager string) hooks.Client { return a.reg.Client(manager) },
 			Kinds:   a.served, Events: a.recorder, Reserved: names, Tuning: a.tuning,

@@ -121,6 +121,9 @@ type Kind struct {
 	// marked with its deletionTimestamp, a grace period of 0 and its generation moved, which
 	// its DELETE answer and DELETED event show.
 	GracePeriod func(obj map[string]any, requested *int64) int64
+	// Schedulable says the kind's objects are bound to Nodes and evicted, as Pods are: it
+	// serves the binding (v1 Binding) and eviction (policy/v1 Eviction) subresources.
+	Schedulable bool
 	// DeletePropagation, when set, is the propagation policy of a DELETE that gives none, for
 	// an object that has no garbage collector finalizer yet (the strategy's
 	// DefaultGarbageCollectionPolicy: Orphan for batch/v1 Jobs); DeleteWarning is the warning

@@ -36,7 +36,7 @@ func servedTypes() []typed {
 			validateUpdate: updateValidator(validateServiceUpdate), prepareForCreate: allocateService, prepareForUpdate: keepServiceAllocations,
 			nameRule: NameIsDNSLabel, createOnUpdate: true, returnDeleted: true},
 		{obj: &corev1.Pod{}, status: true, statusResets: []string{"metadata.ownerReferences"}, short: []string{"po"}, all: true, columns: podColumns(), fields: podFields, defaults: defaulter(defaultPod), validate: validator(validatePod),
-			validateUpdate: updateValidator(validatePodUpdate), prepareForCreate: preparePod, returnDeleted: true, gracePeriod: podGracePeriod},
+			validateUpdate: updateValidator(validatePodUpdate), prepareForCreate: preparePod, returnDeleted: true, gracePeriod: podGracePeriod, schedulable: true},
 		{obj: &corev1.PersistentVolumeClaim{}, status: true, short: []string{"pvc"}, columns: pvcColumns(), defaults: defaulter(defaultPVC), validate: validator(validatePVC),
 			validateUpdate: updateValidator(validatePVCUpdate), prepareForCreate: protectPVC, returnDeleted: true},
 		{obj: &corev1.Endpoints{}, plural: "endpoints", short: []string{"ep"}, columns: endpointsColumns(), defaults: defaulter(defaultEndpoints), validate: validator(validateEndpoints),

@@ -74,6 +74,7 @@ type typed struct {
 	createOnUpdate    bool
 	returnDeleted     bool
 	gracePeriod       func(obj map[string]any, requested *int64) int64
+	schedulable       bool
 	deletePropagation metav1.DeletionPropagation
 	deleteWarning     string
 	// extension puts the kind in the "api-extensions" category (what extends the API:
@@ -134,6 +135,7 @@ func (ts *typeSet) kind(d typed) *Kind {
 		AllowCreateOnUpdate: d.createOnUpdate,
 		ReturnDeletedObject: d.returnDeleted,
 		GracePeriod:         d.gracePeriod,
+		Schedulable:         d.schedulable,
 		DeletePropagation:   d.deletePropagation,
 		DeleteWarning:       d.deleteWarning,
 		Warning:             deprecation.WarningMessage(withKind(d.obj, gvk)),

@@ -19,7 +19,8 @@ type Binding struct {
 	ResourceVersion string
 }
 
-var podsResource = schema.GroupResource{Resource: "pods"}
+// bindingResource names a binding in its conflicts, as kube-apiserver does.
+var bindingResource = schema.GroupResource{Resource: "pods/binding"}
 
 // Bind assigns the Pod at key to b.Node, as kube-apiserver's binding storage does
 // (assignPod): in one update, spec.nodeName set, the binding's annotations added and the
@@ -42,7 +43,7 @@ func (s *Store) Bind(ctx context.Context, key cache.Key, b Binding, o Options) (
 			return cache.Update{}, err
 		}
 		if cur.Deleting() {
-			return cache.Update{}, apierrors.NewConflict(podsResource, key.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", key.Name))
+			return cache.Update{}, apierrors.NewConflict(bindingResource, key.Name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", key.Name))
 		}
 		spec, _ := obj["spec"].(map[string]any)
 		if spec == nil {
@@ -50,7 +51,7 @@ func (s *Store) Bind(ctx context.Context, key cache.Key, b Binding, o Options) (
 			obj["spec"] = spec
 		}
 		if node, _ := spec["nodeName"].(string); node != "" {
-			return cache.Update{}, apierrors.NewConflict(podsResource, key.Name, fmt.Errorf("pod %s is already assigned to node %q", key.Name, node))
+			return cache.Update{}, apierrors.NewConflict(bindingResource, key.Name, fmt.Errorf("pod %s is already assigned to node %q", key.Name, node))
 		}
 		spec["nodeName"] = b.Node
 		if len(b.Annotations) > 0 {

@@ -80,6 +80,11 @@ func stampUpdate(t Target, cur *cache.Object, old, next map[string]any) (removin
 	if len(finalizers) > 0 {
 		return false, nil
 	}
+	// As kube's ShouldDeleteDuringUpdate: an update removes an object whose finalizers it
+	// removed, or one whose grace period is over; not a Pod whose graceful deletion runs.
+	if grace, ok := oldMD["deletionGracePeriodSeconds"].(json.Number); len(cur.Finalizers()) == 0 && ok && grace.String() != "0" {
+		return false, nil
+	}
 	return !t.Kind.Finalize || len(specFinalizers(next)) == 0, nil
 }
 

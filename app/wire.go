@@ -157,15 +157,19 @@ func (a *App) newControllers(context.Context) error {
 			name string
 			gr   cache.GroupResource
 			r    reconciler.Reconciler
-			// children, when set, are the resource whose objects' changes enqueue their
-			// controller of kind owner (workloads.FollowChildren).
-			children cache.GroupResource
-			owner    workloads.Owner
+			// follow, when set, watches what else enqueues the controller's objects (their
+			// children: workloads.FollowChildren) until ctx ends.
+			follow func(ctx context.Context, enqueue func(cache.Key) bool)
+		}
+		children := func(gr cache.GroupResource, owner workloads.Owner) func(context.Context, func(cache.Key) bool) {
+			return func(ctx context.Context, enqueue func(cache.Key) bool) {
+				workloads.FollowChildren(ctx, a.store, gr, owner, enqueue)
+			}
 		}
 		builtIns := []builtIn{
 			{name: "application", gr: application.Resource, r: app},
-			{name: "deployment", gr: workloads.DeploymentResource, r: workloads.NewDeployments(wc), children: workloads.ReplicaSetResource, owner: workloads.DeploymentOwner},
-			{name: "replicaset", gr: workloads.ReplicaSetResource, r: workloads.NewReplicaSets(wc), children: workloads.PodResource, owner: workloads.ReplicaSetOwner},
+			{name: "deployment", gr: workloads.DeploymentResource, r: workloads.NewDeployments(wc), follow: children(workloads.ReplicaSetResource, workloads.DeploymentOwner)},
+			{name: "replicaset", gr: workloads.ReplicaSetResource, r: workloads.NewReplicaSets(wc), follow: children(workloads.PodResource, workloads.ReplicaSetOwner)},
 			{name: "statefulset", gr: workloads.StatefulSetResource, r: workloads.NewStatefulSets(wc)},
 			{name: "job", gr: workloads.JobResource, r: workloads.NewJobs(wc)},
 		}
@@ -176,7 +180,9 @@ func (a *App) newControllers(context.Context) error {
 				return err
 			}
 			a.pods = pods
-			builtIns = append(builtIns, builtIn{name: "pod", gr: nodes.PodsResource, r: pods})
+			builtIns = append(builtIns, builtIn{name: "pod", gr: nodes.PodsResource, r: pods, follow: func(ctx context.Context, enqueue func(cache.Key) bool) {
+				pods.FollowNodes(ctx, a.store, enqueue) // a Node's change may fit a Pod that waits
+			}})
 		}
 		var names []string
 		for _, c := range builtIns {
@@ -188,10 +194,8 @@ func (a *App) newControllers(context.Context) error {
 			if f, ok := c.r.(scheduleForgetter); ok {
 				a.schedules = append(a.schedules, f)
 			}
-			if c.owner.Kind != "" {
-				a.follows = append(a.follows, func(ctx context.Context) {
-					workloads.FollowChildren(ctx, a.store, c.children, c.owner, ctrl.Enqueue)
-				})
+			if c.follow != nil {
+				a.follows = append(a.follows, func(ctx context.Context) { c.follow(ctx, ctrl.Enqueue) })
 			}
 		}
 		a.ctrl = a.ctrls[0]

@@ -66,6 +66,8 @@ type Pods struct {
 	used   map[string]*usage // by Node
 	placed map[cache.Key]placement
 	due    map[cache.Key]time.Time // when a bound Pending Pod runs
+	// waiting are the Pods no Node fitted: a Node's change tries them again (FollowNodes).
+	waiting map[cache.Key]struct{}
 }
 
 // PodsConfig configures Pods. Client and Nodes are required.
@@ -100,6 +102,7 @@ func (p *Pods) Reset() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.loaded, p.used, p.placed, p.due = false, map[string]*usage{}, map[cache.Key]placement{}, map[cache.Key]time.Time{}
+	p.waiting = map[cache.Key]struct{}{}
 }
 
 // ForgetSchedules forgets when Pods are due (a clock set back).
@@ -215,6 +218,9 @@ func (p *Pods) schedule(ctx context.Context, obj *cache.Object, pod *corev1.Pod,
 				reasons[reasonNoKubelet]++ // a Node no kubelet here serves
 			}
 		}
+		p.mu.Lock()
+		p.waiting[key] = struct{}{}
+		p.mu.Unlock()
 		msg := unschedulableMessage(total, reasons, resolvable)
 		return nil, reconciler.Result{RequeueAfter: UnschedulableRetry}, p.unschedulable(ctx, obj, pod, msg, now)
 	}
@@ -225,6 +231,7 @@ func (p *Pods) schedule(ctx context.Context, obj *cache.Object, pod *corev1.Pod,
 	}
 	p.mu.Lock()
 	p.due[key] = now.Add(p.cfg.StartDelay)
+	delete(p.waiting, key)
 	p.mu.Unlock()
 	return bound, reconciler.Result{}, nil
 }
@@ -387,6 +394,7 @@ func (p *Pods) release(key cache.Key) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.due, key)
+	delete(p.waiting, key)
 	pl, ok := p.placed[key]
 	if !ok {
 		return
@@ -426,4 +434,33 @@ func podCondition(cs []corev1.PodCondition, typ corev1.PodConditionType) *corev1
 		}
 	}
 	return nil
+}
+
+// Watcher is how FollowNodes watches: the store, or the in-process client.
+type Watcher interface {
+	Watch(ctx context.Context, opts cache.WatchOptions) (*cache.Watcher, error)
+}
+
+// FollowNodes watches the Nodes until ctx is done and, on every change of one (cordoned,
+// uncordoned, tainted, relabelled, added), enqueues the Pods no Node fitted, as kube-scheduler
+// moves its unschedulable Pods back to its active queue on cluster events.
+func (p *Pods) FollowNodes(ctx context.Context, w Watcher, enqueue func(cache.Key) bool) {
+	for ctx.Err() == nil {
+		wt, err := w.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{{Resource: "nodes"}}})
+		if err != nil {
+			return
+		}
+		for range wt.Events() {
+			p.mu.Lock()
+			keys := make([]cache.Key, 0, len(p.waiting))
+			for k := range p.waiting {
+				keys = append(keys, k)
+			}
+			p.mu.Unlock()
+			for _, k := range keys {
+				enqueue(k)
+			}
+		}
+		wt.Stop()
+	}
 }

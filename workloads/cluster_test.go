@@ -47,11 +47,15 @@ func newCluster(t *testing.T) *rig {
 		{gr: workloads.ReplicaSetResource, r: workloads.NewReplicaSets(cfg), children: workloads.PodResource, owner: workloads.ReplicaSetOwner},
 		{gr: nodes.PodsResource, r: pods},
 	} {
+		c := c
 		ctrl, err := reconciler.New(reconciler.Config{Store: env.Storage, Resource: c.gr, Reconciler: c.r, Name: c.gr.Resource})
 		require.NoError(t, err)
 		wg.Go(func() { _ = ctrl.Run(cctx) })
 		if c.owner.Kind != "" {
 			wg.Go(func() { workloads.FollowChildren(cctx, env.Storage, c.children, c.owner, ctrl.Enqueue) })
+		}
+		if c.gr == nodes.PodsResource {
+			wg.Go(func() { pods.FollowNodes(cctx, env.Storage, ctrl.Enqueue) })
 		}
 	}
 	return &rig{t: t, client: env.Registry.Client("test"), events: rec, stop: func() {
@@ -158,6 +162,14 @@ func TestUnschedulablePodStaysPending(t *testing.T) {
 		assert.Equal(t, "False Unschedulable: 0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.", msgs["selector"])
 		assert.Equal(t, "False Unschedulable: 0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.", msgs["cpu"])
 		assert.Equal(t, "True : ", msgs["taint"], "the lone control plane is not tainted")
+
+		// The Node gets the label: the Pod that waits for it is bound at once, no retry waited.
+		var node corev1.Node
+		r.update(cache.Key{Resource: "nodes", Name: "opemu-control-plane"}, &node, func() { node.Labels["disk"] = "ssd" })
+		synctest.Wait()
+		var p corev1.Pod
+		r.get(cache.Key{Resource: "pods", Namespace: "default", Name: "selector"}, &p)
+		assert.Equal(t, "opemu-control-plane", p.Spec.NodeName)
 	})
 }
 

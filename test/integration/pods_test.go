@@ -64,4 +64,9 @@ func TestKubectlPodsOnNodes(t *testing.T) {
 	}, 30*time.Second, 50*time.Millisecond, "the ReplicaSet replaced the evicted Pods")
 	assert.Contains(t, k.Run("get", "pods", "-o", "jsonpath={.items[0].status.conditions[0].message}"),
 		"0/1 nodes are available: 1 node(s) were unschedulable.")
+
+	// Uncordoned, the Node takes them at once.
+	assert.Contains(t, k.Run("uncordon", "opemu-control-plane"), "uncordoned")
+	assert.Contains(t, k.Run("rollout", "status", "deployment/web", "--timeout=30s"), `deployment "web" successfully rolled out`)
+	assert.Len(t, running.FindAllString(k.Run("get", "pods", "-o", "wide"), -1), 3)
 }

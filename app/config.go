@@ -61,8 +61,8 @@ type Config struct {
 	// QueueQPS and QueueBurst size the token bucket of rate-limited requeues. Zero means 10 and 100.
 	QueueQPS   float64
 	QueueBurst int
-	// RolloutStep is the time between simulated readiness steps (Applications, Deployments,
-	// StatefulSets); zero is instant.
+	// RolloutStep is the time between simulated readiness steps (Applications, StatefulSets),
+	// and how long a Pod bound to one of the Nodes takes to run and be Ready; zero is instant.
 	RolloutStep time.Duration
 	// JobDuration is how long each wave of a simulated Job's pods runs; zero completes Jobs at
 	// once.

@@ -122,10 +122,17 @@ type Kind struct {
 	// ReturnDeletedObject says a DELETE that removes an object answers the object rather than a
 	// Status (kube-apiserver's stores' ReturnDeletedObject: Pods, Services, PVCs...).
 	ReturnDeletedObject bool
-	// GracefulDelete says the kind's objects are deleted gracefully, as Pods are: one removed at
-	// once (no grace period left) goes marked, with its deletionTimestamp, a grace period of 0
-	// and its generation moved, which its DELETE answer and DELETED event show.
-	GracefulDelete bool
+	// GracePeriod, when set, says the kind's objects are deleted gracefully, as Pods are (the
+	// strategy's CheckGracefulDelete): it returns the grace period in seconds of a DELETE of
+	// obj that asked for requested (nil: none given). A positive period marks the object
+	// (deletionTimestamp that far ahead, deletionGracePeriodSeconds) and keeps it for whoever
+	// stops it (a kubelet) to remove; a later DELETE may only shorten it. Zero removes it,
+	// marked with its deletionTimestamp, a grace period of 0 and its generation moved, which
+	// its DELETE answer and DELETED event show.
+	GracePeriod func(obj map[string]any, requested *int64) int64
+	// Schedulable says the kind's objects are bound to Nodes and evicted, as Pods are: it
+	// serves the binding (v1 Binding) and eviction (policy/v1 Eviction) subresources.
+	Schedulable bool
 	// DeletePropagation, when set, is the propagation policy of a DELETE that gives none, for
 	// an object that has no garbage collector finalizer yet (the strategy's
 	// DefaultGarbageCollectionPolicy: Orphan for batch/v1 Jobs); DeleteWarning is the warning

@@ -132,6 +132,9 @@ type Options struct {
 	// for the garbage collector to act on. Empty keeps the garbage-collection finalizer the
 	// object has, if any (kube-apiserver's deletionFinalizersForGarbageCollection).
 	PropagationPolicy metav1.DeletionPropagation
+	// GracePeriodSeconds is a delete's DeleteOptions.gracePeriodSeconds: for a kind deleted
+	// gracefully (kinds.Kind.GracePeriod), how long the object has; nil lets the kind decide.
+	GracePeriodSeconds *int64
 	// applying marks a server-side apply: ownership is already recorded.
 	applying bool
 	// decoded says how the object was decoded from the request: the write path then neither

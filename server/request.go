@@ -69,6 +69,13 @@ func (s *Server) parseTarget(c *echo.Context) (registry.Target, error) {
 		if c.Request().Method != http.MethodPost {
 			return registry.Target{}, echo.ErrMethodNotAllowed
 		}
+	case "binding", "eviction":
+		if !k.Schedulable {
+			return registry.Target{}, noSubresource(k, t.Key.Name)
+		}
+		if c.Request().Method != http.MethodPost {
+			return registry.Target{}, echo.ErrMethodNotAllowed
+		}
 	case "history", "reconcile":
 		// Any kind: a Controller (controllers.opemu.dev) may reconcile built-in kinds too; the
 		// handler says when none does.

@@ -89,7 +89,7 @@ func (s *Server) routes() {
 		e.GET(prefix+"/:resource/:name/:sub", s.getObject)
 		e.PUT(prefix+"/:resource/:name/:sub", s.updateObject)
 		e.PATCH(prefix+"/:resource/:name/:sub", s.patchObject)
-		e.POST(prefix+"/:resource/:name/:sub", s.createSubresource)
+		e.POST(prefix+"/:resource/:name/:sub", s.postSubresource)
 		e.DELETE(prefix+"/:resource/:name/:sub", s.deleteSubresource)
 	}
 

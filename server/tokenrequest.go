@@ -19,14 +19,6 @@ import (
 
 var tokenRequestKind = &kinds.Kind{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest", Plural: "serviceaccounts", StorageVersion: "v1", Protobuf: true}
 
-// createSubresource serves POST on a subresource: a ServiceAccount's token, or the operator's
-// reconcile trigger.
-func (s *Server) createSubresource(c *echo.Context) error {
-	if c.Param("resource") == "serviceaccounts" && c.Param("sub") == "token" && c.Param("group") == "" {
-		return s.tokenRequest(c)
-	}
-	return s.triggerReconcile(c)
-}
 
 // Bounds of a TokenRequest's expirationSeconds, as kube-apiserver's.
 const (

@@ -19,7 +19,6 @@ import (
 
 var tokenRequestKind = &kinds.Kind{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest", Plural: "serviceaccounts", StorageVersion: "v1", Protobuf: true}
 
-
 // Bounds of a TokenRequest's expirationSeconds, as kube-apiserver's.
 const (
 	minTokenTTL     = 10 * time.Minute

@@ -32,6 +32,9 @@ func conversionWebhook(t *testing.T) (string, []byte) {
 		case "/text":
 			_, _ = w.Write([]byte(secretAnswer))
 			return
+		case "/large": // JSON, 3 MiB and more
+			_, _ = w.Write([]byte(`{"kind":"ConversionReview","s":"` + strings.Repeat(secretAnswer, 3<<20/len(secretAnswer)+1) + `"}`))
+			return
 		case "/json": // another service's JSON, which kube's decoder would quote the kind of
 			_, _ = w.Write([]byte(`{"apiVersion":"v1","kind":"` + secretAnswer + `"}`))
 			return
@@ -90,7 +93,7 @@ var revisionRE = regexp.MustCompile(`revision=\d+`)
 // version it converts into with kube-apiserver's Status, word for word (recorded from
 // kube-apiserver v1.37.2 with the same webhook), except that what the other end said and how
 // the connection failed are never quoted (a closed port, a 500's body, a 200 that is not a
-// ConversionReview, JSON of another kind: see
+// ConversionReview, JSON of another kind, over 3 MiB: see
 // README, Outgoing calls).
 func TestConversionWebhookFailures(t *testing.T) {
 	t.Parallel()
@@ -104,6 +107,7 @@ func TestConversionWebhookFailures(t *testing.T) {
 		{"500", `failed: an error on the server ("") has prevented the request from succeeding`, "", ""},
 		{"text", `failed: Post "URL/text?timeout=30s": the answer is not a ConversionReview (opemu's log has it)`, "", ""},
 		{"json", `failed: Post "URL/json?timeout=30s": the answer is not a ConversionReview (opemu's log has it)`, "", ""},
+		{"large", `failed: Post "URL/large?timeout=30s": the answer is larger than 3145728 bytes`, "", ""},
 		{"closed", `failed: Post "URL/closed?timeout=30s": no answer (opemu's log has the cause)`, "", closed},
 		{"baduid", `failed: expected response.uid="UID", got "wrong"`, "", ""},
 		{"failed", "failed: no way", "", ""},

@@ -70,7 +70,7 @@ func (a *App) newStore(ctx context.Context) error {
 // newKinds serves the built-in kinds (kinds.New, made with the store), the CRD kind, and the
 // built-in CRDs: the Application, Fault and Controller kinds.
 func (a *App) newKinds(context.Context) error {
-	crds, err := crd.New(crd.Config{Kinds: a.served, Drop: a.store.DropResource, MaxCRDs: a.cfg.MaxCRDs, MaxCRDBytes: a.cfg.MaxCRDBytes})
+	crds, err := crd.New(crd.Config{Kinds: a.served, Drop: a.store.DropResource, MaxCRDs: a.cfg.MaxCRDs, MaxCRDBytes: a.cfg.MaxCRDBytes, Logger: a.log})
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 
 	"github.com/opemu/opemu/cache"
@@ -27,9 +28,10 @@ import (
 
 // newConverterFactory is apiextensions-apiserver's converter factory. A webhook's service
 // cannot be resolved (opemu runs no Services, as its admission webhooks say): its calls fail
-// with that reason, and url is what works.
-func newConverterFactory() (*conversion.CRConverterFactory, error) {
-	return conversion.NewCRConverterFactory(noServices{}, nil)
+// with that reason, and url is what works. Its calls report failures without what the other
+// end said, and log the cause to log (webhookcall.go).
+func newConverterFactory(log *slog.Logger) (*conversion.CRConverterFactory, error) {
+	return conversion.NewCRConverterFactory(noServices{}, reportingResolver(log))
 }
 
 // noServices is the webhook.ServiceResolver of a server that runs no Services.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -37,6 +38,8 @@ type Config struct {
 	// MaxCRDBytes bounds the total size of those CRDs as JSON (a 403 beyond). Zero means
 	// DefaultMaxCRDBytes.
 	MaxCRDBytes int64
+	// Logger gets the causes of failed conversion webhook calls. Nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // entry is one registered CRD with its kinds per served version.
@@ -71,7 +74,10 @@ func New(cfg Config) (*Registry, error) {
 	if cfg.Kinds == nil {
 		return nil, errors.New("crd: Kinds is required")
 	}
-	factory, err := newConverterFactory()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	factory, err := newConverterFactory(cfg.Logger)
 	if err != nil {
 		return nil, err
 	}

@@ -11,8 +11,8 @@ import (
 // TestDeployManifests: the manifests of deploy/ (README, "Running opemu for a team") pass
 // `kubectl apply -k --dry-run=server` against opemu, the default (opemu and its etcd) and the
 // external-etcd overlay, storing nothing; applied for real, with the two Secrets they read,
-// opemu's simulated controllers roll them out: the Deployment's three replicas and the etcd
-// StatefulSet's three members ready. (The same dry runs against kube-apiserver v1.37 are
+// opemu's controllers roll them out: the Deployment's three Pods Running and Ready on a Node,
+// and the etcd StatefulSet's three members ready (simulated in status). (The same dry runs against kube-apiserver v1.37 are
 // recorded in the README; the oracle is not installed in CI.)
 func TestDeployManifests(t *testing.T) {
 	t.Parallel()
@@ -43,6 +43,12 @@ func TestDeployManifests(t *testing.T) {
 	require.Contains(t, k.Run("-n", "opemu", "rollout", "status", "statefulset/opemu-etcd", "--timeout=30s"), "roll out complete")
 	assert.Equal(t, "3/3", k.Run("-n", "opemu", "get", "deployment", "opemu", "-o", "jsonpath={.status.readyReplicas}/{.spec.replicas}"))
 	assert.Equal(t, "3/3", k.Run("-n", "opemu", "get", "statefulset", "opemu-etcd", "-o", "jsonpath={.status.readyReplicas}/{.spec.replicas}"))
+	pods := k.Run("-n", "opemu", "get", "pods", "-l", "app.kubernetes.io/name=opemu,app.kubernetes.io/component=apiserver",
+		"-o", `jsonpath={range .items[*]}{.status.phase}/{.status.conditions[?(@.type=="Ready")].status}/{.spec.nodeName} {end}`)
+	assert.Len(t, strings.Fields(pods), 3, "the Deployment's three Pods: %s", pods)
+	for _, p := range strings.Fields(pods) {
+		assert.Regexp(t, `^Running/True/\S+$`, p, "each Pod Running and Ready on a Node")
+	}
 	env := k.Run("-n", "opemu", "get", "deployment", "opemu", "-o", "jsonpath={.spec.template.spec.containers[0].env}")
 	for _, want := range []string{`"name":"STORE","value":"etcd"`, `"fieldPath":"metadata.name"`, `"name":"TOKEN_FILE"`, `"name":"TLS_CERT_FILE"`} {
 		assert.Contains(t, env, want)

@@ -89,35 +89,28 @@ func (c *Controller) Run(ctx context.Context) error {
 
 // watchPods enqueues the budgets that select a Pod that changed.
 func (c *Controller) watchPods(ctx context.Context) {
-	for ctx.Err() == nil {
-		w, err := c.cfg.Client.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{pods}})
+	cache.Follow(ctx, c.cfg.Client, cache.WatchOptions{Resources: []cache.GroupResource{pods}}, func(ev cache.Event) {
+		if ev.Object == nil {
+			return
+		}
+		var pod corev1.Pod
+		if json.Unmarshal(ev.Object.Raw(), &pod) != nil {
+			return
+		}
+		l, err := c.cfg.Client.List(ctx, budgets, cache.InNamespace(pod.Namespace))
 		if err != nil {
 			return
 		}
-		for ev := range w.Events() {
-			if ev.Object == nil {
+		for _, o := range l.Items {
+			var pdb policyv1.PodDisruptionBudget
+			if json.Unmarshal(o.Raw(), &pdb) != nil {
 				continue
 			}
-			var pod corev1.Pod
-			if json.Unmarshal(ev.Object.Raw(), &pod) != nil {
-				continue
-			}
-			l, err := c.cfg.Client.List(ctx, budgets, cache.InNamespace(pod.Namespace))
-			if err != nil {
-				continue
-			}
-			for _, o := range l.Items {
-				var pdb policyv1.PodDisruptionBudget
-				if json.Unmarshal(o.Raw(), &pdb) != nil {
-					continue
-				}
-				if sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err == nil && sel.Matches(labels.Set(pod.Labels)) {
-					c.ctrl.Enqueue(o.Key())
-				}
+			if sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err == nil && sel.Matches(labels.Set(pod.Labels)) {
+				c.ctrl.Enqueue(o.Key())
 			}
 		}
-		w.Stop()
-	}
+	})
 }
 
 // Reconcile writes the status of the budget at key from its Pods (kube's trySync).

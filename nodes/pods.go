@@ -445,22 +445,15 @@ type Watcher interface {
 // uncordoned, tainted, relabelled, added), enqueues the Pods no Node fitted, as kube-scheduler
 // moves its unschedulable Pods back to its active queue on cluster events.
 func (p *Pods) FollowNodes(ctx context.Context, w Watcher, enqueue func(cache.Key) bool) {
-	for ctx.Err() == nil {
-		wt, err := w.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{{Resource: "nodes"}}})
-		if err != nil {
-			return
+	cache.Follow(ctx, w, cache.WatchOptions{Resources: []cache.GroupResource{{Resource: "nodes"}}}, func(cache.Event) {
+		p.mu.Lock()
+		keys := make([]cache.Key, 0, len(p.waiting))
+		for k := range p.waiting {
+			keys = append(keys, k)
 		}
-		for range wt.Events() {
-			p.mu.Lock()
-			keys := make([]cache.Key, 0, len(p.waiting))
-			for k := range p.waiting {
-				keys = append(keys, k)
-			}
-			p.mu.Unlock()
-			for _, k := range keys {
-				enqueue(k)
-			}
+		p.mu.Unlock()
+		for _, k := range keys {
+			enqueue(k)
 		}
-		wt.Stop()
-	}
+	})
 }

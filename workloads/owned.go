@@ -37,21 +37,14 @@ type Watcher interface {
 // behind) is opened again; enqueue may report false (the controller is not running).
 func FollowChildren(ctx context.Context, w Watcher, children cache.GroupResource, owner Owner, enqueue func(cache.Key) bool) {
 	needle := []byte(`"kind":"` + owner.Kind + `"`)
-	for ctx.Err() == nil {
-		wt, err := w.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{children}})
-		if err != nil {
-			return // ctx done, or the store closing
+	cache.Follow(ctx, w, cache.WatchOptions{Resources: []cache.GroupResource{children}}, func(ev cache.Event) {
+		if ev.Object == nil || !bytes.Contains(ev.Object.Raw(), needle) {
+			return // no reference to an owner of that kind: nothing to decode
 		}
-		for ev := range wt.Events() {
-			if ev.Object == nil || !bytes.Contains(ev.Object.Raw(), needle) {
-				continue // no reference to an owner of that kind: nothing to decode
-			}
-			if ref := controllerOf(ev.Object); ref != nil && ref.Kind == owner.Kind && ref.APIVersion == owner.APIVersion {
-				enqueue(cache.Key{Group: owner.Resource.Group, Resource: owner.Resource.Resource, Namespace: ev.Object.Key().Namespace, Name: ref.Name})
-			}
+		if ref := controllerOf(ev.Object); ref != nil && ref.Kind == owner.Kind && ref.APIVersion == owner.APIVersion {
+			enqueue(cache.Key{Group: owner.Resource.Group, Resource: owner.Resource.Resource, Namespace: ev.Object.Key().Namespace, Name: ref.Name})
 		}
-		wt.Stop()
-	}
+	})
 }
 
 // controllerOf is obj's controller ownerReference, nil when it has none.

@@ -35,6 +35,18 @@ func (s *Store) admit(ctx context.Context, r admitRequest) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r.op == webhooks.Create && r.t.Kind.Namespaced {
+		// kube-apiserver's first admission plugin, NamespaceLifecycle: what is sent into a
+		// namespace that is missing or Terminating is refused before it is judged.
+		md := metadataOf(r.obj)
+		name := stringOf(md["name"])
+		if name == "" {
+			name = stringOf(md["generateName"])
+		}
+		if err := s.admitIntoNamespace(ctx, r.t.Key, name); err != nil {
+			return nil, err
+		}
+	}
 	var req *webhooks.Request
 	if s.cfg.Admission != nil {
 		req = s.admissionRequest(r.t, r.op, r.obj, r.old, r.o)

@@ -13,9 +13,11 @@ import (
 const generateNameAttempts = 8
 
 // Create is the write path of a new object of t.Kind in t.Key.Namespace (SPEC §6): type and
-// name checks, the kind's create defaults, pruning and defaulting, mutating admission, stamping
-// (uid, timestamps, generation, a generated name), metadata and schema validation, validating
-// admission, the kind's lifecycle, its limit, the namespace's, then the store. obj is consumed.
+// name checks, the kind's create defaults, pruning and defaulting, the namespace's admission (a
+// missing one is a 404, a Terminating one a 403), mutating admission, stamping (uid,
+// timestamps, generation, a generated name), metadata and schema validation, validating
+// admission, the kind's lifecycle, its limit, the namespace's again, then the store. obj is
+// consumed.
 func (s *Store) Create(ctx context.Context, t Target, obj map[string]any, o Options) (Result, error) {
 	if err := checkTypeMeta(t.Kind, obj); err != nil {
 		return Result{}, err
@@ -113,11 +115,11 @@ func (s *Store) store(ctx context.Context, k *kinds.Kind, key cache.Key, obj map
 // (room is made first: the oldest objects beyond it expire) and inside key's namespace.
 func (s *Store) storeNew(ctx context.Context, k *kinds.Kind, key cache.Key, o Options, create func() (*cache.Object, error)) (*cache.Object, error) {
 	if k.Limit == nil || o.DryRun {
-		return s.inNamespace(ctx, key, o, create)
+		return s.inNamespace(ctx, key, create)
 	}
 	expire, done := k.Limit.Reserve()
 	s.expire(ctx, k, expire)
-	stored, err := s.inNamespace(ctx, key, o, create)
+	stored, err := s.inNamespace(ctx, key, create)
 	if err != nil {
 		s.expire(ctx, k, done(nil))
 		return nil, err
@@ -127,13 +129,13 @@ func (s *Store) storeNew(ctx context.Context, k *kinds.Kind, key cache.Key, o Op
 }
 
 // inNamespace runs create, the storing of a new object at key, inside key's namespace (SPEC §2):
-// holding the namespace's stripe shared, a missing namespace is created first and a
-// Terminating one refuses it.
-func (s *Store) inNamespace(ctx context.Context, key cache.Key, o Options, create func() (*cache.Object, error)) (*cache.Object, error) {
+// holding the namespace's stripe shared, a missing namespace (404) or a Terminating one (403)
+// refuses it.
+func (s *Store) inNamespace(ctx context.Context, key cache.Key, create func() (*cache.Object, error)) (*cache.Object, error) {
 	if key.Namespace != "" {
 		unlock := s.lockNamespace(key.Namespace, false)
 		defer unlock()
-		if err := s.admitIntoNamespace(ctx, key, o); err != nil {
+		if err := s.admitIntoNamespace(ctx, key, key.Name); err != nil {
 			return nil, err
 		}
 	}

@@ -21,8 +21,8 @@ import (
 // then removes the kubernetes finalizer from spec.finalizers through /finalize, and that
 // update removes the namespace (stampUpdate); a DELETE once spec.finalizers is empty deletes it
 // as any object. Creates into a Terminating namespace get 403; default, kube-system and
-// kube-public cannot be deleted. A write into a namespace that does not exist creates it (the
-// README's declared difference, for now).
+// kube-public cannot be deleted. A create into a namespace that does not exist is a 404
+// (namespaces "x" not found); the system namespaces exist from the start (Bootstrap).
 
 // DefaultNamespace exists from the start and cannot be deleted.
 const DefaultNamespace = "default"
@@ -52,39 +52,35 @@ func namespaceKey(name string) cache.Key {
 	return cache.Key{Group: kinds.Namespaces.Group, Resource: kinds.Namespaces.Resource, Name: name}
 }
 
-// admitIntoNamespace refuses a create into a Terminating namespace, as kube-apiserver's
-// NamespaceLifecycle admission words it, and creates a missing one (not for a dry run). The
-// caller holds the namespace's stripe shared.
-func (s *Store) admitIntoNamespace(ctx context.Context, key cache.Key, o Options) error {
+// admitIntoNamespace is kube-apiserver's NamespaceLifecycle admission of a create of name (or
+// the generateName it was sent with) at key: a namespace that does not exist is a 404 on it,
+// a Terminating one a 403, dry run or not. A namespace missing from this replica's reads is
+// looked up again after a consistent read, as kube-apiserver looks up live one its informer
+// lacks, so that a namespace just created through another replica is found. Create calls it
+// before validation, as kube-apiserver's admission runs, and again holding the namespace's
+// stripe shared (inNamespace), where no deletion can slip in before the store.
+func (s *Store) admitIntoNamespace(ctx context.Context, key cache.Key, name string) error {
 	ns, err := s.cfg.Storage.Get(ctx, namespaceKey(key.Namespace))
+	if errors.Is(err, cache.ErrNotFound) {
+		if err := s.cfg.Storage.WaitUntilFresh(ctx, 0); err != nil {
+			return err
+		}
+		ns, err = s.cfg.Storage.Get(ctx, namespaceKey(key.Namespace))
+	}
 	switch {
-	case err == nil && ns.Deleting():
-		forbidden := apierrors.NewForbidden(schema.GroupResource{Group: key.Group, Resource: key.Resource}, key.Name,
-			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", key.Namespace))
-		forbidden.ErrStatus.Details.Causes = append(forbidden.ErrStatus.Details.Causes, metav1.StatusCause{
-			Type: corev1.NamespaceTerminatingCause, Message: fmt.Sprintf("namespace %s is being terminated", key.Namespace), Field: "metadata.namespace",
-		})
-		return forbidden
-	case err == nil || o.DryRun:
-		return nil
-	case !errors.Is(err, cache.ErrNotFound):
+	case errors.Is(err, cache.ErrNotFound):
+		return apierrors.NewNotFound(schema.GroupResource(kinds.Namespaces), key.Namespace)
+	case err != nil:
 		return err
-	}
-	return s.ensureNamespace(ctx, key.Namespace)
-}
-
-// ensureNamespace creates the namespace name through the write path unless it exists.
-func (s *Store) ensureNamespace(ctx context.Context, name string) error {
-	t, err := s.TargetOf(namespaceKey(""))
-	if err != nil {
-		return err
-	}
-	obj := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}
-	_, err = s.Create(ctx, t, obj, Options{Internal: true})
-	if errors.Is(err, cache.ErrAlreadyExists) {
+	case !ns.Deleting():
 		return nil
 	}
-	return err
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: key.Group, Resource: key.Resource}, name,
+		fmt.Errorf("unable to create new content in namespace %s because it is being terminated", key.Namespace))
+	forbidden.ErrStatus.Details.Causes = append(forbidden.ErrStatus.Details.Causes, metav1.StatusCause{
+		Type: corev1.NamespaceTerminatingCause, Message: fmt.Sprintf("namespace %s is being terminated", key.Namespace), Field: "metadata.namespace",
+	})
+	return forbidden
 }
 
 // deleteNamespace is kube-apiserver's namespace DELETE: the first marks the namespace

@@ -1,7 +1,8 @@
 // Package registrytest wires the write path for tests: an in-memory store (or the store under
 // test), the served kinds (the Event kind with its rules from package events), the CRD
 // registry with the built-in CRDs it is given, the admission chain it is given and the write
-// path, bootstrapped (the default namespace and the built-in CRDs exist). It imports nothing
+// path, bootstrapped (the system namespaces and the built-in CRDs exist; a test creates any
+// other namespace it writes into, as on a cluster: Env.Namespaces). It imports nothing
 // above registry, so the tests of the packages below opemu's kinds (events, etcd, leader) use
 // it without them; app/apptest adds opemu's built-in CRDs and the Application admission chain,
 // as package app wires them. It also holds the conformance suite of the rules of objects
@@ -98,4 +99,17 @@ func Wire(opts Options) (*Env, error) {
 		return nil, err
 	}
 	return &Env{Storage: storage, Kinds: served, CRDs: crds, Admission: opts.Admission, Registry: reg}, nil
+}
+
+// Namespaces creates the namespaces names through the write path, as a test does on a cluster
+// before it writes into them (a create into a missing namespace is a 404).
+func (e *Env) Namespaces(t testing.TB, names ...string) {
+	t.Helper()
+	c := e.Registry.Client("registrytest")
+	for _, name := range names {
+		ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}
+		if _, err := c.Create(context.Background(), cache.Key{Resource: "namespaces", Name: name}, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -47,8 +47,8 @@ func Widget(name string, replicas int) map[string]any {
 
 // RunRules checks the rules of objects the write path keeps over any store (SPEC §2):
 // server-owned metadata, generateName, update preconditions, generation, finalizers, the
-// garbage collector's finalizers a delete's propagation policy sets, dry runs, implicit
-// namespaces and namespace deletion.
+// garbage collector's finalizers a delete's propagation policy sets, dry runs, creates into
+// a missing namespace and namespace deletion.
 func RunRules(t *testing.T, newStorage NewStorage) {
 	cases := []struct {
 		name string
@@ -62,7 +62,7 @@ func RunRules(t *testing.T, newStorage NewStorage) {
 		{"Finalizers", testFinalizers},
 		{"DeletePropagation", testDeletePropagation},
 		{"DryRun", testDryRun},
-		{"ImplicitNamespaces", testImplicitNamespaces},
+		{"MissingNamespace", testMissingNamespace},
 		{"NamespaceDeletion", testNamespaceDeletion},
 	}
 	for _, c := range cases {
@@ -80,6 +80,7 @@ const wait = 5 * time.Second
 // rig is the write path over one store, with Widgets served.
 type rig struct {
 	t      *testing.T
+	env    *Env
 	s      cache.Interface
 	reg    *registry.Store
 	client *registry.Client
@@ -92,7 +93,7 @@ func newRig(t *testing.T, storage cache.Interface) *rig {
 	require.NoError(t, err)
 	_, err = client.Create(ctx, cache.Key{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Name: "widgets.test.opemu.dev"}, crd)
 	require.NoError(t, err)
-	return &rig{t: t, s: storage, reg: env.Registry, client: client}
+	return &rig{t: t, env: env, s: storage, reg: env.Registry, client: client}
 }
 
 func (r *rig) create(ns, name string, replicas int) *cache.Object {
@@ -328,13 +329,12 @@ func testDryRun(t *testing.T, r *rig) {
 	defer w.Stop()
 	rv := r.s.ResourceVersion()
 	dry := registry.Options{DryRun: true}
-	widgets, err := r.reg.TargetOf(WidgetKey("dry-ns", ""))
+	widgets, err := r.reg.TargetOf(WidgetKey("default", ""))
 	require.NoError(t, err)
 
 	res, err := r.reg.Create(ctx, widgets, Widget("new", 1), dry)
 	require.NoError(t, err)
 	assert.Zero(t, res.Object.ResourceVersion(), "a dry-run create has no resourceVersion")
-	widgets.Key.Namespace = "default"
 	_, err = r.reg.Create(ctx, widgets, Widget("web", 1), dry)
 	require.ErrorIs(t, err, cache.ErrAlreadyExists)
 	widgets.Key.Name = "web"
@@ -349,30 +349,55 @@ func testDryRun(t *testing.T, r *rig) {
 	got, err := r.s.Get(ctx, WidgetKey("default", "web"))
 	require.NoError(t, err)
 	assert.Same(t, existing, got)
-	_, err = r.s.Get(ctx, nsKey("dry-ns"))
-	require.ErrorIs(t, err, cache.ErrNotFound, "no namespace created")
 	cachetest.ExpectNone(t, w, 50*time.Millisecond)
 }
 
-func testImplicitNamespaces(t *testing.T, r *rig) {
-	def, err := r.s.Get(ctx, nsKey("default"))
-	require.NoError(t, err, "default exists at start")
-	assert.Equal(t, "Namespace", cachetest.Decode(t, def)["kind"])
+// testMissingNamespace: the system namespaces exist from the start; a create into any other
+// namespace is a 404 on the namespace until it is created (kube-apiserver's NamespaceLifecycle
+// admission), dry run, generated name and invalid object alike, and writes nothing.
+func testMissingNamespace(t *testing.T, r *rig) {
+	for _, name := range registry.SystemNamespaces {
+		ns, err := r.s.Get(ctx, nsKey(name))
+		require.NoError(t, err, "%s exists at start", name)
+		assert.Equal(t, "Active", cachetest.Decode(t, ns)["status"].(map[string]any)["phase"])
+	}
 	w, err := r.s.Watch(ctx, cache.WatchOptions{})
 	require.NoError(t, err)
 	defer w.Stop()
+	widgets, err := r.reg.TargetOf(WidgetKey("team-a", ""))
+	require.NoError(t, err)
+	generated := Widget("", 1)
+	delete(md(generated), "name")
+	md(generated)["generateName"] = "web-"
+	invalid := Widget("Not_A_Name", 1)
+	for name, c := range map[string]struct {
+		obj map[string]any
+		o   registry.Options
+	}{
+		"create":    {Widget("web", 1), registry.Options{}},
+		"dry run":   {Widget("web", 1), registry.Options{DryRun: true}},
+		"generated": {generated, registry.Options{}},
+		"invalid":   {invalid, registry.Options{}},
+	} {
+		_, err := r.reg.Create(ctx, widgets, c.obj, c.o)
+		require.True(t, apierrors.IsNotFound(err), "%s: %v", name, err)
+		st := err.(apierrors.APIStatus).Status()
+		assert.Equal(t, `namespaces "team-a" not found`, st.Message, name)
+		assert.Equal(t, &metav1.StatusDetails{Name: "team-a", Kind: "namespaces"}, st.Details, name)
+	}
+	_, err = r.s.Get(ctx, nsKey("team-a"))
+	require.ErrorIs(t, err, cache.ErrNotFound, "no namespace created")
+	cachetest.ExpectNone(t, w, 50*time.Millisecond)
+
+	r.env.Namespaces(t, "team-a")
 	r.create("team-a", "web", 1)
 	evs := cachetest.Collect(t, w, 2, wait)
-	assert.Equal(t, cache.Added, evs[0].Type)
-	assert.Equal(t, nsKey("team-a"), evs[0].Object.Key(), "the namespace comes first")
+	assert.Equal(t, nsKey("team-a"), evs[0].Object.Key())
 	assert.Equal(t, WidgetKey("team-a", "web"), evs[1].Object.Key())
-	ns := cachetest.Decode(t, evs[0].Object)
-	assert.Equal(t, "Active", ns["status"].(map[string]any)["phase"])
-	r.create("team-a", "db", 1)
-	assert.Equal(t, WidgetKey("team-a", "db"), cachetest.Collect(t, w, 1, wait)[0].Object.Key(), "an existing namespace is not created again")
 }
 
 func testNamespaceDeletion(t *testing.T, r *rig) {
+	r.env.Namespaces(t, "team", "orphans")
 	r.create("team", "plain", 1)
 
 	ns, removed, err := r.client.Delete(ctx, nsKey("team"), cache.Preconditions{})
@@ -392,6 +417,8 @@ func testNamespaceDeletion(t *testing.T, r *rig) {
 	st := err.(apierrors.APIStatus).Status()
 	require.Len(t, st.Details.Causes, 1)
 	assert.Equal(t, metav1.CauseType("NamespaceTerminating"), st.Details.Causes[0].Type)
+	_, err = r.client.Create(ctx, WidgetKey("team", "Not_A_Name"), Widget("Not_A_Name", 1))
+	require.True(t, apierrors.IsForbidden(err), "refused before it is validated: %v", err)
 
 	again, removed, err := r.client.Delete(ctx, nsKey("team"), cache.Preconditions{})
 	require.NoError(t, err)

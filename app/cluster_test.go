@@ -103,6 +103,8 @@ func TestNamespaceFinishes(t *testing.T) {
 	t.Parallel()
 	for _, collector := range []bool{true, false} {
 		base := serve(t, app.Config{EnableCollector: collector, Logger: slog.New(slog.DiscardHandler)})
+		require.Equal(t, http.StatusCreated, send(t, http.MethodPost, base+"/api/v1/namespaces",
+			`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team"}}`))
 		require.Equal(t, http.StatusCreated, send(t, http.MethodPost, base+"/api/v1/namespaces/team/configmaps",
 			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"}}`))
 		require.Equal(t, http.StatusOK, send(t, http.MethodDelete, base+"/api/v1/namespaces/team", ""))

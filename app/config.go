@@ -144,9 +144,10 @@ type Config struct {
 	// Objects are created through the write path when the server is wired, in order, after the
 	// built-in CRDs and as opemu's own writes (strict field validation, no Events): typed objects
 	// or decoded JSON, each with apiVersion, kind and a name. A CRD among them is served
-	// (Established) before the next is created, so its custom resources may follow it. testenv
-	// installs a suite's CRDs and webhook configurations with it. An object that exists is kept;
-	// one that cannot be created fails New, naming it.
+	// (Established) before the next is created, so its custom resources may follow it; a
+	// Namespace likewise comes before what is created into it (the system namespaces exist).
+	// testenv installs a suite's CRDs and webhook configurations with it. An object that exists
+	// is kept; one that cannot be created fails New, naming it.
 	Objects []any
 	// Load, when set, is the state the server starts from (LOAD, SPEC §23): New restores it
 	// (App.Restore) before it creates what a cluster has from its start and the snapshot

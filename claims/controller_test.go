@@ -55,6 +55,7 @@ func newRig(t *testing.T) *rig {
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = ctrl.Run(ctx) })
 	t.Cleanup(func() { cancel(); wg.Wait() })
+	env.Namespaces(t, "team")
 	return &rig{t: t, client: env.Registry.Client("test")}
 }
 

@@ -61,6 +61,7 @@ func TestFinishNamespaces(t *testing.T) {
 	b := registrytest.New(t, registrytest.Options{Storage: rs[1]})
 	ctx := t.Context()
 	ca, cb := a.Registry.Client("test"), b.Registry.Client("test")
+	a.Namespaces(t, "team")
 	_, err := ca.Create(ctx, configMapKey("team", "first"), configMap("first"))
 	require.NoError(t, err)
 	// Through b, an object with a finalizer and a plain one, both while b saw team Active.

@@ -12,9 +12,11 @@ import (
 	"github.com/opemu/opemu/cache/cachetest"
 	"github.com/opemu/opemu/etcd"
 	"github.com/opemu/opemu/etcd/etcdtest"
+	"github.com/opemu/opemu/registry/registrytest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 const wait = 5 * time.Second
@@ -163,6 +165,28 @@ func TestConsistentReadPastForeignWrites(t *testing.T) {
 	res, err := s.List(ctx, cachetest.Applications)
 	require.NoError(t, err)
 	assert.Empty(t, res.Items, "the progress key is not an object")
+}
+
+// TestCreateIntoNamespaceOfAnotherReplica: a create through one replica into a namespace just
+// created through another is admitted, though its cache may not hold the namespace yet (the
+// write path looks a missing namespace up again after a consistent read, as kube-apiserver
+// looks up live one its informer lacks); a namespace that exists nowhere is still a 404.
+func TestCreateIntoNamespaceOfAnotherReplica(t *testing.T) {
+	t.Parallel()
+	client := etcdtest.Start(t).Client(t)
+	rs := replicas(t, client, 2, cache.Config{})
+	a := registrytest.New(t, registrytest.Options{Storage: rs[0]})
+	b := registrytest.New(t, registrytest.Options{Storage: rs[1]})
+	ctx := t.Context()
+	cb := b.Registry.Client("test")
+	for i := range 10 {
+		ns := fmt.Sprint("team-", i)
+		a.Namespaces(t, ns)
+		_, err := cb.Create(ctx, configMapKey(ns, "cm"), configMap("cm"))
+		require.NoError(t, err, "created through a, admitted through b at once")
+	}
+	_, err := cb.Create(ctx, configMapKey("nowhere", "cm"), configMap("cm"))
+	require.True(t, apierrors.IsNotFound(err), "%v", err)
 }
 
 // TestTooLarge: an object larger than etcd takes is ErrTooLarge (a 413), not an etcd error.

@@ -26,6 +26,7 @@ var ctx = context.Background()
 func newRecorder(t testing.TB, limit int) (*events.Recorder, cache.Interface, *clocktesting.FakeClock, *metrics.Registry) {
 	t.Helper()
 	env := registrytest.New(t, registrytest.Options{EventLimit: limit})
+	env.Namespaces(t, "team") // the tests' other namespace
 	c := clocktesting.NewFakeClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
 	reg := metrics.New()
 	r := events.New(events.Config{Client: env.Registry.Client("opemu-events"), Host: "pod-1", TTL: time.Hour, Clock: c, Metrics: reg})

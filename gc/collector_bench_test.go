@@ -35,6 +35,7 @@ func BenchmarkCollectDependents(b *testing.B) {
 				b.StopTimer()
 				ns++
 				namespace := fmt.Sprint("ns-", ns)
+				env.Namespaces(b, namespace)
 				owner, err := client.Create(ctx, cache.Key{Resource: "configmaps", Namespace: namespace, Name: "owner"},
 					map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "owner"}})
 				if err != nil {

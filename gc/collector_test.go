@@ -44,6 +44,7 @@ func (r *recorder) reasons(name string) []string {
 // rig is the write path with a running collector.
 type rig struct {
 	t      *testing.T
+	env    *registrytest.Env
 	reg    *registry.Store
 	client *registry.Client
 	events *recorder
@@ -57,7 +58,7 @@ var ctx = context.Background()
 // the caller runs it).
 func newRig(t *testing.T, run bool) (*rig, *gc.Collector) {
 	env := registrytest.New(t, registrytest.Options{})
-	r := &rig{t: t, reg: env.Registry, client: env.Registry.Client("test"), events: &recorder{}}
+	r := &rig{t: t, env: env, reg: env.Registry, client: env.Registry.Client("test"), events: &recorder{}}
 	c, err := gc.New(gc.Config{Client: env.Registry.Client("garbage-collector"), Kinds: env.Kinds, Events: r.events})
 	require.NoError(t, err)
 	if run {
@@ -334,6 +335,7 @@ func TestDanglingAtStart(t *testing.T) {
 func TestInvalidReferences(t *testing.T) {
 	t.Parallel()
 	r, _ := newRig(t, true)
+	r.env.Namespaces(t, "team-a", "team-b")
 	elsewhere := r.configMap("team-a", "owner", nil)
 	local := r.configMap("team-b", "local", nil)
 	r.configMap("team-b", "cross", []map[string]any{owner(elsewhere, true)})
@@ -387,6 +389,7 @@ func TestThousandDependents(t *testing.T) {
 			t.Parallel()
 			r, _ := newRig(t, true)
 			ns := "many"
+			r.env.Namespaces(t, ns)
 			top := r.configMap(ns, "owner", nil)
 			for i := range 1000 {
 				r.configMap(ns, fmt.Sprintf("dep-%04d", i), []map[string]any{owner(top, true)})

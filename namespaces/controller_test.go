@@ -66,6 +66,14 @@ func newRig(t *testing.T) *rig {
 	return &rig{t: t, client: client, store: env.Storage, clock: clk, ctrl: ctrl}
 }
 
+// newNamespaces creates the namespaces names.
+func (r *rig) newNamespaces(names ...string) {
+	r.t.Helper()
+	for _, name := range names {
+		r.create(nsKey(name), map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}})
+	}
+}
+
 func (r *rig) create(key cache.Key, obj map[string]any) {
 	r.t.Helper()
 	_, err := r.client.Create(context.Background(), key, obj)
@@ -110,6 +118,7 @@ func TestSync(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	ctx := context.Background()
+	r.newNamespaces("team")
 	r.create(cmKey("team", "plain"), configMap("plain"))
 	r.create(cmKey("team", "held"), configMap("held", "example.com/hold"))
 
@@ -164,6 +173,7 @@ func TestPodsFirst(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
 	ctx := context.Background()
+	r.newNamespaces("team")
 	r.create(podKey("team", "p"), pod("p", "example.com/hold"))
 	r.create(cmKey("team", "cm"), configMap("cm"))
 	_, _, err := r.client.Delete(ctx, nsKey("team"), cache.Preconditions{})
@@ -220,6 +230,7 @@ func TestRun(t *testing.T) {
 		}
 	}()
 
+	r.newNamespaces("empty", "held")
 	r.create(cmKey("empty", "cm"), configMap("cm"))
 	r.create(cmKey("held", "cm"), configMap("cm", "example.com/hold"))
 	for _, name := range []string{"empty", "held"} {

@@ -116,6 +116,16 @@ func (e *env) do(method, path, contentType, body string) response {
 	return response{code: resp.StatusCode, header: resp.Header, body: b}
 }
 
+// namespaces creates the namespaces names, as a client does on a cluster before it writes into
+// them.
+func (e *env) namespaces(names ...string) {
+	e.t.Helper()
+	for _, name := range names {
+		r := e.do("POST", "/api/v1/namespaces", "application/json", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"`+name+`"}}`)
+		require.Equal(e.t, http.StatusCreated, r.code, "body: %s", r.body)
+	}
+}
+
 func app(name string, replicas any, image string) string {
 	spec := map[string]any{"replicas": replicas}
 	if image != "" {

@@ -214,6 +214,7 @@ func TestSSEBadLastEventID(t *testing.T) {
 func TestSSEFiltersAndInitial(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	e.namespaces("team")
 	require.Equal(t, http.StatusCreated, e.do("POST", appsPath, "application/json", app("a", 1, "nginx:1")).code)
 	require.Equal(t, http.StatusCreated, e.do("POST", "/apis/cloudnative.elide.dev/v1/namespaces/team/applications", "application/json", app("b", 1, "nginx:1")).code)
 

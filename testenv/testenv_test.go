@@ -51,12 +51,13 @@ var widgets = schema.GroupVersionResource{Group: "example.com", Version: "v1", R
 // server.
 func TestStartInstallsCRDs(t *testing.T) {
 	t.Parallel()
+	team := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}
 	seed := map[string]any{"apiVersion": "example.org/v1", "kind": "Thing", "metadata": map[string]any{"name": "seeded", "namespace": "team-a"}}
 	env := testenv.New(t, testenv.Options{
 		CRDDirectoryPaths:     []string{"testdata/crds"},
 		ErrorIfCRDPathMissing: true,
 		CRDs:                  []*apiextensionsv1.CustomResourceDefinition{thingsCRD()},
-		Server:                app.Config{Objects: []any{seed}},
+		Server:                app.Config{Objects: []any{team, seed}},
 	})
 	ctx := t.Context()
 	names := []string{}

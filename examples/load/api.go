@@ -56,13 +56,16 @@ type apiRun struct {
 	names  []string
 }
 
-// runAPI runs o.phases against target in namespace ns, which should not exist yet. It returns
-// an error only when the run could not start (target unreachable, list seeding failed);
-// failed requests are counted in the result.
+// runAPI creates namespace ns on target (it should not exist yet) and runs o.phases in it. It
+// returns an error only when the run could not start (target unreachable, the namespace or the
+// list's seeding failed); failed requests are counted in the result.
 func runAPI(ctx context.Context, o options, target, ns string) (*apiResult, error) {
 	r := &apiRun{o: o, c: newClient(o.conns, 30*time.Second), target: target, ns: ns}
 	defer closeClient(r.c)
 	if _, err := do(ctx, r.c, http.MethodGet, target+"/healthz", "", nil, false); err != nil {
+		return nil, fmt.Errorf("target %s: %w", target, err)
+	}
+	if err := createNamespace(ctx, r.c, target, ns); err != nil {
 		return nil, fmt.Errorf("target %s: %w", target, err)
 	}
 	res := &apiResult{Mode: "api", Target: target, Namespace: ns, Conns: o.conns}
@@ -160,6 +163,9 @@ func (r *apiRun) list(ctx context.Context) (phaseResult, error) {
 	ns := r.ns
 	if r.o.listItems > 0 {
 		ns += "-list"
+		if err := createNamespace(ctx, r.c, r.target, ns); err != nil {
+			return phaseResult{}, fmt.Errorf("seed %s: %w", ns, err)
+		}
 		if err := r.seed(ctx, ns, r.o.listItems); err != nil {
 			return phaseResult{}, fmt.Errorf("seed %s: %w", ns, err)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,17 @@ import (
 // appsURL is the Applications collection of namespace ns on target.
 func appsURL(target, ns string) string {
 	return target + "/apis/cloudnative.elide.dev/v1/namespaces/" + ns + "/applications"
+}
+
+// createNamespace creates the namespace ns on target, as a client must on a cluster before it
+// writes into it; one that exists already is fine.
+func createNamespace(ctx context.Context, c *http.Client, target, ns string) error {
+	body := []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + ns + `"}}`)
+	_, err := do(ctx, c, http.MethodPost, target+"/api/v1/namespaces", "application/json", body, false)
+	if se := (*statusError)(nil); errors.As(err, &se) && se.code == http.StatusConflict {
+		return nil
+	}
+	return err
 }
 
 // newClient returns a client for conns workers that each send one request at a time: one

@@ -53,6 +53,9 @@ func runE2E(ctx context.Context, o options) (*e2eResult, error) {
 	if _, err := do(ctx, c, http.MethodGet, o.target+"/healthz", "", nil, false); err != nil {
 		return nil, fmt.Errorf("target %s: %w", o.target, err)
 	}
+	if err := createNamespace(ctx, c, o.target, ns); err != nil {
+		return nil, fmt.Errorf("target %s: %w", o.target, err)
+	}
 	sc := newClient(1, 0)
 	defer closeClient(sc)
 	sctx, cancel := context.WithCancel(ctx)

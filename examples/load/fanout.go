@@ -87,6 +87,9 @@ func runFanout(ctx context.Context, o options) (*fanoutResult, error) {
 		Seconds: o.duration.Seconds()}
 	wc := newClient(16, 30*time.Second)
 	defer closeClient(wc)
+	if err := createNamespace(ctx, wc, o.target, ns); err != nil {
+		return nil, fmt.Errorf("target %s: %w", o.target, err)
+	}
 	for i := range o.objects {
 		name := "fan-" + strconv.Itoa(i)
 		if _, err := do(ctx, wc, http.MethodPost, appsURL(o.target, ns), "application/json", appBody(name, ns, 3), false); err != nil {

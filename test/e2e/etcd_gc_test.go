@@ -43,6 +43,7 @@ func TestEtcdLeaderCollectsAndRollsOut(t *testing.T) {
 	owned := func(name, ownerName, uid string) string {
 		return fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q,"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":%q,"uid":%q,"blockOwnerDeletion":true}]}}`, name, ownerName, uid)
 	}
+	create("/api/v1/namespaces", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"other"}}`)
 	owner := create(cms, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"owner"}}`)
 	create(cms, owned("dep-1", "owner", owner))
 	create(cms, owned("dep-2", "owner", owner))

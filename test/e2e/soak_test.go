@@ -233,6 +233,8 @@ func TestSoak(t *testing.T) {
 		v, _ := strconv.ParseUint(o.Metadata.ResourceVersion, 10, 64)
 		return v
 	}
+	code, _ := do("POST", base+"/api/v1/namespaces", "application/json", `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"soak"}}`)
+	require.Equal(t, http.StatusCreated, code)
 	code, b := do("POST", api, "application/json", `{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","metadata":{"name":"soak-start"},"spec":{"replicas":1,"image":"nginx:1"}}`)
 	require.Equal(t, http.StatusCreated, code)
 	from := rvOf(b)

@@ -142,6 +142,8 @@ func TestClientGoBuiltinKinds(t *testing.T) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
 	const ns = "kinds"
+	_, err = cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	require.NoError(t, err)
 	md := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name, Namespace: ns} }
 	sel := map[string]string{"app": "web"}
 	// The webhook configurations are honoured (SPEC §15): an objectSelector that no object of this

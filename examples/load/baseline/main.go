@@ -2,7 +2,9 @@
 // keeps Application objects as JSON bytes in maps behind one RWMutex and serves them at
 // opemu's paths, with the same object shape. It does what any real server must do per request
 // (decode the body, stamp metadata, encode, store, answer) and nothing more: no admission,
-// schema, watch or events. PATCH takes a JSON merge patch (RFC 7386) of the stored object.
+// schema, watch, events or namespaces (a Namespace POSTed, as the load tool does before it
+// writes into one, is answered and forgotten). PATCH takes a JSON merge patch (RFC 7386) of the
+// stored object.
 // GET /metrics reports the process's own CPU as process_cpu_seconds_total, as opemu's /metrics
 // does, so the load tool can put the server's CPU per operation beside opemu's.
 //
@@ -56,6 +58,12 @@ func newHandler() http.Handler {
 	s := &store{objects: map[string]map[string]entry{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("POST /api/v1/namespaces", func(w http.ResponseWriter, r *http.Request) {
+		if obj, _, ok := decode(w, r); ok {
+			raw, _ := json.Marshal(obj)
+			writeJSON(w, http.StatusCreated, raw)
+		}
+	})
 	mux.HandleFunc("POST "+collection, s.create)
 	mux.HandleFunc("GET "+collection, s.list)
 	mux.HandleFunc("GET "+collection+"/{name}", s.get)

@@ -165,9 +165,8 @@ func TestDeleteCollectsDeployment(t *testing.T) {
 
 // TestNamespaceDeletionFinishes: deleting a namespace with a Memcached in it finishes: the
 // Memcached's finalizer is run by the operator and the namespace is removed (in envtest a
-// namespace stays Terminating forever). The removal is watched for: the operator's Event about
-// the finalized Memcached may be written after it, and opemu creates a missing namespace on a
-// write into it (see the README's differences), so the name can come back.
+// namespace stays Terminating forever). The removal is watched for; the operator's Event about
+// the finalized Memcached may come after it, and is refused (404) as on a cluster.
 func TestNamespaceDeletionFinishes(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()

@@ -121,3 +121,24 @@ func TestNamespaceFinishes(t *testing.T) {
 		assert.Equal(t, http.StatusNotFound, get(t, base, "/api/v1/namespaces/team/configmaps/cm", nil))
 	}
 }
+
+// TestNamespacesFromTheStart: the system namespaces exist from the start, and so does the
+// namespace of opemu's own leader lease (the elector can take it there); nothing else makes a
+// namespace: a create into a missing one is kube's 404 and creates nothing.
+func TestNamespacesFromTheStart(t *testing.T) {
+	t.Parallel()
+	base := serve(t, app.Config{EnableLeaderElection: true, EnableController: true, LeaseBackend: "memory", LeaseNamespace: "opemu-system",
+		RetryPeriod: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	for _, name := range []string{"default", "kube-system", "kube-public", "kube-node-lease", "opemu-system"} {
+		var ns corev1.Namespace
+		require.Equal(t, http.StatusOK, get(t, base, "/api/v1/namespaces/"+name, &ns), name)
+		assert.Equal(t, corev1.NamespaceActive, ns.Status.Phase, name)
+	}
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Equal(c, http.StatusOK, get(c, base, "/apis/coordination.k8s.io/v1/namespaces/opemu-system/leases/elide-operator-leader", nil))
+	}, 10*time.Second, 10*time.Millisecond, "the elector holds its lease there")
+
+	assert.Equal(t, http.StatusNotFound, send(t, http.MethodPost, base+"/api/v1/namespaces/team/configmaps",
+		`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"}}`))
+	assert.Equal(t, http.StatusNotFound, get(t, base, "/api/v1/namespaces/team", nil))
+}

@@ -316,15 +316,19 @@ func (a *App) bootstrap(ctx context.Context) error {
 
 // settle makes the server serve what the store holds and makes what a cluster has from its
 // start where it is missing: it serves the kinds of the stored CRDs (those stored through any
-// replica, over etcd; those a restore brought), then creates the system namespaces, the built-in CRDs and Config.Objects through the write path
-// (Registry.Bootstrap: an object that exists is kept), and registers the Nodes that are
-// missing.
+// replica, over etcd; those a restore brought), then creates the system namespaces, the
+// elector's lease namespace (opemu's own, as kube-system is kube-apiserver's), the built-in
+// CRDs and Config.Objects through the write path (Registry.Bootstrap: an object that exists is
+// kept), and registers the Nodes that are missing.
 func (a *App) settle(ctx context.Context) error {
 	var err error
 	if a.crdsAt, err = a.crds.Load(ctx, a.store, a.log); err != nil {
 		return err
 	}
 	var seeds []any
+	if a.elector != nil && !slices.Contains(registry.SystemNamespaces, a.elector.LeaseNamespace()) {
+		seeds = append(seeds, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": a.elector.LeaseNamespace()}})
+	}
 	for _, c := range a.crds.BuiltIns() {
 		if !a.exists(ctx, c) {
 			seeds = append(seeds, c)

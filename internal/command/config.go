@@ -65,7 +65,7 @@ func settings() []setting {
 			return nil
 		}},
 		{"LEASE_NAME", "lease-name", "elide-operator-leader", "the lease's name", func(c *config, v string) error { c.LeaseName = v; return nil }},
-		{"LEASE_NAMESPACE", "lease-namespace", "default", "the lease's namespace", func(c *config, v string) error { c.LeaseNamespace = v; return nil }},
+		{"LEASE_NAMESPACE", "lease-namespace", "default", "the lease's namespace (created at start when missing)", func(c *config, v string) error { c.LeaseNamespace = v; return nil }},
 		{"LEASE_FILE", "lease-file", "", "record of the file backend (default <tmp>/opemu-<namespace>-<name>.lease)", func(c *config, v string) error { c.LeaseFile = v; return nil }},
 		{"LEASE_DURATION", "lease-duration", "15s", "lease duration", durationInto(func(c *config) *time.Duration { return &c.LeaseDuration }, false)},
 		{"RENEW_DEADLINE", "renew-deadline", "10s", "renew deadline", durationInto(func(c *config) *time.Duration { return &c.RenewDeadline }, false)},

@@ -44,8 +44,9 @@ func (s *Store) recordRejection(ctx context.Context, t Target, o Options, name, 
 		return
 	}
 	if t.Kind.Namespaced {
-		// A rejected write does not create the namespace it was aimed at.
-		if _, err := s.cfg.Storage.Get(ctx, namespaceKey(t.Key.Namespace)); err != nil {
+		// No Event into a namespace that is missing or Terminating: it would be refused (404,
+		// 403), and the refusal of a create there is the namespace's, not admission's.
+		if ns, err := s.cfg.Storage.Get(ctx, namespaceKey(t.Key.Namespace)); err != nil || ns.Deleting() {
 			return
 		}
 	}

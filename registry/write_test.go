@@ -1,10 +1,12 @@
 package registry_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"testing"
 	"time"
@@ -222,4 +224,28 @@ func TestRejectionEventsOutliveTheRequestsDeadline(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, res.Items, 1)
 	assert.Equal(t, "ValidationFailed", res.Items[0].Field("reason"))
+}
+
+// TestNamespaceRefusalsRecordNoEvent: a create refused because its namespace is missing (404)
+// or Terminating (403) is refused before it is judged, the object's own faults notwithstanding,
+// and no Warning Event is attempted (there is nowhere to put one: the recorder logs nothing).
+func TestNamespaceRefusalsRecordNoEvent(t *testing.T) {
+	t.Parallel()
+	var log bytes.Buffer // the recorder writes synchronously (no queue)
+	env := apptest.New(t, apptest.Options{Options: registrytest.Options{Events: func(c *registry.Client) registry.EventRecorder {
+		return events.New(events.Config{Client: c, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	}}})
+	env.Namespaces(t, "leaving")
+	_, _, err := env.Registry.Client("test").Delete(ctx, cache.Key{Resource: "namespaces", Name: "leaving"}, cache.Preconditions{})
+	require.NoError(t, err)
+	target := appTarget(t, env)
+	for ns, refused := range map[string]func(error) bool{"missing": apierrors.IsNotFound, "leaving": apierrors.IsForbidden} {
+		target.Key.Namespace = ns
+		_, err := env.Registry.Create(ctx, target, appObj(json.Number("101"), "nginx:1"), registry.Options{})
+		require.True(t, refused(err), "%s: %v", ns, err)
+	}
+	res, err := env.Storage.List(ctx, events.Resource)
+	require.NoError(t, err)
+	assert.Empty(t, res.Items)
+	assert.Empty(t, log.String())
 }

@@ -36,6 +36,7 @@ func BenchmarkAPIPath(b *testing.B) {
 	}
 	// A built-in kind's list leaves out each item's apiVersion and kind (its own path).
 	const cms = "/api/v1/namespaces/bench/configmaps"
+	e.namespaces("bench")
 	for i := range 100 {
 		cm := fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm-%d","labels":{"app":"web"}},"data":{"key":"value-%d","other":"more"}}`, i, i)
 		if code := e.serve("POST", cms, "application/json", cm); code != http.StatusCreated {

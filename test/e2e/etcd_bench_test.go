@@ -152,6 +152,11 @@ func seedApps(b *testing.B, e *etcdtest.Server, count int) {
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	var created bool
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !created; time.Sleep(10 * time.Millisecond) {
+		// Its namespace first (a 409 once it exists), as on a cluster.
+		if resp, err := http.Post("http://"+addr+"/api/v1/namespaces", "application/json",
+			bytes.NewReader([]byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"bench"}}`))); err == nil {
+			resp.Body.Close()
+		}
 		resp, err := http.Post("http://"+addr+"/apis/cloudnative.elide.dev/v1/namespaces/bench/applications", "application/json",
 			bytes.NewReader([]byte(`{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","metadata":{"name":"app-0"},"spec":{"replicas":3,"image":"nginx:1.27"}}`)))
 		if err == nil {

@@ -10,7 +10,6 @@ import (
 	"github.com/opemu/opemu/cache/cachetest"
 	"github.com/opemu/opemu/etcd/etcdtest"
 	"github.com/opemu/opemu/namespaces"
-	"github.com/opemu/opemu/registry/registrytest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -55,10 +54,7 @@ func TestRunCompaction(t *testing.T) {
 // namespace goes once the last finalizer, removed through the other replica, is gone.
 func TestFinishNamespaces(t *testing.T) {
 	t.Parallel()
-	client := etcdtest.Start(t).Client(t)
-	rs := replicas(t, client, 2, cache.Config{})
-	a := registrytest.New(t, registrytest.Options{Storage: rs[0]})
-	b := registrytest.New(t, registrytest.Options{Storage: rs[1]})
+	rs, a, b := writePaths(t)
 	ctx := t.Context()
 	ca, cb := a.Registry.Client("test"), b.Registry.Client("test")
 	a.Namespaces(t, "team")

@@ -35,6 +35,13 @@ func replicas(t *testing.T, client *clientv3.Client, n int, cfg cache.Config) []
 	return out
 }
 
+// writePaths makes two replicas over a fresh etcd and the write path over each.
+func writePaths(t *testing.T) (rs []*etcd.Store, a, b *registrytest.Env) {
+	t.Helper()
+	rs = replicas(t, etcdtest.Start(t).Client(t), 2, cache.Config{})
+	return rs, registrytest.New(t, registrytest.Options{Storage: rs[0]}), registrytest.New(t, registrytest.Options{Storage: rs[1]})
+}
+
 // TestReplicasShareOneTruth: a write through one replica is seen by another after a
 // consistent read, with the same resourceVersion and the same bytes; a conflicting write
 // through the other, decided on its stale cache, is re-decided on etcd's state; a watch opened
@@ -173,10 +180,7 @@ func TestConsistentReadPastForeignWrites(t *testing.T) {
 // looks up live one its informer lacks); a namespace that exists nowhere is still a 404.
 func TestCreateIntoNamespaceOfAnotherReplica(t *testing.T) {
 	t.Parallel()
-	client := etcdtest.Start(t).Client(t)
-	rs := replicas(t, client, 2, cache.Config{})
-	a := registrytest.New(t, registrytest.Options{Storage: rs[0]})
-	b := registrytest.New(t, registrytest.Options{Storage: rs[1]})
+	_, a, b := writePaths(t)
 	ctx := t.Context()
 	cb := b.Registry.Client("test")
 	for i := range 10 {

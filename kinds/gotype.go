@@ -69,12 +69,12 @@ type goField struct {
 type typeSet struct {
 	mu    sync.Mutex
 	types map[reflect.Type]*goType // guarded by mu
-	smd   smdSchema
+	smd   *smdSchema
 	api   openAPICache
 	docs  docTable
 }
 
-func newTypeSet() *typeSet { return &typeSet{types: map[reflect.Type]*goType{}} }
+func newTypeSet() *typeSet { return &typeSet{types: map[reflect.Type]*goType{}, smd: builtinSMD} }
 
 // of returns the goType of t (a struct type, or a pointer to one).
 func (ts *typeSet) of(t reflect.Type) *goType {

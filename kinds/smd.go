@@ -17,8 +17,12 @@ import (
 // milliseconds and a few MiB, so it is parsed on the first server-side apply or OpenAPI
 // request that needs it, not at start.
 
-// smdSchema is one Registry's copy of that schema, loaded on first use. Safe for concurrent
-// use.
+// builtinSMD is that schema, parsed once per process on first use and never changed after:
+// every write of a built-in kind records its ownership with it (ManagedTypes), so one copy per
+// Registry would cost every testenv environment its few MiB.
+var builtinSMD = &smdSchema{}
+
+// smdSchema is a copy of that schema, loaded on first use. Safe for concurrent use.
 type smdSchema struct {
 	once   sync.Once
 	tc     managedfields.TypeConverter

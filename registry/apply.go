@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -31,9 +32,8 @@ import (
 // metadata.managedFields, conflicts between managers, removal of fields a manager stops
 // applying. Kinds with a TypeConverter (the built-ins served from Go types) merge with their
 // real list and map keys; for the others types are deduced from the objects (maps are granular,
-// lists atomic), as for a CRD without a schema. To keep plain writes cheap, ownership is tracked
-// only for objects that a server-side apply has touched: once an object carries managedFields,
-// every later write to it records its manager too.
+// lists atomic), as for a CRD without a schema. Every write records its manager, as in
+// kube-apiserver: a create (trackCreate), an update or patch (trackUpdate), an apply.
 
 // applyPatch is server-side apply (ssa.go) as kube-apiserver's apply patcher does it: the body
 // converted to JSON before the object is read (a 400 "error encoding patch"), decoded as YAML
@@ -184,8 +184,9 @@ func checkAppliedFields(t Target, applied map[string]any) error {
 
 // fieldManagerKey names a FieldManager: the kind's, of its main resource or a subresource.
 type fieldManagerKey struct {
-	gvk schema.GroupVersionKind
-	sub string // "", "status" or "scale"
+	gvk      schema.GroupVersionKind
+	sub      string // "", "status" or "scale"
+	managing bool   // the kind's ManagedTypes' (managerFor)
 }
 
 // scaleGVK is the kind of the scale subresource's objects.
@@ -198,8 +199,23 @@ var scaleGVK = schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind
 // kind's StatusResets on /status). The scale subresource's merges autoscaling/v1 Scale objects
 // with types deduced from them (client-go's schema has no Scale; a Scale has no lists).
 func (s *Store) fieldManagerFor(k *kinds.Kind, sub string) (*managedfields.FieldManager, error) {
+	return s.newFieldManager(k, sub, k.TypeConverter, false)
+}
+
+// managerFor returns the FieldManager that records the ownership of k's plain writes (sub ""
+// or "status"): fieldManagerFor's, or for a kind with ManagedTypes one with those.
+func (s *Store) managerFor(k *kinds.Kind, sub string) (*managedfields.FieldManager, error) {
+	if k.ManagedTypes == nil {
+		return s.fieldManagerFor(k, sub)
+	}
+	return s.newFieldManager(k, sub, k.ManagedTypes, true)
+}
+
+// newFieldManager returns the FieldManager of k's sub with types tc (nil: deduced), made on
+// first use.
+func (s *Store) newFieldManager(k *kinds.Kind, sub string, tc managedfields.TypeConverter, managing bool) (*managedfields.FieldManager, error) {
 	gvk := schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind}
-	key := fieldManagerKey{gvk: gvk, sub: sub}
+	key := fieldManagerKey{gvk: gvk, sub: sub, managing: managing}
 	if fm, ok := s.fieldManagers.Load(key); ok {
 		return fm.(*managedfields.FieldManager), nil
 	}
@@ -227,8 +243,8 @@ func (s *Store) fieldManagerFor(k *kinds.Kind, sub string) (*managedfields.Field
 	}
 	var fm *managedfields.FieldManager
 	var err error
-	if k.TypeConverter != nil && sub != "scale" {
-		fm, err = managedfields.NewDefaultFieldManager(k.TypeConverter, unstructuredConvertor{}, noDefaults{},
+	if tc != nil && sub != "scale" {
+		fm, err = managedfields.NewDefaultFieldManager(tc, unstructuredConvertor{}, noDefaults{},
 			unstructuredCreater{}, gvk, gvk.GroupVersion(), sub, resetFields)
 	} else {
 		fm, err = managedfields.NewDefaultCRDFieldManager(managedfields.NewDeducedTypeConverter(), unstructuredConvertor{}, noDefaults{},
@@ -255,8 +271,6 @@ func toPathElements(keys []string) []any {
 // ScaleHandler: the entries that own the replicas path, as autoscaling/v1), the Scale field
 // manager merges applied into it, and its replicas and entries go back to the object.
 func (s *Store) applyScale(ctx context.Context, t Target, applied map[string]any, o Options, strict func(map[string]any) error) (Result, error) {
-	gv := schema.GroupVersion{Group: t.Kind.Group, Version: t.Kind.Version}
-	mappings := managedfields.ResourcePathMappings{gv.String(): fieldpath.MakePathOrDie(toPathElements(jsonPath(t.Kind.Scale.SpecReplicasPath))...)}
 	return s.update(ctx, t, o, func(cur map[string]any) (map[string]any, error) {
 		parent, err := managedFieldsOf(cur)
 		if err != nil {
@@ -269,7 +283,7 @@ func (s *Store) applyScale(ctx context.Context, t Target, applied map[string]any
 				return nil, err
 			}
 		}
-		h := managedfields.NewScaleHandler(parent, gv, mappings)
+		h := scaleHandler(t, parent)
 		entries, err := h.ToSubresource()
 		if err != nil {
 			return nil, serverError(err.Error())
@@ -304,6 +318,49 @@ func (s *Store) applyScale(ctx context.Context, t Target, applied map[string]any
 		}
 		return next, setManagedFields(next, entries)
 	})
+}
+
+// scaleHandler is managedfields' ScaleHandler of t's object, whose managedFields are parent:
+// it gives the entries that own the replicas path to the Scale and takes them back.
+func scaleHandler(t Target, parent []metav1.ManagedFieldsEntry) *managedfields.ScaleHandler {
+	gv := schema.GroupVersion{Group: t.Kind.Group, Version: t.Kind.Version}
+	mappings := managedfields.ResourcePathMappings{gv.String(): fieldpath.MakePathOrDie(toPathElements(jsonPath(t.Kind.Scale.SpecReplicasPath))...)}
+	return managedfields.NewScaleHandler(parent, gv, mappings)
+}
+
+// trackScale records the ownership of what a write to the scale subresource changed from live
+// to next, as kube-apiserver's scale storage does: the Scale of live, carrying the entries
+// that own its replicas, is updated to the Scale of next by the scale subresource's field
+// manager, and the entries go back to next. An untracked object stays untracked.
+func (s *Store) trackScale(t Target, live, next map[string]any, o Options) (map[string]any, error) {
+	parent, err := managedFieldsOf(live)
+	if err != nil || len(parent) == 0 {
+		return next, err
+	}
+	fm, err := s.fieldManagerFor(t.Kind, "scale")
+	if err != nil {
+		return next, nil
+	}
+	h := scaleHandler(t, parent)
+	entries, err := h.ToSubresource()
+	if err != nil {
+		return nil, serverError(err.Error())
+	}
+	liveScale := scaleOf(t, live)
+	if err := setManagedFields(liveScale, entries); err != nil {
+		return nil, err
+	}
+	out, err := fm.Update(&unstructured.Unstructured{Object: plainNumbers(liveScale)}, &unstructured.Unstructured{Object: plainNumbers(scaleOf(t, next))}, writeManager(o))
+	if err != nil {
+		return next, nil // the Scale does not fit: the object keeps the ownership it had
+	}
+	if entries, err = managedFieldsOf(out.(*unstructured.Unstructured).Object); err != nil {
+		return nil, err
+	}
+	if entries, err = h.ToParent(entries); err != nil {
+		return nil, serverError(err.Error())
+	}
+	return next, setManagedFields(next, entries)
 }
 
 // beforeFirstApply returns the managedFields of obj, which has none, as the main resource's
@@ -379,48 +436,122 @@ func (s *Store) applyObject(k *kinds.Kind, sub string, live, applied map[string]
 	return out.(*unstructured.Unstructured).Object, nil
 }
 
+// trackCreate records, in obj's metadata.managedFields, the ownership of a new object's fields
+// by the write's manager (its field manager, or its user agent), an Update, as kube-apiserver's
+// create handler does: after defaulting, before mutating admission (what a webhook adds is
+// nobody's). managedFields the client sent are kept, as the field manager keeps them. An object
+// nested too deeply to track is created untracked (kube-apiserver's UpdateNoErrors).
+func (s *Store) trackCreate(t Target, obj map[string]any, o Options) error {
+	if nestedDeeperThan(obj, maxPatchDepth) {
+		return nil
+	}
+	fm, err := s.managerFor(t.Kind, "")
+	if err != nil {
+		return nil
+	}
+	empty := &unstructured.Unstructured{Object: s.emptyObject(t.Kind)}
+	out := fm.UpdateNoErrors(empty, &unstructured.Unstructured{Object: managedCopy(t.Kind, obj)}, writeManager(o))
+	setManagedFieldsOf(obj, out.(*unstructured.Unstructured).Object)
+	return nil
+}
+
+// emptyObject is the live object a create is compared with, as kube-apiserver's create handler
+// makes it: a new object of the kind, which for a kind served from Go types is the Go zero
+// value as unstructured (its empty structs and null lists present, so that a create owns their
+// fields but not the structs themselves), for the others only its apiVersion and kind. The
+// caller owns the copy.
+func (s *Store) emptyObject(k *kinds.Kind) map[string]any {
+	if v, ok := s.emptyObjects.Load(k); ok {
+		return runtime.DeepCopyJSON(v.(map[string]any))
+	}
+	obj := map[string]any{}
+	if typed, ok := k.StrategicPatch.(runtime.Object); ok && (k.TypeConverter != nil || k.ManagedTypes != nil) {
+		zero := reflect.New(reflect.TypeOf(typed).Elem()).Interface()
+		if u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(zero); err == nil {
+			obj = u
+		}
+	}
+	obj["apiVersion"], obj["kind"] = k.GroupVersion(), k.Kind
+	s.emptyObjects.Store(k, obj)
+	return runtime.DeepCopyJSON(obj)
+}
+
 // trackUpdate records the ownership of what the write (its field manager, or its user agent)
-// changed from live to next (with its subresource, for a /status write), when live is already
-// tracked. An object nested too deeply to track is refused (checkDepth).
-func (s *Store) trackUpdate(t Target, live, next map[string]any, o Options) (map[string]any, error) {
+// changed from live to next (with its subresource, for a /status or /scale write), when live is already
+// tracked (kube-apiserver's field manager leaves an untracked object untracked). pruned says
+// next is pruned and defaulted already. An object nested too deeply to track is refused
+// (checkDepth).
+func (s *Store) trackUpdate(t Target, live, next map[string]any, o Options, pruned bool) (map[string]any, error) {
 	md, _ := live["metadata"].(map[string]any)
 	if _, tracked := md["managedFields"]; !tracked {
 		return next, nil
 	}
-	manager := managerOrUserAgent(o.FieldManager, o.UserAgent)
+	if t.Sub == "scale" {
+		return s.trackScale(t, live, next, o)
+	}
 	if err := checkDepth(t, next, "an object whose fields are managed"); err != nil {
 		return nil, err
 	}
-	fm, err := s.fieldManagerFor(t.Kind, t.Sub)
+	fm, err := s.managerFor(t.Kind, t.Sub)
 	if err != nil {
 		return next, nil
 	}
-	if manager == "" {
-		manager = "unknown"
+	// A next not pruned yet (admission does it, with the client's warnings) is tracked as a
+	// pruned copy; an object that does not fit the types keeps the ownership it had, and
+	// validation refuses it.
+	cp := managedCopy(t.Kind, next)
+	if !pruned && t.Kind.TypeConverter != nil && t.Kind.Schema != nil {
+		t.Kind.Schema.Prune(cp)
 	}
-	k := t.Kind
-	if k.TypeConverter == nil {
-		out := fm.UpdateNoErrors(&unstructured.Unstructured{Object: plainNumbers(live)}, &unstructured.Unstructured{Object: plainNumbers(next)}, manager)
-		return out.(*unstructured.Unstructured).Object, nil
+	out, err := fm.Update(&unstructured.Unstructured{Object: managedCopy(t.Kind, live)}, &unstructured.Unstructured{Object: cp}, writeManager(o))
+	if err != nil {
+		if managed, ok := md["managedFields"]; ok && managed != nil {
+			metadataOf(next)["managedFields"] = managed
+		} else {
+			delete(metadataOf(next), "managedFields")
+		}
+		return next, nil
 	}
-	// Typed kinds: next is not pruned yet (admission does it, with the client's warnings), so
-	// ownership is computed on a pruned copy; an object that does not fit the types keeps the
-	// ownership it had, and validation refuses it.
-	cp := plainNumbers(next)
-	if k.Schema != nil {
-		k.Schema.Prune(cp)
-	}
-	out, err := fm.Update(&unstructured.Unstructured{Object: plainNumbers(live)}, &unstructured.Unstructured{Object: cp}, manager)
-	managed := md["managedFields"]
-	if err == nil {
-		managed = metadataOf(out.(*unstructured.Unstructured).Object)["managedFields"]
-	}
-	if managed == nil {
-		delete(metadataOf(next), "managedFields")
-	} else {
-		metadataOf(next)["managedFields"] = managed
-	}
+	setManagedFieldsOf(next, out.(*unstructured.Unstructured).Object)
 	return next, nil
+}
+
+// managedCopy is the copy of obj, an object of k, the field manager sees (plainNumbers),
+// without k's ManagedExtensions and the metadata members a client set to null: kube-apiserver
+// decodes metadata into ObjectMeta first, where they are absent, so such a member is no change
+// of anyone's fields.
+func managedCopy(k *kinds.Kind, obj map[string]any) map[string]any {
+	cp := plainNumbers(obj)
+	for _, f := range k.ManagedExtensions {
+		delete(cp, f)
+	}
+	if md, ok := cp["metadata"].(map[string]any); ok {
+		for k, v := range md {
+			if v == nil {
+				delete(md, k)
+			}
+		}
+	}
+	return cp
+}
+
+// setManagedFieldsOf sets obj's metadata.managedFields to those of from, the field manager's
+// answer (none: removed).
+func setManagedFieldsOf(obj, from map[string]any) {
+	if managed := metadataOf(from)["managedFields"]; managed != nil {
+		metadataOf(obj)["managedFields"] = managed
+	} else {
+		delete(metadataOf(obj), "managedFields")
+	}
+}
+
+// writeManager names the manager of a write (managerOrUserAgent), "unknown" when neither names
+// one.
+func writeManager(o Options) string {
+	if m := managerOrUserAgent(o.FieldManager, o.UserAgent); m != "" {
+		return m
+	}
+	return "unknown"
 }
 
 // managerOrUserAgent names the manager of a write as kube-apiserver does: the fieldManager

@@ -283,13 +283,8 @@ func (s *Store) applyScale(ctx context.Context, t Target, applied map[string]any
 				return nil, err
 			}
 		}
-		h := scaleHandler(t, parent)
-		entries, err := h.ToSubresource()
+		h, scale, err := scaleWithOwners(t, cur, parent)
 		if err != nil {
-			return nil, serverError(err.Error())
-		}
-		scale := scaleOf(t, cur)
-		if err := setManagedFields(scale, entries); err != nil {
 			return nil, err
 		}
 		out, err := s.applyObject(t.Kind, "scale", scale, deepCopy(applied), o.FieldManager, o.Force)
@@ -310,22 +305,26 @@ func (s *Store) applyScale(ctx context.Context, t Target, applied map[string]any
 		if err != nil {
 			return nil, err
 		}
-		if entries, err = managedFieldsOf(out); err != nil {
-			return nil, err
-		}
-		if entries, err = h.ToParent(entries); err != nil {
-			return nil, serverError(err.Error())
-		}
-		return next, setManagedFields(next, entries)
+		return next, ownersToParent(h, next, out)
 	})
 }
 
-// scaleHandler is managedfields' ScaleHandler of t's object, whose managedFields are parent:
-// it gives the entries that own the replicas path to the Scale and takes them back.
-func scaleHandler(t Target, parent []metav1.ManagedFieldsEntry) *managedfields.ScaleHandler {
+// scaleWithOwners returns managedfields' ScaleHandler of obj, t's object whose managedFields
+// are parent (it gives the entries that own the replicas path to the Scale and takes them
+// back), and obj's Scale carrying those entries.
+func scaleWithOwners(t Target, obj map[string]any, parent []metav1.ManagedFieldsEntry) (*managedfields.ScaleHandler, map[string]any, error) {
 	gv := schema.GroupVersion{Group: t.Kind.Group, Version: t.Kind.Version}
 	mappings := managedfields.ResourcePathMappings{gv.String(): fieldpath.MakePathOrDie(toPathElements(jsonPath(t.Kind.Scale.SpecReplicasPath))...)}
-	return managedfields.NewScaleHandler(parent, gv, mappings)
+	h := managedfields.NewScaleHandler(parent, gv, mappings)
+	entries, err := h.ToSubresource()
+	if err != nil {
+		return nil, nil, serverError(err.Error())
+	}
+	scale := scaleOf(t, obj)
+	if err := setManagedFields(scale, entries); err != nil {
+		return nil, nil, err
+	}
+	return h, scale, nil
 }
 
 // trackScale records the ownership of what a write to the scale subresource changed from live
@@ -341,26 +340,28 @@ func (s *Store) trackScale(t Target, live, next map[string]any, o Options) (map[
 	if err != nil {
 		return next, nil
 	}
-	h := scaleHandler(t, parent)
-	entries, err := h.ToSubresource()
+	h, liveScale, err := scaleWithOwners(t, live, parent)
 	if err != nil {
-		return nil, serverError(err.Error())
-	}
-	liveScale := scaleOf(t, live)
-	if err := setManagedFields(liveScale, entries); err != nil {
 		return nil, err
 	}
 	out, err := fm.Update(&unstructured.Unstructured{Object: plainNumbers(liveScale)}, &unstructured.Unstructured{Object: plainNumbers(scaleOf(t, next))}, writeManager(o))
 	if err != nil {
 		return next, nil // the Scale does not fit: the object keeps the ownership it had
 	}
-	if entries, err = managedFieldsOf(out.(*unstructured.Unstructured).Object); err != nil {
-		return nil, err
+	return next, ownersToParent(h, next, out.(*unstructured.Unstructured).Object)
+}
+
+// ownersToParent gives next, the object, the managedFields of scale, its Scale after the
+// write, through h (scaleWithOwners).
+func ownersToParent(h *managedfields.ScaleHandler, next, scale map[string]any) error {
+	entries, err := managedFieldsOf(scale)
+	if err != nil {
+		return err
 	}
 	if entries, err = h.ToParent(entries); err != nil {
-		return nil, serverError(err.Error())
+		return serverError(err.Error())
 	}
-	return next, setManagedFields(next, entries)
+	return setManagedFields(next, entries)
 }
 
 // beforeFirstApply returns the managedFields of obj, which has none, as the main resource's

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"unicode"
@@ -576,8 +577,9 @@ func managerOrUserAgent(manager, userAgent string) string {
 	return b.String()
 }
 
-// plainNumbers returns m with json.Number values as int64 or float64, the number types
-// structured-merge-diff understands.
+// plainNumbers returns a copy of m with json.Number values (and the Go ints and float32 of an
+// in-process writer's map) as int64 or float64, the number types structured-merge-diff and
+// runtime.DeepCopyJSON understand.
 func plainNumbers(m map[string]any) map[string]any {
 	if m == nil {
 		return nil
@@ -605,6 +607,20 @@ func plainValue(v any) any {
 		}
 		f, _ := v.Float64()
 		return f
+	case nil, string, bool, int64, float64:
+		return v
+	}
+	// Go numbers an in-process writer put in its map (opemu's own clients build objects so).
+	switch r := reflect.ValueOf(v); r.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32:
+		return r.Int()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if u := r.Uint(); u <= math.MaxInt64 {
+			return int64(u)
+		}
+		return float64(r.Uint())
+	case reflect.Float32:
+		return r.Float()
 	}
 	return v
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/claims"
 	"github.com/opemu/opemu/crd"
+	"github.com/opemu/opemu/disruption"
 	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/faults"
 	"github.com/opemu/opemu/gc"
@@ -22,6 +23,7 @@ import (
 	"github.com/opemu/opemu/metrics"
 	"github.com/opemu/opemu/namespaces"
 	"github.com/opemu/opemu/nodes"
+	"github.com/opemu/opemu/rbac"
 	"github.com/opemu/opemu/reconciler"
 	"github.com/opemu/opemu/registry"
 	"github.com/opemu/opemu/server"
@@ -105,18 +107,22 @@ type App struct {
 	reg       *registry.Store
 	recorder  *events.Recorder
 	webhooks  *hooks.Admission // the admission webhooks configured in the API
+	rbac      *rbac.Authorizer // the authorizer with AuthorizationMode RBAC; nil otherwise
 	// newFaults
 	faults *faults.Engine
 	// newControllers: all nil or empty when the controllers are off.
-	ctrl      *reconciler.Controller   // the Application controller
-	ctrls     []*reconciler.Controller // the built-in controllers: the Application's, then the workloads'
-	hooks     *hooks.Manager           // the Controllers' controllers
-	routes    server.Controller        // the controllers' routes (history, reconcile)
-	loop      server.Loop              // pause, step, resume over every controller
-	schedules []scheduleForgetter      // the built-in reconcilers that keep when each object's next step is due
-	collector *gc.Collector            // also made when only the collector is on
-	ns        *namespaces.Controller   // the namespace controller, made with the collector
-	claims    *claims.Controller       // the pvc-protection controller, made with the collector
+	ctrl       *reconciler.Controller   // the Application controller
+	ctrls      []*reconciler.Controller // the built-in controllers: the Application's, then the workloads'
+	hooks      *hooks.Manager           // the Controllers' controllers
+	routes     server.Controller        // the controllers' routes (history, reconcile)
+	loop       server.Loop              // pause, step, resume over every controller
+	schedules  []scheduleForgetter      // the built-in reconcilers that keep when each object's next step is due
+	follows    []func(context.Context)  // the watches of children that enqueue their owners (workloads.FollowChildren)
+	pods       *nodes.Pods              // the scheduler and the kubelets, with Nodes and controllers
+	disruption *disruption.Controller   // the PodDisruptionBudgets' status, with the controllers
+	collector  *gc.Collector            // also made when only the collector is on
+	ns         *namespaces.Controller   // the namespace controller, made with the collector
+	claims     *claims.Controller       // the pvc-protection controller, made with the collector
 	// newNodes
 	nodes *nodes.Nodes
 	// newElector: nil when election is off.
@@ -145,9 +151,10 @@ type App struct {
 //  3. newWritePath: admission, the registry (every write goes through it), the Event recorder,
 //     the admission webhooks configured in the API.
 //  4. newFaults: the fault engine.
-//  5. newControllers: the Application controller, the simulated workloads' controllers, the
-//     Controllers' (hooks), the garbage collector and the namespace controller, as Config asks.
-//  6. newNodes: the cluster's Nodes (Config.Nodes).
+//  5. newNodes: the cluster's Nodes (Config.Nodes).
+//  6. newControllers: the Application controller, the workloads' controllers, the scheduler
+//     and kubelets of the Nodes (a controller of Pods), the Controllers' (hooks), the garbage
+//     collector and the namespace controller, as Config asks.
 //  7. newElector: leader election, when asked for and there is something to lead.
 //  8. bootstrap: the CRDs other replicas stored (etcd), the system namespaces, the built-in
 //     CRDs, Config.Objects, the Nodes that are missing.
@@ -168,7 +175,7 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 		Metrics: a.metrics, Logger: a.log, Clock: a.clock,
 	}
 	for _, step := range []func(context.Context) error{
-		a.newStore, a.newKinds, a.newWritePath, a.newFaults, a.newControllers, a.newNodes, a.newElector, a.bootstrap,
+		a.newStore, a.newKinds, a.newWritePath, a.newFaults, a.newNodes, a.newControllers, a.newElector, a.bootstrap,
 	} {
 		if err := step(ctx); err != nil {
 			a.closeStore()
@@ -264,8 +271,17 @@ func (a *App) lead(ctx context.Context) { a.terms.run(ctx, a.leadTerm) }
 // leadTerm is one term of the leader's work (see lead), until ctx ends.
 func (a *App) leadTerm(ctx context.Context) {
 	var wg sync.WaitGroup
+	if a.pods != nil {
+		a.pods.Reset() // what the bound Pods use is listed again
+	}
 	for _, c := range a.ctrls {
 		wg.Go(func() { _ = c.Run(ctx) })
+	}
+	for _, f := range a.follows {
+		wg.Go(func() { f(ctx) })
+	}
+	if a.disruption != nil {
+		wg.Go(func() { _ = a.disruption.Run(ctx) })
 	}
 	if a.collector != nil {
 		wg.Go(func() { _ = a.collector.Run(ctx) })

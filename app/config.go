@@ -2,6 +2,7 @@ package app
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"log/slog"
 	"time"
 
@@ -60,8 +61,8 @@ type Config struct {
 	// QueueQPS and QueueBurst size the token bucket of rate-limited requeues. Zero means 10 and 100.
 	QueueQPS   float64
 	QueueBurst int
-	// RolloutStep is the time between simulated readiness steps (Applications, Deployments,
-	// StatefulSets); zero is instant.
+	// RolloutStep is the time between simulated readiness steps (Applications, StatefulSets),
+	// and how long a Pod bound to one of the Nodes takes to run and be Ready; zero is instant.
 	RolloutStep time.Duration
 	// JobDuration is how long each wave of a simulated Job's pods runs; zero completes Jobs at
 	// once.
@@ -99,6 +100,12 @@ type Config struct {
 	MaxInflight int
 	// MaxWatches limits open watches (SSE and Kubernetes). Zero means server.DefaultMaxWatches.
 	MaxWatches int
+	// MaxCRDs limits the CRDs served, built-in ones not counted (403 beyond). Zero means
+	// crd.DefaultMaxCRDs.
+	MaxCRDs int
+	// MaxCRDBytes limits the total size of those CRDs as JSON (403 beyond). Zero means
+	// crd.DefaultMaxCRDBytes.
+	MaxCRDBytes int64
 	// PProf serves /debug/pprof/.
 	PProf bool
 
@@ -116,6 +123,14 @@ type Config struct {
 	// opemu's own (TLS=self-signed), for the log.
 	TLS        *tls.Config
 	SelfSigned *certs.Bundle
+	// ClientCA, with TLS, authenticates client certificates it signed (CommonName the user,
+	// Organizations the groups), as kube-apiserver's --client-ca-file. Nil accepts none.
+	ClientCA *x509.CertPool
+	// AuthorizationMode is kube-apiserver's --authorization-mode: "RBAC" decides every request
+	// by the Roles and bindings stored (with kube's bootstrap policy created at start, and a
+	// token generated for the admin when none is configured); "" or "AlwaysAllow" allows
+	// every request.
+	AuthorizationMode string
 
 	// Version is what GET / reports. Empty means "dev".
 	Version string

@@ -10,6 +10,13 @@ import (
 	"github.com/opemu/opemu/server"
 )
 
+// The values of Config.AuthorizationMode (AUTHORIZATION_MODE), as kube-apiserver's
+// --authorization-mode names them.
+const (
+	AuthorizationAlwaysAllow = "AlwaysAllow"
+	AuthorizationRBAC        = "RBAC"
+)
+
 // AdminUser is the user the single TOKEN, and a generated token, authenticate.
 var AdminUser = server.User{Name: "admin", UID: "admin", Groups: []string{"system:masters"}}
 
@@ -30,9 +37,20 @@ func security(log *slog.Logger, cfg Config, addr net.Addr) (*server.Tokens, erro
 	tokens := cfg.Tokens
 	loopback := server.IsLoopback(addr)
 	base := scheme + "://" + dialAddr(addr)
+	rbacOn := cfg.AuthorizationMode == AuthorizationRBAC
 	switch {
 	case tokens != nil:
 		log.Info("authentication on: every request but /healthz, /readyz and /livez needs a bearer token", "tokens", tokens.Len())
+	case loopback && rbacOn:
+		// RBAC decides by user: the admin needs a name, and a request without one is
+		// system:anonymous, as on a cluster.
+		token := randomToken()
+		tokens = server.NewTokens()
+		if err := tokens.Add(token, AdminUser); err != nil {
+			return nil, err
+		}
+		log.Warn("RBAC on with no TOKEN: generated one for the admin (system:masters); requests without a token are system:anonymous",
+			"token", token, "kubeconfig", "opemu kubeconfig --server "+base+" --token "+token)
 	case loopback:
 	case cfg.InsecureNoAuth:
 		log.Warn("listening beyond loopback WITHOUT authentication (INSECURE_NO_AUTH=true): anyone who reaches this address can read and change everything")

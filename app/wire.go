@@ -17,6 +17,7 @@ import (
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/claims"
 	"github.com/opemu/opemu/crd"
+	"github.com/opemu/opemu/disruption"
 	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/faults"
 	"github.com/opemu/opemu/gc"
@@ -26,6 +27,7 @@ import (
 	"github.com/opemu/opemu/metrics"
 	"github.com/opemu/opemu/namespaces"
 	"github.com/opemu/opemu/nodes"
+	"github.com/opemu/opemu/rbac"
 	"github.com/opemu/opemu/reconciler"
 	"github.com/opemu/opemu/registry"
 	"github.com/opemu/opemu/server"
@@ -68,7 +70,7 @@ func (a *App) newStore(ctx context.Context) error {
 // newKinds serves the built-in kinds (kinds.New, made with the store), the CRD kind, and the
 // built-in CRDs: the Application, Fault and Controller kinds.
 func (a *App) newKinds(context.Context) error {
-	crds, err := crd.New(crd.Config{Kinds: a.served, Drop: a.store.DropResource})
+	crds, err := crd.New(crd.Config{Kinds: a.served, Drop: a.store.DropResource, MaxCRDs: a.cfg.MaxCRDs, MaxCRDBytes: a.cfg.MaxCRDBytes, Logger: a.log})
 	if err != nil {
 		return err
 	}
@@ -126,6 +128,10 @@ func (a *App) newWritePath(context.Context) error {
 		return err
 	}
 	writeAdmission.Configured = a.webhooks
+	if a.cfg.AuthorizationMode == AuthorizationRBAC {
+		a.rbac = rbac.New(a.reg.Client("opemu-rbac"))
+		writeAdmission.Validating = append(slices.Clip(writeAdmission.Validating), a.rbac.Escalation())
+	}
 	// A deleted CRD's custom resources are deleted through the write path (crd/delete.go).
 	a.crds.UseClient(a.reg.Client("apiextensions-apiserver"))
 	return nil
@@ -152,17 +158,39 @@ func (a *App) newControllers(context.Context) error {
 	if cfg.EnableController {
 		app := application.New(application.Config{Client: a.reg.Client(application.Source), Events: a.recorder, RolloutStep: cfg.RolloutStep, Clock: a.clock})
 		wc := workloads.Config{Client: a.reg.Client("opemu-workloads"), Events: a.recorder, RolloutStep: cfg.RolloutStep, JobDuration: cfg.JobDuration, Clock: a.clock}
-		var names []string
-		for _, c := range []struct {
+		type builtIn struct {
 			name string
 			gr   cache.GroupResource
 			r    reconciler.Reconciler
-		}{
-			{"application", application.Resource, app},
-			{"deployment", workloads.DeploymentResource, workloads.NewDeployments(wc)},
-			{"statefulset", workloads.StatefulSetResource, workloads.NewStatefulSets(wc)},
-			{"job", workloads.JobResource, workloads.NewJobs(wc)},
-		} {
+			// follow, when set, watches what else enqueues the controller's objects (their
+			// children: workloads.FollowChildren) until ctx ends.
+			follow func(ctx context.Context, enqueue func(cache.Key) bool)
+		}
+		children := func(gr cache.GroupResource, owner workloads.Owner) func(context.Context, func(cache.Key) bool) {
+			return func(ctx context.Context, enqueue func(cache.Key) bool) {
+				workloads.FollowChildren(ctx, a.store, gr, owner, enqueue)
+			}
+		}
+		builtIns := []builtIn{
+			{name: "application", gr: application.Resource, r: app},
+			{name: "deployment", gr: workloads.DeploymentResource, r: workloads.NewDeployments(wc), follow: children(workloads.ReplicaSetResource, workloads.DeploymentOwner)},
+			{name: "replicaset", gr: workloads.ReplicaSetResource, r: workloads.NewReplicaSets(wc), follow: children(workloads.PodResource, workloads.ReplicaSetOwner)},
+			{name: "statefulset", gr: workloads.StatefulSetResource, r: workloads.NewStatefulSets(wc)},
+			{name: "job", gr: workloads.JobResource, r: workloads.NewJobs(wc)},
+		}
+		if len(a.nodes.Names()) > 0 {
+			// The scheduler and the Nodes' kubelets (package nodes), a controller over Pods.
+			pods, err := nodes.NewPods(nodes.PodsConfig{Client: a.reg.Client(nodes.SchedulerManager), Nodes: a.nodes, StartDelay: cfg.RolloutStep})
+			if err != nil {
+				return err
+			}
+			a.pods = pods
+			builtIns = append(builtIns, builtIn{name: "pod", gr: nodes.PodsResource, r: pods, follow: func(ctx context.Context, enqueue func(cache.Key) bool) {
+				pods.FollowNodes(ctx, a.store, enqueue) // a Node's change may fit a Pod that waits
+			}})
+		}
+		var names []string
+		for _, c := range builtIns {
 			ctrl, err := reconciler.New(reconciler.Config{Store: a.store, Resource: c.gr, Reconciler: c.r, Name: c.name, Tuning: a.tuning})
 			if err != nil {
 				return err
@@ -171,9 +199,16 @@ func (a *App) newControllers(context.Context) error {
 			if f, ok := c.r.(scheduleForgetter); ok {
 				a.schedules = append(a.schedules, f)
 			}
+			if c.follow != nil {
+				a.follows = append(a.follows, func(ctx context.Context) { c.follow(ctx, ctrl.Enqueue) })
+			}
 		}
 		a.ctrl = a.ctrls[0]
 		var err error
+		// The disruption controller keeps the PodDisruptionBudgets' status that evictions read.
+		if a.disruption, err = disruption.New(disruption.Config{Client: a.reg.Client(disruption.Name), Tuning: a.tuning, Clock: a.clock}); err != nil {
+			return err
+		}
 		a.hooks, err = hooks.NewManager(hooks.Config{
 			Clients: func(manager string) hooks.Client { return a.reg.Client(manager) },
 			Kinds:   a.served, Events: a.recorder, Reserved: names, Tuning: a.tuning,
@@ -295,6 +330,9 @@ func (a *App) settle(ctx context.Context) error {
 			seeds = append(seeds, c)
 		}
 	}
+	if a.rbac != nil {
+		seeds = append(seeds, rbac.Bootstrap()...)
+	}
 	if err := a.reg.Bootstrap(ctx, seeds...); err != nil {
 		return err
 	}
@@ -379,7 +417,17 @@ func (a *App) serverConfig() server.Config {
 		AllowedHosts:   cfg.AllowedHosts,
 		AllowedOrigins: cfg.AllowedOrigins,
 		TLS:            cfg.TLS,
+		ClientCA:       cfg.ClientCA,
+		Authorizer:     a.authorizer(),
 	}
+}
+
+// authorizer is the server's Authorizer: the RBAC authorizer, or nil (AlwaysAllow).
+func (a *App) authorizer() server.Authorizer {
+	if a.rbac == nil {
+		return nil
+	}
+	return a.rbac
 }
 
 // describe names an object of Config.Objects for an error: its kind and name.

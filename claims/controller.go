@@ -75,25 +75,18 @@ func (c *Controller) Run(ctx context.Context) error {
 // watchPods enqueues the claims a pod names when the pod goes or changes (it may have
 // finished), until ctx is done; a watch that ends is opened again.
 func (c *Controller) watchPods(ctx context.Context) {
-	for ctx.Err() == nil {
-		w, err := c.cfg.Client.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{pods}})
+	cache.Follow(ctx, c.cfg.Client, cache.WatchOptions{Resources: []cache.GroupResource{pods}}, func(ev cache.Event) {
+		if ev.Type == cache.Added || ev.Object == nil {
+			return // a new pod holds claims; it frees none
+		}
+		pod, err := decodePod(ev.Object)
 		if err != nil {
-			return // ctx done, or the store closing
+			return
 		}
-		for ev := range w.Events() {
-			if ev.Type == cache.Added || ev.Object == nil {
-				continue // a new pod holds claims; it frees none
-			}
-			pod, err := decodePod(ev.Object)
-			if err != nil {
-				continue
-			}
-			for _, name := range claimNames(pod) {
-				c.ctrl.Enqueue(cache.Key{Resource: claims.Resource, Namespace: pod.Namespace, Name: name})
-			}
+		for _, name := range claimNames(pod) {
+			c.ctrl.Enqueue(cache.Key{Resource: claims.Resource, Namespace: pod.Namespace, Name: name})
 		}
-		w.Stop()
-	}
+	})
 }
 
 // Reconcile looks at the claim at key (reconciler.Reconciler): being deleted, with the

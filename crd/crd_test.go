@@ -203,7 +203,7 @@ spec:
               size: {type: integer, minimum: 1, default: 3}
 `
 
-func widgets(t *testing.T) *apiextv1.CustomResourceDefinition {
+func widgets(t testing.TB) *apiextv1.CustomResourceDefinition {
 	t.Helper()
 	var c apiextv1.CustomResourceDefinition
 	require.NoError(t, yaml.Unmarshal([]byte(widgetsYAML), &c))
@@ -245,11 +245,54 @@ func TestRegisterAndUnregister(t *testing.T) {
 	assert.Equal(t, json.Number("3"), obj["spec"].(map[string]any)["size"])
 	assert.NotEmpty(t, v1.Schema.Validate(decode(t, `{"spec":{"size":0}}`)))
 
+	// v1beta1 is a view of the objects stored as v1 (strategy None): reads rewrite apiVersion
+	// and prune and default with v1beta1's schema, writes rewrite it back and prune with v1's.
+	require.NotNil(t, beta.Conversion)
+	assert.Nil(t, v1.Conversion, "the storage version is no view")
+	assert.Equal(t, cache.GroupResource{Group: "example.com", Resource: "widgets"}, beta.Conversion.Storage)
+	read, err := beta.Conversion.FromStorage(decode(t, `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":5,"gone":1}}`))
+	require.NoError(t, err)
+	assert.Equal(t, "example.com/v1beta1", read["apiVersion"])
+	assert.Equal(t, map[string]any{"size": json.Number("5")}, read["spec"])
+	written, err := beta.Conversion.ToStorage(decode(t, `{"apiVersion":"example.com/v1beta1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":5,"port":"http"}}`), nil)
+	require.NoError(t, err)
+	assert.Equal(t, "example.com/v1", written["apiVersion"])
+	assert.Equal(t, map[string]any{"size": json.Number("5")}, written["spec"], "v1's schema has no port")
+
 	require.NoError(t, r.Unregister("widgets.example.com"))
 	_, ok = ks.Lookup("example.com", "v1", "widgets")
 	assert.False(t, ok)
 	require.ErrorIs(t, r.Unregister("widgets.example.com"), crd.ErrNotFound)
 }
+
+func TestDeprecatedVersions(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		warning *string
+		want    string
+	}{
+		{"kube-apiserver's words", nil, "example.com/v1beta1 Widget is deprecated"},
+		{"the CRD's", ptr("use example.com/v1"), "use example.com/v1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r, ks := newRegistry(t)
+			c := widgets(t)
+			c.Spec.Versions[0].Deprecated, c.Spec.Versions[0].DeprecationWarning = true, tt.warning
+			_, errs, err := r.Register(c)
+			require.NoError(t, err)
+			require.Empty(t, errs)
+			beta, _ := ks.Lookup("example.com", "v1beta1", "widgets")
+			v1, _ := ks.Lookup("example.com", "v1", "widgets")
+			assert.Equal(t, tt.want, beta.Warning)
+			assert.Empty(t, v1.Warning)
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 func TestRegisterRejectsInvalid(t *testing.T) {
 	t.Parallel()
@@ -375,4 +418,74 @@ func terminating(c apiextv1.CustomResourceDefinition) *apiextv1.CustomResourceDe
 		}
 	}
 	return nil
+}
+
+// TestBounds: Check refuses a new CRD beyond MaxCRDs or MaxCRDBytes (the built-in ones not
+// counted) with kube-apiserver's 403 for a create beyond a quota, and still replaces a served
+// one at the bound.
+func TestBounds(t *testing.T) {
+	t.Parallel()
+	named := func(group string) *apiextv1.CustomResourceDefinition {
+		c := widgets(t)
+		c.Spec.Group, c.Name = group, "widgets."+group
+		return c
+	}
+	for _, tt := range []struct {
+		name  string
+		cfg   crd.Config
+		bound string
+	}{
+		{"count", crd.Config{MaxCRDs: 2}, "MAX_CRDS"},
+		{"size", crd.Config{MaxCRDBytes: 2*widgetsBytes(t) + widgetsBytes(t)/2}, "MAX_CRD_BYTES"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := tt.cfg
+			cfg.Kinds = kinds.New()
+			r, err := crd.New(cfg)
+			require.NoError(t, err)
+			require.NoError(t, r.AddBuiltIn(application.CRD()))
+			for _, g := range []string{"a.example.com", "b.example.com"} {
+				_, _, errs, err := r.Check(named(g), nil)
+				require.NoError(t, err)
+				require.Empty(t, errs)
+				_, errs, err = r.Register(named(g))
+				require.NoError(t, err)
+				require.Empty(t, errs)
+			}
+			_, _, _, err = r.Check(named("c.example.com"), nil)
+			require.True(t, apierrors.IsForbidden(err), "%v", err)
+			assert.Contains(t, err.Error(), `customresourcedefinitions.apiextensions.k8s.io "widgets.c.example.com" is forbidden: exceeded the server's bound`)
+			assert.Contains(t, err.Error(), tt.bound)
+
+			old, ok := r.CRD("widgets.b.example.com")
+			require.True(t, ok)
+			old.ResourceVersion = "1"
+			next := old.DeepCopy()
+			next.Labels = map[string]string{"a": "b"}
+			_, _, errs, err := r.Check(next, old)
+			require.NoError(t, err, "a served CRD is replaced at the bound")
+			require.Empty(t, errs)
+		})
+	}
+}
+
+// widgetsBytes is the size of the widgets CRD as JSON.
+func widgetsBytes(t *testing.T) int64 {
+	raw, err := json.Marshal(widgets(t))
+	require.NoError(t, err)
+	return int64(len(raw))
+}
+
+// TestConversionWebhook: a CRD converted by a webhook reads and writes its other versions
+// through it (apiextensions-apiserver's webhook converter, over HTTPS with the caBundle).
+func TestConversionWebhook(t *testing.T) {
+	t.Parallel()
+	beta := convertedWidgets(t)
+	read, err := beta.Conversion.FromStorage(decode(t, `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":5}}`))
+	require.NoError(t, err)
+	assert.Equal(t, "example.com/v1beta1", read["apiVersion"])
+	assert.Equal(t, map[string]any{"size": json.Number("5")}, read["spec"])
+	written, err := beta.Conversion.ToStorage(decode(t, `{"apiVersion":"example.com/v1beta1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":2}}`), nil)
+	require.NoError(t, err)
+	assert.Equal(t, "example.com/v1", written["apiVersion"])
 }

@@ -35,6 +35,30 @@ func (r *Registry) Kind() *kinds.Kind {
 			return ts
 		}}},
 		Lifecycle: lifecycle{r},
+		// apiextensions.k8s.io/v1's defaults, applied when kube-apiserver decodes a /status
+		// write: an emptied status.storedVersions is the storage version.
+		PrepareStatusUpdate: defaultStoredVersions,
+	}
+}
+
+// defaultStoredVersions gives obj, a CRD, its storage version in status.storedVersions when it
+// has none.
+func defaultStoredVersions(obj, _ map[string]any) {
+	st, _ := obj["status"].(map[string]any)
+	if sv, _ := st["storedVersions"].([]any); len(sv) > 0 {
+		return
+	}
+	spec, _ := obj["spec"].(map[string]any)
+	versions, _ := spec["versions"].([]any)
+	for _, v := range versions {
+		if v, _ := v.(map[string]any); v["storage"] == true {
+			if st == nil {
+				st = map[string]any{}
+				obj["status"] = st
+			}
+			st["storedVersions"] = []any{v["name"]}
+			return
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/kinds"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/conversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -30,6 +32,14 @@ type Config struct {
 	// Drop removes every stored object of a resource and ends its watches, as deleting a CRD
 	// does. Nil drops nothing (objects stay in the store, unserved).
 	Drop func(ctx context.Context, gr cache.GroupResource) (int, error)
+	// MaxCRDs bounds the CRDs a create or update may leave served, built-in ones not counted
+	// (a 403 beyond, limits.go). Zero means DefaultMaxCRDs.
+	MaxCRDs int
+	// MaxCRDBytes bounds the total size of those CRDs as JSON (a 403 beyond). Zero means
+	// DefaultMaxCRDBytes.
+	MaxCRDBytes int64
+	// Logger gets the causes of failed conversion webhook calls. Nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // entry is one registered CRD with its kinds per served version.
@@ -38,6 +48,7 @@ type entry struct {
 	served  []*kinds.Kind // served versions, in spec order
 	storage *kinds.Kind   // the storage version's Kind (served or not)
 	builtIn bool
+	bytes   int64 // the CRD's size as JSON (sizeOf)
 }
 
 // Registry holds the registered CRDs and serves their kinds through a kinds.Registry. Create it
@@ -53,6 +64,9 @@ type Registry struct {
 	cleaning map[string]bool
 
 	client Client // set once by UseClient, before serving
+
+	// factory makes the converters of CRDs with several versions (convert.go).
+	factory *conversion.CRConverterFactory
 }
 
 // New returns an empty registry.
@@ -60,7 +74,14 @@ func New(cfg Config) (*Registry, error) {
 	if cfg.Kinds == nil {
 		return nil, errors.New("crd: Kinds is required")
 	}
-	return &Registry{cfg: cfg, byName: map[string]*entry{}, cleaning: map[string]bool{}}, nil
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	factory, err := newConverterFactory(cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	return &Registry{cfg: cfg, byName: map[string]*entry{}, cleaning: map[string]bool{}, factory: factory}, nil
 }
 
 // AddBuiltIn registers a CRD the server itself defines (the Application CRD): it is served
@@ -137,6 +158,14 @@ func (r *Registry) Check(c, old *apiextv1.CustomResourceDefinition) (*apiextv1.C
 	} else {
 		prepareForUpdate(c, old)
 	}
+	// Before the costly validation and compilation; checked again below, as they took time.
+	bytes := sizeOf(c)
+	r.mu.Lock()
+	err := r.checkBoundsLocked(c, bytes)
+	r.mu.Unlock()
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	errs, warnings, err := validateCRD(ctx, c, old)
 	if err != nil || len(errs) > 0 {
 		return nil, nil, errs, err
@@ -152,6 +181,9 @@ func (r *Registry) Check(c, old *apiextv1.CustomResourceDefinition) (*apiextv1.C
 	}
 	if errs := r.conflictsLocked(e); len(errs) > 0 {
 		return nil, nil, errs, nil
+	}
+	if err := r.checkBoundsLocked(c, bytes); err != nil {
+		return nil, nil, nil, err
 	}
 	if old == nil || len(e.crd.Status.Conditions) == 0 {
 		setConditions(e.crd)
@@ -246,6 +278,10 @@ func (r *Registry) installLocked(e *entry) {
 // built-in CRD lazily: on first use, and with no Lifecycle: it is never deleted).
 func (r *Registry) prepare(c *apiextv1.CustomResourceDefinition, builtIn bool) (*entry, error) {
 	e := &entry{crd: c}
+	if !builtIn {
+		e.bytes = sizeOf(c)
+	}
+	schemas := map[string]kinds.Schema{} // by version, served or not
 	var lc kinds.Lifecycle
 	if !builtIn {
 		lc = objects{r: r, crd: c.Name, gr: k8sschema.GroupResource{Group: c.Spec.Group, Resource: c.Spec.Names.Plural}, terminating: c.DeletionTimestamp != nil}
@@ -256,6 +292,7 @@ func (r *Registry) prepare(c *apiextv1.CustomResourceDefinition, builtIn bool) (
 			Plural: c.Spec.Names.Plural, Singular: c.Spec.Names.Singular,
 			ShortNames: c.Spec.Names.ShortNames, Categories: c.Spec.Names.Categories,
 			Namespaced: c.Spec.Scope == apiextv1.NamespaceScoped, CRDName: c.Name, Lifecycle: lc,
+			Warning: deprecation(c.Spec.Group, c.Spec.Names.Kind, v),
 		}
 		k.Columns = []kinds.Column{kinds.NameColumn}
 		for _, pc := range v.AdditionalPrinterColumns {
@@ -277,6 +314,7 @@ func (r *Registry) prepare(c *apiextv1.CustomResourceDefinition, builtIn bool) (
 				return nil, fmt.Errorf("crd %s: version %s: %w", c.Name, v.Name, err)
 			}
 			k.Schema = s
+			schemas[k.GroupVersion()] = s
 		}
 		if v.Storage {
 			e.storage = k
@@ -288,8 +326,19 @@ func (r *Registry) prepare(c *apiextv1.CustomResourceDefinition, builtIn bool) (
 	if e.storage == nil {
 		return nil, fmt.Errorf("crd %s: no storage version", c.Name)
 	}
+	conv, err := r.converterFor(c, schemas)
+	if err != nil {
+		return nil, fmt.Errorf("crd %s: %w", c.Name, err)
+	}
 	for _, k := range e.served {
 		k.StorageVersion = e.storage.Version
+		if conv != nil && k != e.storage {
+			conv.view(k, e.storage)
+		}
+	}
+	if conv != nil {
+		// Objects written before the storage version moved are in a former one.
+		e.storage.Upgrade = conv.reader(e.storage)
 	}
 	e.storage.StorageVersion = e.storage.Version
 	return e, nil

@@ -34,7 +34,10 @@ import (
 //
 // It is compiled once: a client's CRD when it is registered, a built-in CRD (known to be
 // valid) on first use, so start-up does not pay for it. CEL programs are compiled with the
-// rest, only when the schema has rules.
+// rest, only when the schema has rules. What only objects the quick check does not vouch for
+// need (the OpenAPI validators, and the structural schema when no CEL rule, embedded resource
+// or list-type set or map needs it on every write) is made on first use, so a served CRD keeps
+// about 8 times its size as JSON instead of 25 (BenchmarkRegisterWideCRDs).
 type schema struct {
 	props *apiextv1.JSONSchemaProps
 	// scale is the version's scale subresource (nil: none): its replicas paths are checked as
@@ -49,18 +52,19 @@ type schema struct {
 
 // compiled is what a schema is compiled into. It is never modified once made.
 type compiled struct {
-	// structural is the structural schema with its defaults pruned, as kube-apiserver serves
-	// custom resources with.
-	structural *structuralschema.Structural
-	// defaults is structural again, its defaults' numbers as json.Number, the form objects are
-	// decoded into here: defaulting copies them into objects.
-	defaults *structuralschema.Structural
-	// prune and fill are structural and defaults compiled for the walks of pruning and
-	// defaulting (structural_fast.go).
+	// structural returns the structural schema (structuralOf): kept when the checks of every
+	// write need it (CEL rules, embedded resources, list-type sets and maps), else made again
+	// on first use (the ratcheting of an update the quick check does not vouch for). It is the
+	// largest part of a compiled schema.
+	structural func() (*structuralschema.Structural, error)
+	// prune and fill are the structural schema compiled for the walks of pruning and of
+	// defaulting (structural_fast.go); fill's defaults are json.Number, the form objects are
+	// decoded into here, and it is prune when the schema has no defaults.
 	prune, fill *node
-	// validator is the OpenAPI schema validator; status validates the status property alone,
-	// for /status writes (nil when the schema has none).
-	validator, status apiservervalidation.SchemaValidator
+	// validators holds the OpenAPI schema validator and, for /status writes, one of the
+	// status property alone, made on first use: objects that quick vouches for never need
+	// them, and they are a third of what a compiled schema keeps.
+	validators func() (validators, error)
 	// cel evaluates the x-kubernetes-validations rules; nil when there are none.
 	cel *cel.Validator
 	// quick vouches for the usual objects before the validator is asked (schema_fast.go).
@@ -97,31 +101,27 @@ func (s *schema) compile() { s.c, s.err = compileSchema(s.props) }
 
 // compileSchema compiles props as kube-apiserver's custom resource handler does for a version.
 func compileSchema(props *apiextv1.JSONSchemaProps) (*compiled, error) {
-	in := &apiextensions.JSONSchemaProps{}
-	if err := apiextv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(props, in, nil); err != nil {
-		return nil, err
-	}
-	ss, err := structuralschema.NewStructural(in)
+	ss, err := structuralOf(props)
 	if err != nil {
 		return nil, err
 	}
-	ss = ss.DeepCopy()
-	if err := structuraldefaulting.PruneDefaults(ss); err != nil {
-		return nil, err
+	c := &compiled{}
+	c.prune = compileNode(ss)
+	c.fill = c.prune
+	if hasDefaults(ss) {
+		// Only a schema with defaults needs a copy of itself whose defaults are json.Number.
+		defaults := ss.DeepCopy()
+		numbersOfDefaults(defaults)
+		c.fill = compileNode(defaults)
 	}
-	c := &compiled{structural: ss, defaults: ss.DeepCopy()}
-	numbersOfDefaults(c.defaults)
-	c.prune, c.fill = compileNode(c.structural), compileNode(c.defaults)
-	if c.validator, _, err = apiservervalidation.NewSchemaValidator(in); err != nil {
-		return nil, err
-	}
-	if st, ok := in.Properties["status"]; ok {
-		if c.status, _, err = apiservervalidation.NewSchemaValidator(&st); err != nil {
-			return nil, err
-		}
-	}
+	c.validators = sync.OnceValues(func() (validators, error) { return newValidators(props) })
 	c.cel = cel.NewValidator(ss, true, celconfig.PerCallLimit)
 	c.embedded, c.listTypes = hasEmbeddedAndListTypes(ss)
+	if c.cel != nil || c.embedded || c.listTypes {
+		c.structural = func() (*structuralschema.Structural, error) { return ss, nil }
+	} else {
+		c.structural = sync.OnceValues(func() (*structuralschema.Structural, error) { return structuralOf(props) })
+	}
 	raw, err := json.Marshal(props)
 	if err != nil {
 		return nil, err
@@ -132,6 +132,64 @@ func compileSchema(props *apiextv1.JSONSchemaProps) (*compiled, error) {
 	}
 	c.quick = compileQuick(translate(doc))
 	return c, nil
+}
+
+// structuralOf is the structural schema of props with its defaults pruned, as kube-apiserver
+// serves custom resources with.
+func structuralOf(props *apiextv1.JSONSchemaProps) (*structuralschema.Structural, error) {
+	in := &apiextensions.JSONSchemaProps{}
+	if err := apiextv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(props, in, nil); err != nil {
+		return nil, err
+	}
+	ss, err := structuralschema.NewStructural(in)
+	if err != nil {
+		return nil, err
+	}
+	if err := structuraldefaulting.PruneDefaults(ss); err != nil {
+		return nil, err
+	}
+	return ss, nil
+}
+
+// validators are the OpenAPI schema validators of a schema: of the whole object, and of its
+// status property alone (nil when it has none).
+type validators struct {
+	object, status apiservervalidation.SchemaValidator
+}
+
+// newValidators makes the validators of props.
+func newValidators(props *apiextv1.JSONSchemaProps) (validators, error) {
+	in := &apiextensions.JSONSchemaProps{}
+	if err := apiextv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(props, in, nil); err != nil {
+		return validators{}, err
+	}
+	var v validators
+	var err error
+	if v.object, _, err = apiservervalidation.NewSchemaValidator(in); err != nil {
+		return validators{}, err
+	}
+	if st, ok := in.Properties["status"]; ok {
+		if v.status, _, err = apiservervalidation.NewSchemaValidator(&st); err != nil {
+			return validators{}, err
+		}
+	}
+	return v, nil
+}
+
+// hasDefaults reports whether s has a default anywhere.
+func hasDefaults(s *structuralschema.Structural) bool {
+	if s == nil {
+		return false
+	}
+	if s.Default.Object != nil {
+		return true
+	}
+	for _, p := range s.Properties {
+		if hasDefaults(&p) {
+			return true
+		}
+	}
+	return s.AdditionalProperties != nil && hasDefaults(s.AdditionalProperties.Structural) || hasDefaults(s.Items)
 }
 
 // hasEmbeddedAndListTypes reports whether s has an embedded resource, and a list-type set or
@@ -196,8 +254,9 @@ func (s *schema) Prune(obj map[string]any) []string {
 	unknown := pruneRoot(obj, c.prune)
 	pruneNulls(obj, c.prune)
 	if c.embedded {
+		ss, _ := c.structural() // kept: never an error
 		// An error here is invalid metadata of an embedded resource, which validation reports.
-		_, paths := schemaobjectmeta.CoerceWithOptions(nil, obj, c.structural, false, schemaobjectmeta.CoerceOptions{ReturnUnknownFieldPaths: true})
+		_, paths := schemaobjectmeta.CoerceWithOptions(nil, obj, ss, false, schemaobjectmeta.CoerceOptions{ReturnUnknownFieldPaths: true})
 		if len(paths) > 0 {
 			unknown = append(unknown, paths...)
 			sort.Strings(unknown)
@@ -228,20 +287,28 @@ func (s *schema) Validate(obj map[string]any) field.ErrorList {
 	if valid && s.quicklyScaled(obj) && c.cel == nil && !c.embedded && !c.listTypes {
 		return nil
 	}
+	ss, err := c.structural()
+	if err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
 	u := toUnstructured(obj).(map[string]any)
 	var errs field.ErrorList
 	if !valid {
-		errs = sortedByField(apiservervalidation.ValidateCustomResource(nil, u, c.validator))
+		v, err := c.validators()
+		if err != nil {
+			return field.ErrorList{field.InternalError(nil, err)}
+		}
+		errs = sortedByField(apiservervalidation.ValidateCustomResource(nil, u, v.object))
 	}
 	errs = append(errs, validateScaleSpec(u, s.scale)...)
 	errs = append(errs, validateScaleStatus(u, s.scale)...)
 	if c.embedded {
-		errs = append(errs, schemaobjectmeta.Validate(ctx, nil, u, c.structural, false)...)
+		errs = append(errs, schemaobjectmeta.Validate(ctx, nil, u, ss, false)...)
 	}
 	if c.listTypes {
-		errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, c.structural, u)...)
+		errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, ss, u)...)
 	}
-	return append(errs, c.validateRules(ctx, u, nil, errs)...)
+	return append(errs, c.validateRules(ctx, ss, u, nil, errs)...)
 }
 
 // ValidateUpdate checks obj replacing old, as kube-apiserver's custom resource strategy's
@@ -257,37 +324,47 @@ func (s *schema) ValidateUpdate(obj, old map[string]any, sub string) (field.Erro
 	if valid && s.quicklyScaled(obj) && c.cel == nil && !c.listTypes && (!c.embedded || sub == "status") {
 		return nil, nil
 	}
+	ss, err := c.structural()
+	if err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}, nil
+	}
 	u := toUnstructured(obj).(map[string]any)
 	uOld := toUnstructured(old).(map[string]any)
-	correlated := common.NewCorrelatedObject(u, uOld, &model.Structural{Structural: c.structural})
+	correlated := common.NewCorrelatedObject(u, uOld, &model.Structural{Structural: ss})
+	var v validators
+	if !valid {
+		if v, err = c.validators(); err != nil {
+			return field.ErrorList{field.InternalError(nil, err)}, nil
+		}
+	}
 	var errs field.ErrorList
 	if sub == "status" {
 		if st, ok := u["status"]; ok && !valid {
-			errs = sortedByField(apiservervalidation.ValidateCustomResourceUpdate(field.NewPath("status"), st, uOld["status"], c.status,
+			errs = sortedByField(apiservervalidation.ValidateCustomResourceUpdate(field.NewPath("status"), st, uOld["status"], v.status,
 				apiservervalidation.WithRatcheting(correlated.Key("status"))))
 		}
 		errs = append(errs, validateScaleStatus(u, s.scale)...)
 		if c.listTypes {
-			if newErrs := structurallisttype.ValidateListSetsAndMaps(nil, c.structural, u); len(newErrs) > 0 &&
-				len(structurallisttype.ValidateListSetsAndMaps(nil, c.structural, uOld)) == 0 {
+			if newErrs := structurallisttype.ValidateListSetsAndMaps(nil, ss, u); len(newErrs) > 0 &&
+				len(structurallisttype.ValidateListSetsAndMaps(nil, ss, uOld)) == 0 {
 				errs = append(errs, newErrs...)
 			}
 		}
 	} else {
 		if !valid {
-			errs = sortedByField(apiservervalidation.ValidateCustomResourceUpdate(nil, u, uOld, c.validator, apiservervalidation.WithRatcheting(correlated)))
+			errs = sortedByField(apiservervalidation.ValidateCustomResourceUpdate(nil, u, uOld, v.object, apiservervalidation.WithRatcheting(correlated)))
 		}
 		errs = append(errs, validateScaleSpec(u, s.scale)...)
 		errs = append(errs, validateScaleStatus(u, s.scale)...)
 		if c.embedded {
-			errs = append(errs, schemaobjectmeta.Validate(ctx, nil, u, c.structural, false)...)
+			errs = append(errs, schemaobjectmeta.Validate(ctx, nil, u, ss, false)...)
 		}
-		if c.listTypes && len(structurallisttype.ValidateListSetsAndMaps(nil, c.structural, uOld)) == 0 {
-			errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, c.structural, u)...)
+		if c.listTypes && len(structurallisttype.ValidateListSetsAndMaps(nil, ss, uOld)) == 0 {
+			errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, ss, u)...)
 		}
 	}
 	var warnings warnings
-	errs = append(errs, c.validateRules(warning.WithWarningRecorder(ctx, &warnings), u, uOld, errs, cel.WithRatcheting(correlated))...)
+	errs = append(errs, c.validateRules(warning.WithWarningRecorder(ctx, &warnings), ss, u, uOld, errs, cel.WithRatcheting(correlated))...)
 	return errs, warnings
 }
 
@@ -296,10 +373,10 @@ type warnings []string
 
 func (w *warnings) AddWarning(_, text string) { *w = append(*w, text) }
 
-// validateRules evaluates the x-kubernetes-validations rules on u (old: uOld, nil on create)
+// validateRules evaluates the x-kubernetes-validations rules of ss on u (old: uOld, nil on create)
 // within the runtime cost budget, unless errs has an error that makes rules meaningless (a
 // missing field, a value of the wrong type or over a length limit), as the strategy does.
-func (c *compiled) validateRules(ctx context.Context, u, uOld map[string]any, errs field.ErrorList, opts ...cel.Option) field.ErrorList {
+func (c *compiled) validateRules(ctx context.Context, ss *structuralschema.Structural, u, uOld map[string]any, errs field.ErrorList, opts ...cel.Option) field.ErrorList {
 	if c.cel == nil {
 		return nil
 	}
@@ -313,7 +390,7 @@ func (c *compiled) validateRules(ctx context.Context, u, uOld map[string]any, er
 	if uOld != nil {
 		oldObj = uOld
 	}
-	ruleErrs, _ := c.cel.Validate(ctx, nil, c.structural, u, oldObj, celconfig.RuntimeCELCostBudget, opts...)
+	ruleErrs, _ := c.cel.Validate(ctx, nil, ss, u, oldObj, celconfig.RuntimeCELCostBudget, opts...)
 	return ruleErrs
 }
 

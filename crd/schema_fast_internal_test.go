@@ -124,7 +124,11 @@ func TestQuickVouchesForTheUsual(t *testing.T) {
 // validatorErrors is what apiextensions' OpenAPI schema validator, which quick shortcuts,
 // finds in v.
 func validatorErrors(s *schema, v any) field.ErrorList {
-	return apiservervalidation.ValidateCustomResource(nil, toUnstructured(v), s.c.validator)
+	vs, err := s.c.validators()
+	if err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	return apiservervalidation.ValidateCustomResource(nil, toUnstructured(v), vs.object)
 }
 
 // FuzzQuickValid: whatever the object, the quick check never vouches for one apiextensions'

@@ -80,9 +80,16 @@ func structuralFixtures(t testing.TB) map[string]*compiled {
 // fields' paths), its removal of nulls and its defaulting, in the order kube-apiserver runs
 // them.
 func kubePruneDefault(c *compiled, obj any) []string {
-	unknown := structuralpruning.PruneWithOptions(obj, c.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
-	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, c.structural)
-	structuraldefaulting.Default(obj, c.defaults)
+	ss, err := c.structural()
+	if err != nil {
+		panic(err)
+	}
+	// The defaults as objects hold numbers here (json.Number), as the walks' fill has them.
+	defaults := ss.DeepCopy()
+	numbersOfDefaults(defaults)
+	unknown := structuralpruning.PruneWithOptions(obj, ss, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})
+	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, ss)
+	structuraldefaulting.Default(obj, defaults)
 	return unknown
 }
 

@@ -44,7 +44,8 @@ func exempt(req *webhooks.Request) bool {
 
 // matchResource returns the kind and resource the webhook is sent req as: req's own when a rule
 // names its version, or under matchPolicy Equivalent another served version of the same
-// resource that a rule names.
+// resource that a rule names (a CRD's other versions, views of the stored one, count; a
+// built-in view such as events.k8s.io's Event is another resource to kube-apiserver).
 func (w *webhook) matchResource(req *webhooks.Request) (metav1.GroupVersionKind, metav1.GroupVersionResource, bool) {
 	if w.ruleMatches(req, req.Resource.Version) {
 		return req.Kind, req.Resource, true
@@ -53,7 +54,7 @@ func (w *webhook) matchResource(req *webhooks.Request) (metav1.GroupVersionKind,
 		return metav1.GroupVersionKind{}, metav1.GroupVersionResource{}, false
 	}
 	for _, k := range w.a.cfg.Kinds.All() {
-		if k.Group != req.Resource.Group || k.Plural != req.Resource.Resource || k.Version == req.Resource.Version || k.Conversion != nil {
+		if k.Group != req.Resource.Group || k.Plural != req.Resource.Resource || k.Version == req.Resource.Version || (k.Conversion != nil && k.BuiltIn()) {
 			continue
 		}
 		if w.ruleMatches(req, k.Version) {

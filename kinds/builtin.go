@@ -122,7 +122,7 @@ func EventKind() *Kind {
 		AllowCreateOnUpdate: true,
 		Canonicalize:        eventShape,
 		Schema:              rulesOnly[corev1.Event]{check: validateCoreEvent},
-		ManagedTypes:        builtinSMD.converter(),
+		ManagedTypes:        smdSchema{}.converter(),
 		ManagedExtensions:   []string{"severity"},
 	}
 }
@@ -151,6 +151,6 @@ func LeaseKind() *Kind {
 		Protobuf:            true,
 		AllowCreateOnUpdate: true,
 		Schema:              rulesOnly[coordinationv1.Lease]{check: validateLease},
-		TypeConverter:       builtinSMD.converter(),
+		TypeConverter:       smdSchema{}.converter(),
 	}
 }

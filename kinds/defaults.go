@@ -203,9 +203,7 @@ func defaultPod(p *corev1.Pod) {
 func admitPodSpec(s *corev1.PodSpec) {
 	if s.ServiceAccountName == "" {
 		s.ServiceAccountName = "default"
-	}
-	if s.DeprecatedServiceAccount == "" {
-		s.DeprecatedServiceAccount = s.ServiceAccountName
+		s.DeprecatedServiceAccount = "default" //nolint:staticcheck
 	}
 	if s.Priority == nil && s.PriorityClassName == "" {
 		s.Priority = ptr.To[int32](0)
@@ -238,6 +236,13 @@ func requestsFromLimits(r *corev1.ResourceRequirements) {
 }
 
 func defaultPodSpec(s *corev1.PodSpec) {
+	// kube-apiserver's conversion keeps the two names of the account equal in every pod spec,
+	// templates too: serviceAccountName from the deprecated one when only that is set, then
+	// the deprecated one from serviceAccountName.
+	if s.ServiceAccountName == "" {
+		s.ServiceAccountName = s.DeprecatedServiceAccount //nolint:staticcheck // kept equal, as kube-apiserver does
+	}
+	s.DeprecatedServiceAccount = s.ServiceAccountName //nolint:staticcheck
 	if s.DNSPolicy == "" {
 		s.DNSPolicy = corev1.DNSClusterFirst
 	}

@@ -65,16 +65,17 @@ type goField struct {
 }
 
 // typeSet builds and keeps the goTypes of one Registry's typed kinds (each Registry has its
-// own: no process-wide state). Safe for concurrent use.
+// own; only client-go's structured-merge-diff schema, read-only, is shared: smd.go). Safe for
+// concurrent use.
 type typeSet struct {
 	mu    sync.Mutex
 	types map[reflect.Type]*goType // guarded by mu
-	smd   *smdSchema
+	smd   smdSchema
 	api   openAPICache
 	docs  docTable
 }
 
-func newTypeSet() *typeSet { return &typeSet{types: map[reflect.Type]*goType{}, smd: builtinSMD} }
+func newTypeSet() *typeSet { return &typeSet{types: map[reflect.Type]*goType{}} }
 
 // of returns the goType of t (a struct type, or a pointer to one).
 func (ts *typeSet) of(t reflect.Type) *goType {

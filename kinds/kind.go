@@ -82,6 +82,10 @@ type Kind struct {
 	// stored object old (e.g. a Service keeps its allocated clusterIP when the update omits
 	// it). It may change obj, never old.
 	PrepareForUpdate func(obj, old map[string]any)
+	// PrepareStatusUpdate, when set, fills what a /status write leaves out, as the defaults of
+	// the kind's request decoding would (a CRD's emptied status.storedVersions is its storage
+	// version). It may change obj, never old.
+	PrepareStatusUpdate func(obj, old map[string]any)
 	// TypeConverter, when set, gives the structured-merge-diff types server-side apply merges
 	// this kind's objects with (the real list and map keys). Nil means types deduced from the
 	// objects: maps granular, lists atomic.
@@ -96,6 +100,11 @@ type Kind struct {
 	// events.k8s.io/v1 Event is of v1 Event): they are stored in Conversion.Storage's form and
 	// converted on every read and write.
 	Conversion *Conversion
+	// Upgrade, when set, converts a stored object written in another version of the kind's
+	// resource (a CRD's former storage version) into this version on reads (get, list, watch,
+	// Tables); objects already in this version are read as stored. The function gets a private
+	// copy it may change.
+	Upgrade func(obj map[string]any) (map[string]any, error)
 	// Lifecycle, when set, takes part in the kind's writes beyond the schema (a
 	// CustomResourceDefinition serves new kinds when stored).
 	Lifecycle Lifecycle
@@ -119,10 +128,17 @@ type Kind struct {
 	// ReturnDeletedObject says a DELETE that removes an object answers the object rather than a
 	// Status (kube-apiserver's stores' ReturnDeletedObject: Pods, Services, PVCs...).
 	ReturnDeletedObject bool
-	// GracefulDelete says the kind's objects are deleted gracefully, as Pods are: one removed at
-	// once (no grace period left) goes marked, with its deletionTimestamp, a grace period of 0
-	// and its generation moved, which its DELETE answer and DELETED event show.
-	GracefulDelete bool
+	// GracePeriod, when set, says the kind's objects are deleted gracefully, as Pods are (the
+	// strategy's CheckGracefulDelete): it returns the grace period in seconds of a DELETE of
+	// obj that asked for requested (nil: none given). A positive period marks the object
+	// (deletionTimestamp that far ahead, deletionGracePeriodSeconds) and keeps it for whoever
+	// stops it (a kubelet) to remove; a later DELETE may only shorten it. Zero removes it,
+	// marked with its deletionTimestamp, a grace period of 0 and its generation moved, which
+	// its DELETE answer and DELETED event show.
+	GracePeriod func(obj map[string]any, requested *int64) int64
+	// Schedulable says the kind's objects are bound to Nodes and evicted, as Pods are: it
+	// serves the binding (v1 Binding) and eviction (policy/v1 Eviction) subresources.
+	Schedulable bool
 	// DeletePropagation, when set, is the propagation policy of a DELETE that gives none, for
 	// an object that has no garbage collector finalizer yet (the strategy's
 	// DefaultGarbageCollectionPolicy: Orphan for batch/v1 Jobs); DeleteWarning is the warning
@@ -276,6 +292,10 @@ func (k *Kind) GroupResource() cache.GroupResource {
 	}
 	return cache.GroupResource{Group: k.Group, Resource: k.Plural}
 }
+
+// ConvertsReads reports whether reads of the kind may convert stored objects (a view, or a
+// kind with Upgrade).
+func (k *Kind) ConvertsReads() bool { return k.Conversion != nil || k.Upgrade != nil }
 
 // BuiltIn reports whether the kind is one of the server's own rather than defined by a CRD.
 func (k *Kind) BuiltIn() bool { return k.CRDName == "" }

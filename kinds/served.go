@@ -38,7 +38,7 @@ func servedTypes() []typed {
 			validateUpdate: updateValidator(validateServiceUpdate), prepareForCreate: allocateService, prepareForUpdate: keepServiceAllocations,
 			nameRule: NameIsDNSLabel, createOnUpdate: true, returnDeleted: true},
 		{obj: &corev1.Pod{}, status: true, statusResets: []string{"metadata.ownerReferences"}, short: []string{"po"}, all: true, columns: podColumns(), fields: podFields, defaults: defaulter(defaultPod), validate: validator(validatePod),
-			validateUpdate: updateValidator(validatePodUpdate), prepareForCreate: preparePod, prepareForUpdate: admitPodUpdate, returnDeleted: true, gracefulDelete: true},
+			validateUpdate: updateValidator(validatePodUpdate), prepareForCreate: preparePod, prepareForUpdate: admitPodUpdate, returnDeleted: true, gracePeriod: podGracePeriod, schedulable: true},
 		{obj: &corev1.PersistentVolumeClaim{}, status: true, short: []string{"pvc"}, columns: pvcColumns(), defaults: defaulter(defaultPVC), validate: validator(validatePVC),
 			validateUpdate: updateValidator(validatePVCUpdate), prepareForCreate: protectPVC, returnDeleted: true},
 		{obj: &corev1.Endpoints{}, plural: "endpoints", short: []string{"ep"}, columns: endpointsColumns(), defaults: defaulter(defaultEndpoints), validate: validator(validateEndpoints),
@@ -340,4 +340,28 @@ func sameNodePorts(spec, old map[string]any) bool {
 		}
 	}
 	return true
+}
+
+// podGracePeriod is a Pod's grace period on delete, as kube-apiserver's pod strategy
+// (CheckGracefulDelete) computes it: the one asked for, else spec.terminationGracePeriodSeconds
+// (defaulted to 30); none for a Pod bound to no node or already finished; a negative one is 1.
+func podGracePeriod(obj map[string]any, requested *int64) int64 {
+	spec, _ := obj["spec"].(map[string]any)
+	status, _ := obj["status"].(map[string]any)
+	period := int64(0)
+	if requested != nil {
+		period = *requested
+	} else if n, ok := spec["terminationGracePeriodSeconds"].(json.Number); ok {
+		period, _ = n.Int64()
+	}
+	if name, _ := spec["nodeName"].(string); name == "" {
+		period = 0
+	}
+	if phase, _ := status["phase"].(string); phase == string(corev1.PodFailed) || phase == string(corev1.PodSucceeded) {
+		period = 0
+	}
+	if period < 0 {
+		period = 1
+	}
+	return period
 }

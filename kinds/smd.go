@@ -14,43 +14,43 @@ import (
 
 // The structured-merge-diff schema of the built-in types that ships with client-go (the one
 // its apply configurations use): list and map keys, atomic structs. Parsing it takes tens of
-// milliseconds and a few MiB, so it is parsed on the first server-side apply or OpenAPI
-// request that needs it, not at start.
+// milliseconds (seconds under the race detector on a loaded machine) and a few MiB, so it is
+// parsed on the first server-side apply or OpenAPI request that needs it, not at start, and
+// once per process: it is read-only data compiled into the binary, like a compiled regexp, so
+// every Registry shares it (a second Registry's first apply does not pay again).
 
-// builtinSMD is that schema, parsed once per process on first use and never changed after:
-// every write of a built-in kind records its ownership with it (ManagedTypes), so one copy per
-// Registry would cost every testenv environment its few MiB.
-var builtinSMD = &smdSchema{}
-
-// smdSchema is a copy of that schema, loaded on first use. Safe for concurrent use.
-type smdSchema struct {
-	once   sync.Once
+// parsedSMD is the parsed schema: tc converts objects, schema is nil if it could not be read.
+type parsedSMD struct {
 	tc     managedfields.TypeConverter
 	schema *smdschema.Schema
 }
 
-func (s *smdSchema) load() {
-	s.once.Do(func() {
-		s.tc = applyconfigurations.NewTypeConverter(clientgoscheme.Scheme)
-		// The converter does not expose its schema; a typed value of any built-in kind does.
-		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap"}}
-		if tv, err := s.tc.ObjectToTyped(u); err == nil {
-			s.schema = tv.Schema()
-		}
-	})
-}
+var loadSMD = sync.OnceValue(func() parsedSMD {
+	tc := applyconfigurations.NewTypeConverter(clientgoscheme.Scheme)
+	// The converter does not expose its schema; a typed value of any built-in kind does.
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap"}}
+	var schema *smdschema.Schema
+	if tv, err := tc.ObjectToTyped(u); err == nil {
+		schema = tv.Schema()
+	}
+	return parsedSMD{tc: tc, schema: schema}
+})
 
-// converter returns a TypeConverter that loads the schema when first used.
-func (s *smdSchema) converter() managedfields.TypeConverter { return lazyConverter{s} }
+// smdSchema is a Registry's handle on that schema, parsed on first use. Safe for concurrent
+// use.
+type smdSchema struct{}
+
+// converter returns a TypeConverter that parses the schema when first used.
+func (smdSchema) converter() managedfields.TypeConverter { return lazyConverter{} }
 
 // field returns the structured-merge-diff type of field name of the named type typeName, or
 // ok false.
-func (s *smdSchema) field(typeName, name string) (smdschema.Atom, bool) {
-	s.load()
-	if s.schema == nil {
+func (smdSchema) field(typeName, name string) (smdschema.Atom, bool) {
+	schema := loadSMD().schema
+	if schema == nil {
 		return smdschema.Atom{}, false
 	}
-	def, ok := s.schema.FindNamedType(typeName)
+	def, ok := schema.FindNamedType(typeName)
 	if !ok || def.Map == nil {
 		return smdschema.Atom{}, false
 	}
@@ -58,27 +58,25 @@ func (s *smdSchema) field(typeName, name string) (smdschema.Atom, bool) {
 	if !ok {
 		return smdschema.Atom{}, false
 	}
-	return s.schema.Resolve(f.Type)
+	return schema.Resolve(f.Type)
 }
 
 // named returns the structured-merge-diff type named typeName.
-func (s *smdSchema) named(typeName string) (smdschema.Atom, bool) {
-	s.load()
-	if s.schema == nil {
+func (smdSchema) named(typeName string) (smdschema.Atom, bool) {
+	schema := loadSMD().schema
+	if schema == nil {
 		return smdschema.Atom{}, false
 	}
-	def, ok := s.schema.FindNamedType(typeName)
+	def, ok := schema.FindNamedType(typeName)
 	return def.Atom, ok
 }
 
-type lazyConverter struct{ s *smdSchema }
+type lazyConverter struct{}
 
-func (c lazyConverter) ObjectToTyped(obj runtime.Object, opts ...smdtyped.ValidationOptions) (*smdtyped.TypedValue, error) {
-	c.s.load()
-	return c.s.tc.ObjectToTyped(obj, opts...)
+func (lazyConverter) ObjectToTyped(obj runtime.Object, opts ...smdtyped.ValidationOptions) (*smdtyped.TypedValue, error) {
+	return loadSMD().tc.ObjectToTyped(obj, opts...)
 }
 
-func (c lazyConverter) TypedToObject(v *smdtyped.TypedValue) (runtime.Object, error) {
-	c.s.load()
-	return c.s.tc.TypedToObject(v)
+func (lazyConverter) TypedToObject(v *smdtyped.TypedValue) (runtime.Object, error) {
+	return loadSMD().tc.TypedToObject(v)
 }

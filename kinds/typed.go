@@ -73,7 +73,8 @@ type typed struct {
 	nameRule          func(name string, prefix bool) []string
 	createOnUpdate    bool
 	returnDeleted     bool
-	gracefulDelete    bool
+	gracePeriod       func(obj map[string]any, requested *int64) int64
+	schedulable       bool
 	deletePropagation metav1.DeletionPropagation
 	deleteWarning     string
 	// extension puts the kind in the "api-extensions" category (what extends the API:
@@ -133,7 +134,8 @@ func (ts *typeSet) kind(d typed) *Kind {
 		NameRule:            d.nameRule,
 		AllowCreateOnUpdate: d.createOnUpdate,
 		ReturnDeletedObject: d.returnDeleted,
-		GracefulDelete:      d.gracefulDelete,
+		GracePeriod:         d.gracePeriod,
+		Schedulable:         d.schedulable,
 		DeletePropagation:   d.deletePropagation,
 		DeleteWarning:       d.deleteWarning,
 		Warning:             deprecation.WarningMessage(withKind(d.obj, gvk)),

@@ -73,6 +73,9 @@ func (s *Store) applyPatch(ctx context.Context, t Target, body []byte, o Options
 	if err := checkDepth(t, applied, "the applied configuration"); err != nil {
 		return Result{}, err
 	}
+	if err := checkManagedWidth("the applied configuration", applied); err != nil {
+		return Result{}, err
+	}
 	if err := checkAppliedFields(t, applied); err != nil {
 		return Result{}, err
 	}
@@ -126,6 +129,9 @@ func (s *Store) applyPatch(ctx context.Context, t Target, body []byte, o Options
 		if err := checkDepth(t, cur, "the live object"); err != nil {
 			return nil, err
 		}
+		if err := checkManagedWidth("the live object", cur); err != nil {
+			return nil, err
+		}
 		obj, err := s.applyObject(t.Kind, t.Sub, deepCopy(cur), deepCopy(applied), o.FieldManager, o.Force)
 		if err == nil {
 			warnings = nil
@@ -141,7 +147,7 @@ func (s *Store) applyPatch(ctx context.Context, t Target, body []byte, o Options
 // patcher does (sigs.k8s.io/yaml into a map: null is an empty configuration), numbers as
 // json.Number where jsonfast reads it. repeats says some object in it may repeat a field.
 func decodeApplied(body, js []byte) (map[string]any, bool, error) {
-	if v, repeats, ok := jsonfast.Parse(js); ok {
+	if v, repeats, ok := jsonfast.Parse(js); ok && numbersFit(v) {
 		if m, isObject := v.(map[string]any); isObject {
 			// JSON repeats what its YAML repeats; YAML converted to JSON repeats nothing.
 			return m, repeats || !bytes.Equal(body, js), nil
@@ -280,6 +286,9 @@ func (s *Store) applyScale(ctx context.Context, t Target, applied map[string]any
 		if len(parent) == 0 {
 			// An object no write tracked yet: its fields are before-first-apply's, as the main
 			// resource's field manager has them on a first apply.
+			if err := checkManagedWidth("the object", cur); err != nil {
+				return nil, err
+			}
 			if parent, err = s.beforeFirstApply(t.Kind, cur); err != nil {
 				return nil, err
 			}
@@ -442,9 +451,10 @@ func (s *Store) applyObject(k *kinds.Kind, sub string, live, applied map[string]
 // by the write's manager (its field manager, or its user agent), an Update, as kube-apiserver's
 // create handler does: after defaulting, before mutating admission (what a webhook adds is
 // nobody's). managedFields the client sent are kept, as the field manager keeps them. An object
-// nested too deeply to track is created untracked (kube-apiserver's UpdateNoErrors).
+// nested too deeply or too wide to track (checkManagedWidth) is created untracked
+// (kube-apiserver's UpdateNoErrors).
 func (s *Store) trackCreate(t Target, obj map[string]any, o Options) error {
-	if nestedDeeperThan(obj, maxPatchDepth) {
+	if nestedDeeperThan(obj, maxPatchDepth) || checkManagedWidth("", obj) != nil {
 		return nil
 	}
 	fm, err := s.managerFor(t.Kind, "")
@@ -481,8 +491,8 @@ func (s *Store) emptyObject(k *kinds.Kind) map[string]any {
 // trackUpdate records the ownership of what the write (its field manager, or its user agent)
 // changed from live to next (with its subresource, for a /status or /scale write), when live is already
 // tracked (kube-apiserver's field manager leaves an untracked object untracked). pruned says
-// next is pruned and defaulted already. An object nested too deeply to track is refused
-// (checkDepth).
+// next is pruned and defaulted already. An object nested too deeply or too wide to track is
+// refused (checkDepth, checkManagedWidth).
 func (s *Store) trackUpdate(t Target, live, next map[string]any, o Options, pruned bool) (map[string]any, error) {
 	md, _ := live["metadata"].(map[string]any)
 	if _, tracked := md["managedFields"]; !tracked {
@@ -493,6 +503,11 @@ func (s *Store) trackUpdate(t Target, live, next map[string]any, o Options, prun
 	}
 	if err := checkDepth(t, next, "an object whose fields are managed"); err != nil {
 		return nil, err
+	}
+	for _, obj := range []map[string]any{live, next} {
+		if err := checkManagedWidth("an object whose fields are managed", obj); err != nil {
+			return nil, err
+		}
 	}
 	fm, err := s.managerFor(t.Kind, t.Sub)
 	if err != nil {

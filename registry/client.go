@@ -219,3 +219,16 @@ func (s *Store) Bootstrap(ctx context.Context, objs ...any) error {
 	}
 	return nil
 }
+
+// DeleteWithGrace deletes the object at key as Delete does, with a grace period in seconds
+// (Options.GracePeriodSeconds) for a kind deleted gracefully: a kubelet's last delete of a Pod
+// it stopped is one of 0.
+func (c *Client) DeleteWithGrace(ctx context.Context, key cache.Key, pre cache.Preconditions, grace int64) (*cache.Object, bool, error) {
+	t, err := c.s.TargetOf(key)
+	if err != nil {
+		return nil, false, err
+	}
+	o := c.options()
+	o.GracePeriodSeconds = &grace
+	return c.s.Delete(ctx, t, pre, o)
+}

@@ -27,7 +27,7 @@ func decodeFast(t Target, bt bodyType, body []byte, fieldValidation string) (obj
 		return nil, nil, false
 	}
 	obj, isObject := v.(map[string]any)
-	if !isObject {
+	if !isObject || !numbersFit(obj) {
 		return nil, nil, false
 	}
 	unknown, ok = vouch(t, bt, obj, fieldValidation)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/kinds"
@@ -75,6 +76,12 @@ func (s *Store) deleteObject(ctx context.Context, t Target, pre cache.Preconditi
 			return cache.Update{}, err
 		}
 		finalizers, changed := gcFinalizers(cur.Finalizers(), o.PropagationPolicy, t.Kind.DeletePropagation)
+		if t.Kind.GracePeriod != nil {
+			if u, handled, err := s.deleteGracefully(t.Kind, cur, finalizers, changed, o.GracePeriodSeconds); handled || err != nil {
+				removing = u.Remove
+				return u, err
+			}
+		}
 		switch {
 		case marker != nil && !cur.Deleting():
 			obj, err := cur.Decode()
@@ -100,17 +107,17 @@ func (s *Store) deleteObject(ctx context.Context, t Target, pre cache.Preconditi
 				md["finalizers"] = toAnySlice(finalizers)
 			}
 			if !cur.Deleting() {
-				s.markDeleted(md, cur)
+				s.markDeleted(md, cur, 0)
 			}
 			return cache.Update{Object: obj}, nil
 		}
 		removing = true
-		if t.Kind.GracefulDelete && !cur.Deleting() {
+		if t.Kind.GracePeriod != nil && !cur.Deleting() {
 			obj, err := cur.Decode()
 			if err != nil {
 				return cache.Update{}, err
 			}
-			s.markDeleted(metadataOf(obj), cur)
+			s.markDeleted(metadataOf(obj), cur, 0)
 			return cache.Update{Object: obj, Remove: true}, nil
 		}
 		return cache.Update{Remove: true}, nil
@@ -124,11 +131,54 @@ func (s *Store) deleteObject(ctx context.Context, t Target, pre cache.Preconditi
 	return obj, removing, nil
 }
 
-// markDeleted marks md, the metadata of cur, as being deleted with no grace period left.
-func (s *Store) markDeleted(md map[string]any, cur *cache.Object) {
-	md["deletionTimestamp"] = s.now()
-	md["deletionGracePeriodSeconds"] = json.Number("0")
+// markDeleted marks md, the metadata of cur, as being deleted with grace seconds left.
+func (s *Store) markDeleted(md map[string]any, cur *cache.Object, grace int64) {
+	md["deletionTimestamp"] = s.at(s.cfg.Clock.Now().Add(time.Duration(grace) * time.Second))
+	md["deletionGracePeriodSeconds"] = json.Number(strconv.FormatInt(grace, 10))
 	md["generation"] = json.Number(strconv.FormatInt(cur.Generation()+1, 10))
+}
+
+// deleteGracefully is a DELETE of cur, an object of a kind deleted gracefully (a Pod), as
+// kube-apiserver's BeforeDelete has it; handled says it decided, else the ordinary rules
+// apply (a removal now). A first DELETE whose grace period (the kind's GracePeriod of the
+// requested one) is positive marks the object that far ahead and keeps it; a DELETE of a
+// marked object may only shorten its grace period (the deletionTimestamp moves as much
+// earlier), and one that shortens it to 0 removes it unless finalizers hold it.
+func (s *Store) deleteGracefully(k *kinds.Kind, cur *cache.Object, finalizers []string, changed bool, requested *int64) (u cache.Update, handled bool, err error) {
+	obj, err := cur.Decode()
+	if err != nil {
+		return cache.Update{}, true, err
+	}
+	md := metadataOf(obj)
+	if changed {
+		md["finalizers"] = toAnySlice(finalizers)
+	}
+	if !cur.Deleting() {
+		grace := k.GracePeriod(obj, requested)
+		if grace == 0 {
+			return cache.Update{}, false, nil
+		}
+		s.markDeleted(md, cur, grace)
+		return cache.Update{Object: obj}, true, nil
+	}
+	old, hasOld := int64(0), false
+	if n, ok := md["deletionGracePeriodSeconds"].(json.Number); ok {
+		old, err = n.Int64()
+		hasOld = err == nil
+	}
+	if requested == nil || (hasOld && *requested >= old) {
+		return cache.Update{}, false, nil // no shorter: the ordinary rules keep or remove it
+	}
+	if ts, ok := md["deletionTimestamp"].(string); ok {
+		if at, err := time.Parse(time.RFC3339, ts); err == nil {
+			md["deletionTimestamp"] = s.at(at.Add(time.Duration(*requested-old) * time.Second))
+		}
+	}
+	md["deletionGracePeriodSeconds"] = json.Number(strconv.FormatInt(*requested, 10))
+	if *requested == 0 && len(finalizers) == 0 {
+		return cache.Update{Object: obj, Remove: true}, true, nil
+	}
+	return cache.Update{Object: obj}, true, nil
 }
 
 // afterRemove finishes what the removal of key, an object of k, leaves: its kind's Limit

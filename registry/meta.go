@@ -20,7 +20,10 @@ import (
 // server sets them; what a client sends for them is ignored on create and kept from the stored
 // object on update.
 
-func (s *Store) now() string { return s.cfg.Clock.Now().UTC().Format(time.RFC3339) }
+func (s *Store) now() string { return s.at(s.cfg.Clock.Now()) }
+
+// at is t as metadata times are written (RFC 3339, UTC, to the second).
+func (s *Store) at(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // stampCreate sets what a create gives: name (when key has one: a name that is not a string
 // is left for validation to refuse) and namespace from key, a new uid, creationTimestamp and
@@ -75,6 +78,11 @@ func stampUpdate(t Target, cur *cache.Object, old, next map[string]any) (removin
 		return false, apierrors.NewInvalid(t.groupKind(), t.Key.Name, append(errs, errs...))
 	}
 	if len(finalizers) > 0 {
+		return false, nil
+	}
+	// As kube's ShouldDeleteDuringUpdate: an update removes an object whose finalizers it
+	// removed, or one whose grace period is over; not a Pod whose graceful deletion runs.
+	if grace, ok := oldMD["deletionGracePeriodSeconds"].(json.Number); len(cur.Finalizers()) == 0 && ok && grace.String() != "0" {
 		return false, nil
 	}
 	return !t.Kind.Finalize || len(specFinalizers(next)) == 0, nil

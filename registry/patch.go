@@ -199,6 +199,9 @@ func (p *patcher) outcome(errs []error, refuse func(error) error) error {
 // type and decodes the result into that type, as kube-apiserver does: the patch's own errors
 // as its handler answers them, what the type cannot hold a 422 quoting the patch.
 func (p *patcher) strategic(t Target, doc map[string]any, schemaRef any) (map[string]any, error) {
+	if err := checkStrategicWidth(p.patchMap, doc); err != nil {
+		return nil, err
+	}
 	patchMap := deepCopy(p.patchMap)
 	patched, err := strategicpatch.StrategicMergeMapPatch(deepCopy(doc), patchMap, schemaRef)
 	if err != nil {
@@ -264,9 +267,11 @@ func (p *patcher) decodePatch() error {
 		return nil
 	}
 	strict := p.fieldValidation != "Ignore"
+	// A number kube-apiserver's decoding cannot keep: the general decoding refuses the patch.
+	fit := numbersFit(p.parsed)
 	switch p.typ {
 	case jsonPatchType:
-		if strict && !p.plainJSONPatch() {
+		if !fit || strict && !p.plainJSONPatch() {
 			var ops []jsonPatchOp
 			errs, err := kjson.UnmarshalStrict(p.body, &ops)
 			if err != nil {
@@ -287,7 +292,7 @@ func (p *patcher) decodePatch() error {
 		}
 		p.ops = ops
 	case mergePatchType:
-		if _, isObject := p.parsed.(map[string]any); strict && (!isObject || p.repeats) {
+		if _, isObject := p.parsed.(map[string]any); !fit || strict && (!isObject || p.repeats) {
 			errs, err := kjson.UnmarshalStrict(p.body, &map[string]any{})
 			if err != nil {
 				return badRequest("error decoding patch: %v", err)
@@ -296,10 +301,10 @@ func (p *patcher) decodePatch() error {
 		}
 	case strategicPatchType:
 		m, isObject := p.parsed.(map[string]any)
-		if !isObject || strict && p.repeats {
+		if !isObject || !fit || strict && p.repeats {
 			var err error
 			var general map[string]any
-			if strict {
+			if strict || !fit {
 				p.strict, err = kjson.UnmarshalStrict(p.body, &general)
 			} else {
 				err = kjson.UnmarshalCaseSensitivePreserveInts(p.body, &general)

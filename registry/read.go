@@ -1,19 +1,23 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"path"
 	"strings"
 
 	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/kinds"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Get returns t's stored object as a client reading it with resourceVersion rv gets it
@@ -50,9 +54,69 @@ func (s *Store) fresh(ctx context.Context, rv string) error {
 
 // View returns what a client reading t gets of o: its stored JSON, for /scale its
 // autoscaling/v1 Scale, for a kind that is a view of another (kinds.Conversion) the object
-// converted into it.
+// converted into it. A custom resource its CRD's converter cannot convert (a conversion
+// webhook that fails) is kube-apiserver's 500 of an object its storage cannot decode.
 func View(t Target, o *cache.Object) ([]byte, error) {
-	if t.Sub != "scale" && t.Kind.Conversion == nil {
+	raw, err := view(t, o)
+	var u unconvertible
+	if errors.As(err, &u) {
+		_, se := u.storageError(o, "")
+		return nil, apierrors.NewInternalError(se)
+	}
+	return raw, err
+}
+
+// ListView is View for an item of a list: an object that cannot be converted fails the list
+// as kube-apiserver's storage fails it (a 500 StorageReadError naming the object's key).
+func ListView(t Target, o *cache.Object) ([]byte, error) {
+	raw, err := view(t, o)
+	var u unconvertible
+	if !errors.As(err, &u) {
+		return raw, err
+	}
+	key, se := u.storageError(o, "/registry")
+	gr := schema.GroupResource{Group: t.Kind.Group, Resource: t.Kind.Plural}
+	return nil, &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Reason: metav1.StatusReasonStoreReadError,
+		Message: fmt.Sprintf("failed to read one or more %s from the storage: %v", gr.String(), se),
+		Details: &metav1.StatusDetails{Group: gr.Group, Kind: gr.Resource, Name: "list", Causes: []metav1.StatusCause{
+			{Type: metav1.CauseTypeUnexpectedServerResponse, Field: key, Message: se.Error()},
+		}},
+	}}
+}
+
+// apiVersionPrefix is how the JSON of an object of k's version starts.
+func apiVersionPrefix(k *kinds.Kind) []byte {
+	return []byte(`{"apiVersion":"` + k.GroupVersion() + `"`)
+}
+
+// unconvertible is the error of a CRD's converter reading a stored object.
+type unconvertible struct{ err error }
+
+func (u unconvertible) Error() string { return u.err.Error() }
+
+// storageError is the error kube-apiserver's storage (k8s.io/apiserver/pkg/storage's
+// StorageError of a corrupt object) gives for o, which it cannot decode, and o's key there
+// (prefix, then /group/resource/namespace/name).
+func (u unconvertible) storageError(o *cache.Object, prefix string) (string, error) {
+	k := o.Key()
+	key := prefix + "/" + k.Group + "/" + k.Resource
+	if k.Namespace != "" {
+		key += "/" + k.Namespace
+	}
+	key += "/" + k.Name
+	return key, fmt.Errorf("StorageError: corrupt object, Code: 7, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: object not decodable revision=%d: %w",
+		key, o.ResourceVersion(), u.err)
+}
+
+func view(t Target, o *cache.Object) ([]byte, error) {
+	convert := t.Kind.Upgrade
+	switch {
+	case t.Sub == "scale":
+	case t.Kind.Conversion != nil:
+		convert = t.Kind.Conversion.FromStorage
+	case convert == nil || bytes.HasPrefix(o.Raw(), apiVersionPrefix(t.Kind)):
+		// Objects encoded from maps start with apiVersion (encoding/json sorts the keys).
 		return o.Raw(), nil
 	}
 	obj, err := o.Decode()
@@ -62,11 +126,17 @@ func View(t Target, o *cache.Object) ([]byte, error) {
 	if t.Sub == "scale" {
 		return json.Marshal(scaleOf(t, obj))
 	}
-	view, err := t.Kind.Conversion.FromStorage(obj)
-	if err != nil {
-		return nil, err
+	if t.Kind.Conversion == nil && obj["apiVersion"] == t.Kind.GroupVersion() {
+		return o.Raw(), nil
 	}
-	return json.Marshal(view)
+	v, err := convert(obj)
+	if err != nil {
+		if t.Kind.BuiltIn() {
+			return nil, err
+		}
+		return nil, unconvertible{err}
+	}
+	return json.Marshal(v)
 }
 
 // ListOptions is a parsed list request (SPEC §4.2).

@@ -137,6 +137,9 @@ type Options struct {
 	// for the garbage collector to act on. Empty keeps the garbage-collection finalizer the
 	// object has, if any (kube-apiserver's deletionFinalizersForGarbageCollection).
 	PropagationPolicy metav1.DeletionPropagation
+	// GracePeriodSeconds is a delete's DeleteOptions.gracePeriodSeconds: for a kind deleted
+	// gracefully (kinds.Kind.GracePeriod), how long the object has; nil lets the kind decide.
+	GracePeriodSeconds *int64
 	// applying marks a server-side apply: ownership is already recorded.
 	applying bool
 	// tracked marks a write through a view (view.go), whose ownership the view records.

@@ -91,6 +91,9 @@ func (s *Store) update(ctx context.Context, t Target, o Options, mutate MutateFu
 		}
 		if t.Sub == "status" {
 			next = statusWrite(t.Kind, cur, next)
+			if t.Kind.PrepareStatusUpdate != nil {
+				t.Kind.PrepareStatusUpdate(next, cur)
+			}
 		} else if t.Kind.Status {
 			if st, ok := cur["status"]; ok {
 				next["status"] = st

@@ -92,7 +92,7 @@ func (s *Store) createView(ctx context.Context, t Target, obj map[string]any, o 
 	}
 	stored, err := t.Kind.Conversion.ToStorage(obj, nil)
 	if err != nil {
-		return Result{}, badRequest("converting %s %s: %v", t.Kind.GroupVersion(), t.Kind.Kind, err)
+		return Result{}, viewConversionError(t, err)
 	}
 	res, err := s.Create(ctx, st, stored, o)
 	res.Warnings = append(warnings, res.Warnings...)
@@ -113,7 +113,7 @@ func (s *Store) updateView(ctx context.Context, t Target, o Options, mutate Muta
 	res, err := s.update(ctx, st, o, func(cur map[string]any) (map[string]any, error) {
 		view, err := conv.FromStorage(deepCopy(cur))
 		if err != nil {
-			return nil, err
+			return nil, viewConversionError(t, err)
 		}
 		next, err := mutate(view)
 		if err != nil {
@@ -135,10 +135,20 @@ func (s *Store) updateView(ctx context.Context, t Target, o Options, mutate Muta
 		}
 		out, err := conv.ToStorage(next, cur)
 		if err != nil {
-			return nil, badRequest("converting %s %s: %v", t.Kind.GroupVersion(), t.Kind.Kind, err)
+			return nil, viewConversionError(t, err)
 		}
 		return out, nil
 	})
 	res.Warnings = append(warnings, res.Warnings...)
 	return res, viewError(t, err)
+}
+
+// viewConversionError is the error of a write whose object cannot be converted: a 400 for a
+// built-in view (the object does not fit), and for a custom resource, whose CRD's converter
+// failed (a conversion webhook), kube-apiserver's 500 with the converter's message.
+func viewConversionError(t Target, err error) error {
+	if t.Kind.BuiltIn() {
+		return badRequest("converting %s %s: %v", t.Kind.GroupVersion(), t.Kind.Kind, err)
+	}
+	return serverError(err.Error())
 }

@@ -69,7 +69,7 @@ func (s *Store) Watch(ctx context.Context, t Target, o WatchOptions) (*Watcher, 
 	if err != nil {
 		return nil, err
 	}
-	if t.Kind.Conversion != nil {
+	if t.Kind.ConvertsReads() {
 		w.view = &t
 	}
 	w.initialEnd = o.SendInitialEvents != nil && *o.SendInitialEvents && o.AllowWatchBookmarks

@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Authentication (SPEC §13): bearer tokens as kube-apiserver's static token file defines them,
@@ -47,8 +48,10 @@ func UserFrom(ctx context.Context) (u User, ok bool) {
 
 // Tokens is a set of bearer tokens and the users they authenticate. Tokens are kept only as
 // SHA-256 digests, so a lookup takes the same time whatever the presented token shares with a
-// valid one. A Tokens is read-only once the server uses it; build it before.
+// valid one. A Tokens is safe for concurrent use: a token added while the server runs
+// (testenv's AddUser) authenticates the next request.
 type Tokens struct {
+	mu     sync.RWMutex
 	bearer map[[sha256.Size]byte]User // sha256(token) → user
 }
 
@@ -69,6 +72,8 @@ func (t *Tokens) Add(token string, u User) error {
 	if !slices.Contains(u.Groups, groupAuthenticated) {
 		u.Groups = append(slices.Clip(u.Groups), groupAuthenticated)
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.bearer[sha256.Sum256([]byte(token))] = u
 	return nil
 }
@@ -78,11 +83,18 @@ func (t *Tokens) Len() int {
 	if t == nil {
 		return 0
 	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	return len(t.bearer)
 }
 
 // Authenticate returns the user token names.
 func (t *Tokens) Authenticate(token string) (User, bool) {
+	if t == nil {
+		return User{}, false
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	u, ok := t.bearer[sha256.Sum256([]byte(token))]
 	return u, ok
 }

@@ -15,6 +15,13 @@ func appJSON(metadata, spec string) string {
 	return fmt.Sprintf(`{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","metadata":%s,"spec":%s}`, metadata, spec)
 }
 
+// yamlAliases is an Application named name in YAML whose 30 aliases of a 300 KB scalar expand it
+// to 9 MB of JSON.
+func yamlAliases(name string) string {
+	return "apiVersion: cloudnative.elide.dev/v1\nkind: Application\nmetadata: {name: " + name + "}\nspec:\n  replicas: 1\n  image: nginx:1\n  config:\n    a: &big " +
+		strings.Repeat("x", 300<<10) + "\n    b: [" + strings.TrimPrefix(strings.Repeat(", *big", 30), ", ") + "]\n"
+}
+
 // snapshot is every stored Application and Namespace, as clients list them.
 func snapshot(t *testing.T, e *env) []any {
 	t.Helper()
@@ -50,6 +57,12 @@ func TestBadInputMatrix(t *testing.T) {
 		{name: "unknown patch type", method: "PATCH", path: obj, ctype: "application/json", body: `{}`, code: 415, reason: "UnsupportedMediaType"},
 		{name: "YAML that is not YAML", method: "POST", path: appsPath, ctype: "application/yaml", body: "a: [\n", code: 400, reason: "BadRequest"},
 		{name: "YAML alias bomb", method: "POST", path: appsPath, ctype: "application/yaml", body: "a: &a [*a, *a]\n", code: 400, reason: "BadRequest"},
+		// Aliases that expand past twice MAX_BODY (3 MiB here): 30 of a 300 KB scalar.
+		{name: "YAML aliases on create", method: "POST", path: appsPath, ctype: "application/yaml", body: yamlAliases("aliases"), code: 413, reason: "RequestEntityTooLarge", message: "aliases of the YAML body"},
+		{name: "YAML aliases on update", method: "PUT", path: obj, ctype: "application/yaml", body: yamlAliases("keep-0"), code: 413, reason: "RequestEntityTooLarge", message: "aliases of the YAML body"},
+		{name: "YAML aliases on apply", method: "PATCH", path: obj + "?fieldManager=m", ctype: "application/apply-patch+yaml", body: yamlAliases("keep-0"), code: 413, reason: "RequestEntityTooLarge", message: "aliases of the YAML body"},
+		{name: "YAML aliases in DeleteOptions", method: "DELETE", path: obj, ctype: "application/yaml", body: "kind: DeleteOptions\napiVersion: v1\ndryRun: [&a " + strings.Repeat("x", 300<<10) + strings.Repeat(", *a", 30) + "]\n", code: 413, reason: "RequestEntityTooLarge"},
+		{name: "YAML aliases in a review", method: "POST", path: "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", ctype: "application/yaml", body: "kind: SelfSubjectAccessReview\napiVersion: authorization.k8s.io/v1\nspec:\n  resourceAttributes:\n    verb: &a " + strings.Repeat("x", 300<<10) + "\n    group: *a\n    resource: *a\n    x: [*a" + strings.Repeat(", *a", 30) + "]\n", code: 413, reason: "RequestEntityTooLarge"},
 		// Sizes and shapes.
 		{name: "huge body", method: "POST", path: appsPath, body: appJSON(`{"name":"huge"}`, `{"replicas":1,"image":"nginx:1","x":"`+strings.Repeat("x", 4<<20)+`"}`), code: 413, reason: "RequestEntityTooLarge"},
 		{name: "deeply nested arrays", method: "POST", path: appsPath, body: appJSON(`{"name":"deep"}`, `{"x":`+strings.Repeat("[", 100000)+strings.Repeat("]", 100000)+`}`), code: 400, reason: "BadRequest", message: "max depth"},
@@ -90,7 +103,14 @@ func TestBadInputMatrix(t *testing.T) {
 		// Numbers and values.
 		{name: "negative replicas", method: "POST", path: appsPath, body: appJSON(`{"name":"n"}`, `{"replicas":-1,"image":"nginx:1"}`), code: 422, reason: "Invalid", causes: []string{"spec.replicas"}},
 		{name: "fractional replicas", method: "POST", path: appsPath, body: appJSON(`{"name":"n"}`, `{"replicas":2.5,"image":"nginx:1"}`), code: 422, reason: "Invalid", causes: []string{"spec.replicas"}},
-		{name: "replicas beyond float64", method: "POST", path: appsPath, body: appJSON(`{"name":"n"}`, `{"replicas":1e400,"image":"nginx:1"}`), code: 422, reason: "Invalid", causes: []string{"spec.replicas"}},
+		// Numbers beyond int64 and float64: refused as kube-apiserver's JSON decoding refuses them.
+		{name: "replicas beyond float64", method: "POST", path: appsPath, body: appJSON(`{"name":"n"}`, `{"replicas":1e400,"image":"nginx:1"}`), code: 400, reason: "BadRequest", message: `Application in version "v1" cannot be handled as a Application: json: cannot unmarshal number 1e400 into Go value of type float64`},
+		{name: "a 400-digit integer", method: "POST", path: appsPath, body: appJSON(`{"name":"n"}`, `{"replicas":`+strings.Repeat("9", 400)+`,"image":"nginx:1"}`), code: 400, reason: "BadRequest", message: "cannot unmarshal number 999"},
+		{name: "a 400-digit integer where the schema keeps anything", method: "POST", path: appsPath, body: appJSON(`{"name":"n"}`, `{"replicas":1,"image":"nginx:1","config":{"n":`+strings.Repeat("9", 400)+`}}`), code: 400, reason: "BadRequest", message: "cannot unmarshal number 999"},
+		{name: "a 400-digit integer in metadata of a built-in kind", method: "POST", path: "/api/v1/namespaces/default/configmaps", body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"n","generation":` + strings.Repeat("9", 400) + `}}`, code: 400, reason: "BadRequest", message: "into Go struct field ObjectMeta.metadata.generation of type int64"},
+		{name: "1e400 by merge patch", method: "PATCH", path: obj, ctype: "application/merge-patch+json", body: `{"spec":{"replicas":1e400}}`, code: 400, reason: "BadRequest", message: "error decoding patch: json: cannot unmarshal number 1e400 into Go value of type float64"},
+		{name: "1e400 by merge patch, fieldValidation=Ignore", method: "PATCH", path: obj + "?fieldValidation=Ignore", ctype: "application/merge-patch+json", body: `{"spec":{"replicas":1e400}}`, code: 400, reason: "BadRequest", message: "error decoding patch: json: cannot unmarshal number 1e400"},
+		{name: "1e400 by JSON patch", method: "PATCH", path: obj, ctype: "application/json-patch+json", body: `[{"op":"replace","path":"/spec/replicas","value":1e400}]`, code: 400, reason: "BadRequest", message: "error decoding patch: json: cannot unmarshal number 1e400 into Go struct field jsonPatchOp.value of type float64"},
 		{name: "replicas a string", method: "POST", path: appsPath, body: appJSON(`{"name":"n"}`, `{"replicas":"3","image":"nginx:1"}`), code: 422, reason: "Invalid", causes: []string{"spec.replicas"}},
 		{name: "replicas null", method: "POST", path: appsPath, body: appJSON(`{"name":"n"}`, `{"replicas":null,"image":"nginx:1"}`), code: 422, reason: "Invalid", causes: []string{"spec.replicas"}},
 		{name: "image null", method: "POST", path: appsPath, body: appJSON(`{"name":"n"}`, `{"replicas":1,"image":null}`), code: 422, reason: "Invalid", causes: []string{"spec.image"}},

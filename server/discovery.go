@@ -203,7 +203,7 @@ func encodeDiscovery(v *apidiscoveryv2.APIGroupDiscoveryList) ([]byte, string) {
 // legacyResources are the APIResources of k: its resource, then its subresources.
 func legacyResources(served *kinds.Registry, k *kinds.Kind) []metav1.APIResource {
 	if isReview(k) {
-		return []metav1.APIResource{{Name: k.Plural, SingularName: k.Singular, Kind: k.Kind, Verbs: reviewVerbs}}
+		return []metav1.APIResource{{Name: k.Plural, SingularName: k.Singular, Namespaced: k.Namespaced, Kind: k.Kind, Verbs: reviewVerbs}}
 	}
 	out := []metav1.APIResource{{
 		Name: k.Plural, SingularName: k.Singular, Namespaced: k.Namespaced, Kind: k.Kind, Verbs: verbsOf(k),
@@ -219,6 +219,11 @@ func legacyResources(served *kinds.Registry, k *kinds.Kind) []metav1.APIResource
 	}
 	if k.Scale != nil {
 		out = append(out, scale)
+	}
+	if k.Schedulable {
+		out = append(out,
+			metav1.APIResource{Name: k.Plural + "/binding", Namespaced: k.Namespaced, Kind: "Binding", Verbs: metav1.Verbs{"create"}},
+			metav1.APIResource{Name: k.Plural + "/eviction", Namespaced: k.Namespaced, Group: "policy", Version: "v1", Kind: "Eviction", Verbs: metav1.Verbs{"create"}})
 	}
 	if k.BuiltIn() {
 		sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -265,6 +270,11 @@ func aggregatedResource(k *kinds.Kind) apidiscoveryv2.APIResourceDiscovery {
 	if k.Scale != nil {
 		r.Subresources = append(r.Subresources, apidiscoveryv2.APISubresourceDiscovery{Subresource: "scale",
 			ResponseKind: &metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, Verbs: subresourceVerbs})
+	}
+	if k.Schedulable {
+		r.Subresources = append(r.Subresources,
+			apidiscoveryv2.APISubresourceDiscovery{Subresource: "binding", ResponseKind: &metav1.GroupVersionKind{Kind: "Binding"}, Verbs: metav1.Verbs{"create"}},
+			apidiscoveryv2.APISubresourceDiscovery{Subresource: "eviction", ResponseKind: &metav1.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}, Verbs: metav1.Verbs{"create"}})
 	}
 	if k.BuiltIn() {
 		sort.Slice(r.Subresources, func(i, j int) bool { return r.Subresources[i].Subresource < r.Subresources[j].Subresource })

@@ -6,11 +6,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	genericrequest "k8s.io/apiserver/pkg/endpoints/request"
 )
 
 // The request guard (SPEC §13) stands in front of every route: the API, the SSE watch, the
@@ -126,7 +128,7 @@ func (s *Server) guard(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 		}
 
-		if s.cfg.Tokens == nil || authExempt[r.URL.Path] {
+		if authExempt[r.URL.Path] || (s.cfg.Tokens == nil && s.cfg.Authorizer == nil && !impersonating(r)) {
 			return next(c)
 		}
 		u, err := s.authenticate(c)
@@ -136,18 +138,54 @@ func (s *Server) guard(next echo.HandlerFunc) echo.HandlerFunc {
 		if u == nil { // answered: a dashboard page redirected to the login or to itself
 			return nil
 		}
-		c.SetRequest(r.WithContext(WithUser(r.Context(), *u)))
+		info := userInfo(*u)
+		if impersonating(r) {
+			if info, err = s.impersonate(c, info); info == nil || err != nil {
+				return err // nil: answered, the impersonation was refused
+			}
+			r = c.Request()
+		}
+		ctx := WithUser(r.Context(), userOf(info))
+		if s.cfg.Authorizer != nil {
+			// The writer of a Role or binding, for RBAC's escalation checks.
+			ctx = genericrequest.WithUser(ctx, info)
+		}
+		r = r.WithContext(ctx)
+		c.SetRequest(r)
+		if s.cfg.Authorizer != nil {
+			if err := s.authorize(r, info); err != nil {
+				return err
+			}
+		}
 		return next(c)
 	}
 }
 
-// authenticate finds the request's user from its bearer token or, for a same-origin browser
-// request, the dashboard's cookie. A dashboard page without credentials is redirected to the
-// login (and one with ?token= to itself, with the cookie set); then it returns nil, nil.
+// authenticate finds the request's user from its client certificate (Config.ClientCA), its
+// bearer token (a static token, or a
+// ServiceAccount token) or, for a same-origin browser request, the dashboard's cookie. A
+// dashboard page without credentials is redirected to the login (and one with ?token= to
+// itself, with the cookie set); then it returns nil, nil. A request without credentials is
+// Anonymous when an authorizer decides (or no tokens are configured), else a 401.
 func (s *Server) authenticate(c *echo.Context) (*User, error) {
 	r := c.Request()
+	if s.x509 != nil && r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		// As kube-apiserver: a client certificate comes first; one that does not verify is a 401.
+		res, ok, err := s.x509.AuthenticateRequest(r)
+		if err != nil || !ok {
+			return nil, unauthorized()
+		}
+		u := userOf(res.User)
+		if !slices.Contains(u.Groups, groupAuthenticated) {
+			u.Groups = append(slices.Clip(u.Groups), groupAuthenticated)
+		}
+		return &u, nil
+	}
 	if token, ok := bearerToken(r); ok {
 		if u, ok := s.cfg.Tokens.Authenticate(token); ok {
+			return &u, nil
+		}
+		if u, _, err := s.serviceAccountUser(r.Context(), token); err == nil {
 			return &u, nil
 		}
 		return nil, unauthorized()
@@ -168,8 +206,14 @@ func (s *Server) authenticate(c *echo.Context) (*User, error) {
 			return &u, nil
 		}
 	}
-	if page {
+	if page && s.cfg.Tokens != nil {
 		return nil, c.Redirect(http.StatusSeeOther, loginPath)
+	}
+	if s.cfg.Tokens == nil || s.cfg.Authorizer != nil {
+		// A request without credentials is anonymous, as kube-apiserver's --anonymous-auth,
+		// when the authorizer decides what it may do, or when no tokens are configured.
+		u := Anonymous
+		return &u, nil
 	}
 	return nil, unauthorized()
 }

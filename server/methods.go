@@ -50,6 +50,21 @@ func (s *Server) writeCollection(c *echo.Context) error {
 	return badRequest("name must be provided")
 }
 
+// postSubresource serves POST to an object's subresource: a Pod's binding and eviction
+// (pods.go), a ServiceAccount's token (tokenrequest.go), or opemu's reconcile trigger. Each
+// refuses, through parseTarget, a kind that does not have its subresource.
+func (s *Server) postSubresource(c *echo.Context) error {
+	switch c.Param("sub") {
+	case "binding":
+		return s.bindPod(c)
+	case "eviction":
+		return s.evictPod(c)
+	case "token":
+		return s.tokenRequest(c)
+	}
+	return s.triggerReconcile(c)
+}
+
 // deleteSubresource serves DELETE to a subresource, which no kind takes.
 func (s *Server) deleteSubresource(c *echo.Context) error {
 	t, err := s.parseTarget(c)

@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v5"
@@ -133,6 +134,9 @@ func (s *Server) parseWrite(c *echo.Context, optionsKind string) (registry.Targe
 		return t, o, out, nil, err
 	}
 	body, err := readBody(c)
+	if err == nil {
+		err = s.checkYAMLBody(c.Request(), body)
+	}
 	return t, o, out, body, err
 }
 
@@ -274,6 +278,13 @@ func (s *Server) parseDeleteOptions(c *echo.Context, body []byte, o registry.Opt
 			}
 			opts.OrphanDependents = &b
 		}
+		if v, ok := q["gracePeriodSeconds"]; ok && len(v) > 0 {
+			n, err := strconv.ParseInt(v[0], 10, 64)
+			if err != nil {
+				return pre, o, badRequest("gracePeriodSeconds: %q is not an integer", v[0])
+			}
+			opts.GracePeriodSeconds = &n
+		}
 	} else if err := decodeDeleteOptions(mediaType(c.Request()), body, opts); err != nil {
 		return pre, o, err
 	}
@@ -292,7 +303,7 @@ func (s *Server) parseDeleteOptions(c *echo.Context, body []byte, o registry.Opt
 		o.DryRun = true
 	}
 	policy, err := propagationPolicy(opts)
-	o.PropagationPolicy = policy
+	o.PropagationPolicy, o.GracePeriodSeconds = policy, opts.GracePeriodSeconds
 	return pre, o, err
 }
 

@@ -99,7 +99,8 @@ func (s *Server) answerList(c *echo.Context, t registry.Target, meta metav1.List
 	case asPartial:
 		return wrongShape(asPartial, t.Kind, true)
 	}
-	if out.mediaType == jsonType {
+	if out.mediaType == jsonType && !t.Kind.ConvertsReads() {
+		// Streamed: nothing can fail once the status line is sent (a view's conversion can).
 		w := c.Response()
 		w.Header().Set(echo.HeaderContentType, jsonType)
 		w.WriteHeader(http.StatusOK)
@@ -156,8 +157,8 @@ func writeListJSON(w listWriter, t registry.Target, meta metav1.ListMeta, items 
 			w.WriteByte(',')
 		}
 		raw := o.Raw()
-		if t.Kind.Conversion != nil {
-			if raw, err = registry.View(t, o); err != nil {
+		if t.Kind.ConvertsReads() {
+			if raw, err = registry.ListView(t, o); err != nil {
 				return err
 			}
 		}

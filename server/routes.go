@@ -46,9 +46,12 @@ func (s *Server) routes() {
 
 	// Reviews: created and answered, never stored (reviews.go).
 	for path, create := range map[string]echo.HandlerFunc{
-		"/apis/authorization.k8s.io/v1/selfsubjectaccessreviews": s.selfSubjectAccessReview,
-		"/apis/authorization.k8s.io/v1/selfsubjectrulesreviews":  s.selfSubjectRulesReview,
-		"/apis/authentication.k8s.io/v1/selfsubjectreviews":      s.selfSubjectReview,
+		"/apis/authorization.k8s.io/v1/selfsubjectaccessreviews":                        s.selfSubjectAccessReview,
+		"/apis/authorization.k8s.io/v1/selfsubjectrulesreviews":                         s.selfSubjectRulesReview,
+		"/apis/authentication.k8s.io/v1/selfsubjectreviews":                             s.selfSubjectReview,
+		"/apis/authorization.k8s.io/v1/subjectaccessreviews":                            s.subjectAccessReview,
+		"/apis/authorization.k8s.io/v1/namespaces/:namespace/localsubjectaccessreviews": s.localSubjectAccessReview,
+		"/apis/authentication.k8s.io/v1/tokenreviews":                                   s.tokenReview,
 	} {
 		e.POST(path, create)
 		for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPatch, http.MethodDelete} {
@@ -86,7 +89,7 @@ func (s *Server) routes() {
 		e.GET(prefix+"/:resource/:name/:sub", s.getObject)
 		e.PUT(prefix+"/:resource/:name/:sub", s.updateObject)
 		e.PATCH(prefix+"/:resource/:name/:sub", s.patchObject)
-		e.POST(prefix+"/:resource/:name/:sub", s.triggerReconcile)
+		e.POST(prefix+"/:resource/:name/:sub", s.postSubresource)
 		e.DELETE(prefix+"/:resource/:name/:sub", s.deleteSubresource)
 	}
 

@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,6 +25,7 @@ import (
 	"github.com/opemu/opemu/metrics"
 	"github.com/opemu/opemu/registry"
 	"github.com/opemu/opemu/webhooks"
+	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
 	"k8s.io/utils/clock"
 )
 
@@ -108,6 +111,17 @@ type Config struct {
 	Tokens *Tokens
 	// TLS, when set, makes Run serve HTTPS (HTTP/2 included) with it.
 	TLS *tls.Config
+	// ClientCA, when set with TLS, authenticates client certificates it signed, as
+	// kube-apiserver's --client-ca-file: the subject's CommonName is the user, its
+	// Organizations the groups. Nil accepts no client certificate.
+	ClientCA *x509.CertPool
+	// Authorizer, when set, decides every authenticated request (AUTHORIZATION_MODE=RBAC:
+	// *rbac.Authorizer); a request without credentials is then system:anonymous unless Tokens
+	// is set (401). Nil allows every request (AlwaysAllow).
+	Authorizer Authorizer
+	// ServiceAccountKey signs and verifies the ServiceAccount tokens the TokenRequest
+	// subresource issues. Nil means a key made by New (tokens valid for this process only).
+	ServiceAccountKey *ecdsa.PrivateKey
 }
 
 // DefaultMaxWatches is Config.MaxWatches when unset. An idle watch costs about 17 KB of heap
@@ -163,6 +177,14 @@ type Server struct {
 	discoveryCache discoveryCache
 	// sessions are the dashboard's logins (with Config.Tokens).
 	sessions sessions
+	// saKey signs ServiceAccount tokens (Config.ServiceAccountKey).
+	saKey *ecdsa.PrivateKey
+	// x509 authenticates client certificates (Config.ClientCA); nil without.
+	x509 *x509request.Authenticator
+	// impersonator is kube-apiserver's impersonation filter (authz.go).
+	impersonator http.Handler
+	// saVerified are the ServiceAccount tokens whose signature was checked (satoken.go).
+	saVerified verifiedTokens
 }
 
 // New validates cfg and builds the routes.
@@ -217,6 +239,23 @@ func New(cfg Config) (*Server, error) {
 		streams:        map[*frameWriter]struct{}{},
 		started:        time.Now(),
 		allowedOrigins: map[string]bool{},
+	}
+	if cfg.TLS != nil && cfg.ClientCA != nil {
+		// Ask for a client certificate; a request without one goes on to the other credentials.
+		t := cfg.TLS.Clone()
+		t.ClientAuth, t.ClientCAs = tls.VerifyClientCertIfGiven, cfg.ClientCA
+		s.cfg.TLS = t
+		s.x509 = x509request.New(x509.VerifyOptions{Roots: cfg.ClientCA, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}},
+			x509request.CommonNameUserConversion)
+	}
+	s.impersonator = newImpersonator(s.authz())
+	s.saKey = cfg.ServiceAccountKey
+	if s.saKey == nil {
+		key, err := NewServiceAccountKey()
+		if err != nil {
+			return nil, err
+		}
+		s.saKey = key
 	}
 	for _, o := range cfg.AllowedOrigins {
 		origin, err := ParseOrigin(o)

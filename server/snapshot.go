@@ -77,7 +77,8 @@ func (s *Server) restoreSnapshot(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	snap, err := snapshot.Read(bytes.NewReader(body))
+	// Its YAML documents' aliases may expand them to at most twice the body's limit in all.
+	snap, err := snapshot.ReadLimited(bytes.NewReader(body), 2*int(s.cfg.MaxBody)*snapshotBodyFactor)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/labstack/echo/v5"
@@ -54,22 +53,25 @@ type tableSource struct {
 	raw []byte
 }
 
-// tableSources decodes objs as the client reads k (a view's objects converted).
+// tableSources decodes objs as the client reads k (converted, for a view or a kind with Upgrade).
 func tableSources(k *kinds.Kind, objs []*cache.Object) ([]tableSource, error) {
 	out := make([]tableSource, len(objs))
 	for i, o := range objs {
-		obj, err := o.Decode()
+		raw := o.Raw()
+		var err error
+		if k.ConvertsReads() {
+			if raw, err = registry.ListView(registry.Target{Kind: k}, o); err != nil {
+				return nil, err
+			}
+		}
+		var obj map[string]any
+		if k.ConvertsReads() {
+			obj, err = cache.DecodeJSON(raw)
+		} else {
+			obj, err = o.Decode()
+		}
 		if err != nil {
 			return nil, err
-		}
-		raw := o.Raw()
-		if k.Conversion != nil {
-			if obj, err = k.Conversion.FromStorage(obj); err != nil {
-				return nil, err
-			}
-			if raw, err = json.Marshal(obj); err != nil {
-				return nil, err
-			}
 		}
 		out[i] = tableSource{obj, raw}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/internal/jsonfast"
+	"github.com/opemu/opemu/internal/yamlsize"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -22,8 +23,14 @@ import (
 // or JSON stream as kubectl apply -f reads a file: documents separated by "---" lines, JSON
 // objects one after another, the items of a List. The objects are checked when restored
 // (Objects), not here. A stream that is not made of objects is a 400 naming the document.
-func Read(r io.Reader) (*Snapshot, error) {
+func Read(r io.Reader) (*Snapshot, error) { return ReadLimited(r, 0) }
+
+// ReadLimited is Read of a stream from a client: its YAML documents with aliases may become at
+// most maxExpanded bytes of JSON in all (0: no limit), a 413 beyond, refused before the aliases
+// are expanded (package yamlsize).
+func ReadLimited(r io.Reader, maxExpanded int) (*Snapshot, error) {
 	s := &Snapshot{}
+	budget := expansion{max: maxExpanded, left: maxExpanded}
 	yr := utilyaml.NewYAMLReader(bufio.NewReaderSize(r, 64<<10))
 	for n := 1; ; n++ {
 		raw, err := yr.Read()
@@ -38,7 +45,10 @@ func Read(r io.Reader) (*Snapshot, error) {
 				return nil, badDocument(n, err)
 			}
 		}
-		if err := s.readDocument(raw); err != nil {
+		if err := s.readDocument(raw, &budget); err != nil {
+			if apierrors.IsRequestEntityTooLargeError(err) {
+				return nil, err
+			}
 			return nil, badDocument(n, err)
 		}
 	}
@@ -80,8 +90,26 @@ func (s *Snapshot) readHeader(raw []byte) error {
 	return nil
 }
 
-// readDocument adds the objects of one document: a YAML document, or JSON objects.
-func (s *Snapshot) readDocument(raw []byte) error {
+// expansion is what a stream's YAML documents with aliases may still become (ReadLimited).
+type expansion struct{ max, left int }
+
+// take counts the YAML document raw against what is left; a 413 when it would pass it.
+func (e *expansion) take(raw []byte) error {
+	if e.max <= 0 {
+		return nil
+	}
+	size, over := yamlsize.Measure(raw, e.left)
+	if over {
+		return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(
+			"snapshot: the aliases of its YAML documents expand them to more than %d bytes of JSON", e.max))
+	}
+	e.left -= size
+	return nil
+}
+
+// readDocument adds the objects of one document: a YAML document, or JSON objects; budget
+// bounds what a YAML document's aliases may expand it to.
+func (s *Snapshot) readDocument(raw []byte, budget *expansion) error {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 {
 		return nil
@@ -110,6 +138,9 @@ func (s *Snapshot) readDocument(raw []byte) error {
 			}
 		}
 		return nil
+	}
+	if err := budget.take(raw); err != nil {
+		return err
 	}
 	js, err := yaml.YAMLToJSON(raw)
 	if err != nil {

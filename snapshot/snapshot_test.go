@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/snapshot"
@@ -118,6 +119,38 @@ func TestRead(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Equal(t, tc.objects, s.Len())
+		})
+	}
+}
+
+// TestReadLimited: a stream's YAML documents whose aliases expand them past the limit in all
+// are a 413 before they are expanded, whether one document does it or several; the same stream
+// is read without a limit.
+func TestReadLimited(t *testing.T) {
+	t.Parallel()
+	doc := func(name string) string {
+		return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + "}\ndata:\n  a: &a " + strings.Repeat("x", 1000) + "\n  b: *a\n  c: *a\n"
+	}
+	for _, tc := range []struct {
+		name, in string
+		limit    int
+		err      bool
+	}{
+		{"one document within the limit", doc("a"), 4000, false},
+		{"one document past it", doc("a"), 2000, true},
+		{"two documents within it, three past it in all", doc("a") + "---\n" + doc("b") + "---\n" + doc("c"), 8000, true},
+		{"no limit", doc("a") + "---\n" + doc("b") + "---\n" + doc("c"), 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := snapshot.ReadLimited(strings.NewReader(tc.in), tc.limit)
+			if tc.err {
+				require.Error(t, err)
+				assert.True(t, apierrors.IsRequestEntityTooLargeError(err), "%v", err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Positive(t, s.Len())
 		})
 	}
 }

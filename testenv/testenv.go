@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,9 +13,11 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 
 	"github.com/opemu/opemu/app"
+	"github.com/opemu/opemu/server"
 )
 
 // Options configure an Environment. The zero value serves the API with no CRD of the suite's,
@@ -37,10 +40,19 @@ type Options struct {
 	// serving certificate made for its webhook server (see WebhookInstallOptions). Start fills
 	// in what it chose; read it back from Environment.WebhookInstallOptions.
 	WebhookInstallOptions WebhookInstallOptions
+	// Scheme says which CRDs get a conversion webhook, as envtest's Scheme: those whose kind
+	// has a Hub and Convertible spokes in it (controller-runtime's conversion.IsConvertible).
+	// Nil means client-go's scheme.Scheme, where suites usually add their types.
+	Scheme *runtime.Scheme
 
 	// Controller runs opemu's built-in Application controller. Off by default: a suite tests
 	// its own controllers. (The garbage collector runs either way, as a cluster's does.)
 	Controller bool
+	// RBAC turns authorization on, as kube-apiserver's --authorization-mode=RBAC: every request
+	// is decided by the Roles and bindings stored, kube's bootstrap policy among them.
+	// Environment.Config is then the admin's (group system:masters) and AddUser makes clients
+	// for other users. Off, as before, every request is allowed.
+	RBAC bool
 	// AttachControlPlaneOutput writes the server's log to os.Stderr, as envtest attaches its
 	// control plane's output; so does KUBEBUILDER_ATTACH_CONTROL_PLANE_OUTPUT=true.
 	AttachControlPlaneOutput bool
@@ -63,16 +75,19 @@ type CRDInstallOptions struct {
 	CRDs []*apiextensionsv1.CustomResourceDefinition
 	// ErrorIfPathMissing is Options.ErrorIfCRDPathMissing.
 	ErrorIfPathMissing bool
+	// Scheme, when set, is used in place of Options.Scheme.
+	Scheme *runtime.Scheme
 }
 
 // Environment is one running opemu server. Stop it with Stop (New does so in t.Cleanup).
 type Environment struct {
-	// Config talks to the server: plain HTTP on 127.0.0.1, no credentials needed, QPS 1000 and
-	// Burst 2000 as envtest's. Each client made from it is the caller's to close.
+	// Config talks to the server: plain HTTP on 127.0.0.1, no credentials needed (with
+	// Options.RBAC, the admin's bearer token), QPS 1000 and Burst 2000 as envtest's. Each client made from it is the caller's to close.
 	Config *rest.Config
 	// KubeConfig is a kubeconfig for Config (for kubectl, or a process under test).
 	KubeConfig []byte
-	// CRDs are the CRDs installed, as they were given.
+	// CRDs are the CRDs installed: as they were given, but for their conversion, rewritten as
+	// envtest rewrites it (see conversionWebhooks).
 	CRDs []*apiextensionsv1.CustomResourceDefinition
 	// WebhookInstallOptions are Options.WebhookInstallOptions as prepared: the serving host,
 	// port and certificate directory for the suite's webhook server, the CA its certificate
@@ -86,6 +101,10 @@ type Environment struct {
 	cancel   context.CancelFunc
 	done     chan error // Run's result
 	cleanup  func() error
+	// tokens authenticates the admin and AddUser's users (Options.RBAC); nil without RBAC.
+	tokens *server.Tokens
+	// caPEM is the CA of the server's certificate (Options.RBAC serves HTTPS); nil otherwise.
+	caPEM []byte
 }
 
 // New starts an Environment for t and stops it when t and its subtests have completed (in
@@ -113,10 +132,12 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 		return nil, err
 	}
 	env := &Environment{CRDs: crds, WebhookInstallOptions: opts.WebhookInstallOptions, opts: opts, cleanup: func() error { return nil }}
-	hooks, err := env.WebhookInstallOptions.prepare()
+	converted := conversionWebhooks(crds, opts.scheme(), opts.WebhookInstallOptions.IgnoreSchemeConvertible)
+	hooks, err := env.WebhookInstallOptions.prepare(len(converted) > 0)
 	if err != nil {
 		return nil, err
 	}
+	env.WebhookInstallOptions.pointConversions(converted)
 	env.cleanup = env.WebhookInstallOptions.cleanup
 	// From here on a failure removes what prepare made.
 	ok := false
@@ -131,6 +152,10 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 	cfg.EnableController = opts.Controller
 	cfg.EnableCollector = true
 	cfg.Logger = logger(opts)
+	admin, caPEM, err := env.authentication(opts, &cfg)
+	if err != nil {
+		return nil, fmt.Errorf("testenv: %w", err)
+	}
 	cfg.Objects = make([]any, 0, len(crds)+len(hooks)+len(opts.Server.Objects))
 	for _, c := range crds {
 		cfg.Objects = append(cfg.Objects, c)
@@ -171,8 +196,11 @@ func Start(ctx context.Context, opts Options) (*Environment, error) {
 		return nil, fmt.Errorf("testenv: start: %w", ctx.Err())
 	}
 	host := "http://" + ln.Addr().String()
-	env.Config = &rest.Config{Host: host, QPS: 1000, Burst: 2000}
-	env.KubeConfig = kubeConfig(host)
+	if cfg.TLS != nil {
+		host = "https://" + ln.Addr().String()
+	}
+	env.Config = &rest.Config{Host: host, QPS: 1000, Burst: 2000, BearerToken: admin, TLSClientConfig: rest.TLSClientConfig{CAData: caPEM}}
+	env.KubeConfig = kubeConfig(host, admin, caPEM)
 	ok = true
 	return env, nil
 }
@@ -207,14 +235,23 @@ func logger(opts Options) *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// kubeConfig is a kubeconfig for the server at host (context testenv, namespace default).
-func kubeConfig(host string) []byte {
+// kubeConfig is a kubeconfig for the server at host (context testenv, namespace default),
+// with token as the user's credentials and caPEM as the server's CA when not empty.
+func kubeConfig(host, token string, caPEM []byte) []byte {
+	user := "{}"
+	if token != "" {
+		user = "{token: " + token + "}"
+	}
+	ca := ""
+	if len(caPEM) > 0 {
+		ca = "\n    certificate-authority-data: " + base64.StdEncoding.EncodeToString(caPEM)
+	}
 	return fmt.Appendf(nil, `apiVersion: v1
 kind: Config
 clusters:
 - name: testenv
   cluster:
-    server: %s
+    server: %s%s
 contexts:
 - name: testenv
   context:
@@ -224,6 +261,6 @@ contexts:
 current-context: testenv
 users:
 - name: testenv
-  user: {}
-`, host)
+  user: %s
+`, host, ca, user)
 }

@@ -351,3 +351,46 @@ func TestController(t *testing.T) {
 		})
 	}
 }
+
+// TestConversionWebhooks: as envtest installs a suite's CRDs, one converted by the suite's
+// webhook (here every CRD, IgnoreSchemeConvertible) calls the local webhook server's /convert
+// with its CA, whatever conversion its file gave (a Service, as kustomize writes it); without
+// a convertible kind in the Scheme the conversion goes, and no certificate is made for it.
+func TestConversionWebhooks(t *testing.T) {
+	t.Parallel()
+	crd := func() *apiextensionsv1.CustomResourceDefinition {
+		c := thingsCRD()
+		c.Spec.Versions = append(c.Spec.Versions, *c.Spec.Versions[0].DeepCopy())
+		c.Spec.Versions[1].Name, c.Spec.Versions[1].Storage = "v2", false
+		c.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{
+			ConversionReviewVersions: []string{"v1"},
+			ClientConfig:             &apiextensionsv1.WebhookClientConfig{Service: &apiextensionsv1.ServiceReference{Namespace: "system", Name: "webhook-service", Path: ptr("/convert")}},
+		}}
+		return c
+	}
+	cs := func(env *testenv.Environment) *apiextensionsv1.CustomResourceConversion {
+		dyn, err := dynamic.NewForConfig(env.Config)
+		require.NoError(t, err)
+		u, err := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}).Get(t.Context(), env.CRDs[0].Name, metav1.GetOptions{})
+		require.NoError(t, err)
+		var c apiextensionsv1.CustomResourceDefinition
+		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &c))
+		return c.Spec.Conversion
+	}
+
+	env := testenv.New(t, testenv.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd()}, WebhookInstallOptions: testenv.WebhookInstallOptions{IgnoreSchemeConvertible: true}})
+	w := env.WebhookInstallOptions
+	require.NotEmpty(t, w.LocalServingCAData)
+	got := cs(env)
+	require.NotNil(t, got.Webhook)
+	assert.Equal(t, apiextensionsv1.WebhookConverter, got.Strategy)
+	assert.Equal(t, "https://127.0.0.1:"+itoa(w.LocalServingPort)+"/convert", deref(got.Webhook.ClientConfig.URL))
+	assert.Nil(t, got.Webhook.ClientConfig.Service)
+	assert.Equal(t, w.LocalServingCAData, got.Webhook.ClientConfig.CABundle)
+	assert.Equal(t, []string{"v1", "v1beta1"}, got.Webhook.ConversionReviewVersions)
+	assert.Equal(t, got, env.CRDs[0].Spec.Conversion, "Environment.CRDs are the CRDs installed")
+
+	plain := testenv.New(t, testenv.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd()}, Scheme: runtime.NewScheme()})
+	assert.Empty(t, plain.WebhookInstallOptions.LocalServingCAData, "nothing to serve")
+	assert.Equal(t, apiextensionsv1.NoneConverter, cs(plain).Strategy)
+}

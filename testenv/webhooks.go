@@ -23,7 +23,13 @@ import (
 // reference becomes a URL with its path, as envtest does), and installs the configurations
 // before it returns. opemu calls them as a cluster would (SPEC §15).
 //
-// Nothing is prepared when no configuration is given.
+// It serves the suite's conversion webhook too, as envtest's does: every CRD whose kind is
+// convertible in the Scheme (or every CRD, with IgnoreSchemeConvertible) is converted by
+// https://LocalServingHost:LocalServingPort/convert (controller-runtime's conversion
+// webhook's path) with the CA as caBundle, and the conversion of every other CRD is removed
+// (controller-gen writes a service reference that only a cluster could reach).
+//
+// Nothing is prepared when no configuration is given and no CRD is converted.
 type WebhookInstallOptions struct {
 	// Paths are directories or files of Validating- and MutatingWebhookConfigurations
 	// (controller-gen's config/webhook/manifests.yaml); documents of other kinds are ignored.
@@ -50,6 +56,9 @@ type WebhookInstallOptions struct {
 	// LocalServingHostExternalName, when set, is the host opemu calls instead of
 	// LocalServingHost (the certificate names both).
 	LocalServingHostExternalName string
+	// IgnoreSchemeConvertible gives every CRD the local conversion webhook, whether its kind is
+	// convertible in the Scheme or not (unstructured suites).
+	IgnoreSchemeConvertible bool
 
 	// tempDir is the directory prepare made, removed by cleanup.
 	tempDir string
@@ -57,7 +66,8 @@ type WebhookInstallOptions struct {
 
 // prepare reads the configurations, makes the certificates, and returns the configurations to
 // install, pointed at the local server. It fills o as envtest's PrepWithoutInstalling does.
-func (o *WebhookInstallOptions) prepare() ([]any, error) {
+// serving says the local server is needed whatever the configurations (a CRD converted by it).
+func (o *WebhookInstallOptions) prepare(serving bool) ([]any, error) {
 	mutating, validating, err := readWebhooks(o.Paths, !o.IgnoreErrorIfPathMissing)
 	if err != nil {
 		return nil, err
@@ -69,7 +79,7 @@ func (o *WebhookInstallOptions) prepare() ([]any, error) {
 		validating = append(validating, v.DeepCopy())
 	}
 	o.MutatingWebhooks, o.ValidatingWebhooks = mutating, validating
-	if len(mutating)+len(validating) == 0 {
+	if len(mutating)+len(validating) == 0 && !serving {
 		return nil, nil
 	}
 
@@ -96,11 +106,7 @@ func (o *WebhookInstallOptions) prepare() ([]any, error) {
 		return nil, fmt.Errorf("testenv: webhook serving certificate: %w", err)
 	}
 
-	host := o.LocalServingHost
-	if o.LocalServingHostExternalName != "" {
-		host = o.LocalServingHostExternalName
-	}
-	hostPort := net.JoinHostPort(host, strconv.Itoa(o.LocalServingPort))
+	hostPort := o.hostPort()
 	objs := make([]any, 0, len(mutating)+len(validating))
 	for _, m := range mutating {
 		m.APIVersion, m.Kind = admissionregistrationv1.SchemeGroupVersion.String(), "MutatingWebhookConfiguration"
@@ -117,6 +123,15 @@ func (o *WebhookInstallOptions) prepare() ([]any, error) {
 		objs = append(objs, v)
 	}
 	return objs, nil
+}
+
+// hostPort is where opemu calls the local webhook server.
+func (o *WebhookInstallOptions) hostPort() string {
+	host := o.LocalServingHost
+	if o.LocalServingHostExternalName != "" {
+		host = o.LocalServingHostExternalName
+	}
+	return net.JoinHostPort(host, strconv.Itoa(o.LocalServingPort))
 }
 
 // writeCertificate makes a CA and a serving certificate for hosts, writes the certificate and

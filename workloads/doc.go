@@ -1,16 +1,20 @@
-// Package workloads simulates the controllers of the workload kinds operators wait on (SPEC
-// §14), as Reconcilers for package reconciler's Controller (the Application controller's queue,
-// backoff, retries, leader gate, pause and step): Deployments and StatefulSets are rolled out
-// one step per RolloutStep like Applications (their status counts, observedGeneration, and for
-// Deployments the Available and Progressing conditions with kube-controller-manager's reasons),
-// and Jobs complete after JobDuration per wave of parallelism pods (succeeded, startTime,
-// completionTime, the SuccessCriteriaMet and Complete conditions).
+// Package workloads is the controllers of the workload kinds operators wait on (SPEC §14), as
+// Reconcilers for package reconciler's Controller (the Application controller's queue,
+// backoff, retries, leader gate, pause and step).
 //
-// Nothing else of a cluster is simulated: no ReplicaSet or Pod is created (the rollout is
-// status only, kwok's territory is the rest), and the reconcilers write only status, through
-// the status subresource, never an object's metadata or spec: an operator that rebuilds its
-// Deployment on every pass compares equal and does not loop.
+// Deployments and ReplicaSets are kube-controller-manager's controllers written again: a
+// Deployment makes ReplicaSets (named and labelled with kube's pod-template-hash, with its
+// revision annotations and history) and rolls them out within maxSurge and maxUnavailable; a
+// ReplicaSet creates and deletes Pods owned by it (the garbage collector takes them with it);
+// each counts its children in its status. Package nodes schedules and runs the Pods.
+// FollowChildren is how a controller hears of its children's changes.
 //
-// Each reconciler is level-based (every pass reads the object and does the next due step) and
-// keeps only when the next step of each object is due; it is safe for concurrent use.
+// StatefulSets and Jobs are still simulated in status only: a StatefulSet is rolled out one
+// step per RolloutStep (its status counts and revisions), a Job completes after JobDuration
+// per wave of parallelism pods (succeeded, startTime, completionTime, the SuccessCriteriaMet
+// and Complete conditions); neither makes a Pod.
+//
+// Each reconciler is level-based (every pass reads the object and does the next due step); the
+// simulated ones keep only when the next step of each object is due. All are safe for
+// concurrent use.
 package workloads

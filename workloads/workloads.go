@@ -20,6 +20,8 @@ import (
 // The resources the simulators reconcile.
 var (
 	DeploymentResource  = cache.GroupResource{Group: "apps", Resource: "deployments"}
+	ReplicaSetResource  = cache.GroupResource{Group: "apps", Resource: "replicasets"}
+	PodResource         = cache.GroupResource{Resource: "pods"}
 	StatefulSetResource = cache.GroupResource{Group: "apps", Resource: "statefulsets"}
 	JobResource         = cache.GroupResource{Group: "batch", Resource: "jobs"}
 )
@@ -28,7 +30,12 @@ var (
 // (registry.Client), so a status passes the kind's schema like a client's.
 type Client interface {
 	Get(ctx context.Context, key cache.Key) (*cache.Object, error)
+	List(ctx context.Context, gr cache.GroupResource, opts ...cache.ListOption) (cache.ListResult, error)
+	Watch(ctx context.Context, opts cache.WatchOptions) (*cache.Watcher, error)
+	Create(ctx context.Context, key cache.Key, obj map[string]any) (*cache.Object, error)
+	Update(ctx context.Context, key cache.Key, obj map[string]any) (*cache.Object, error)
 	UpdateStatus(ctx context.Context, key cache.Key, obj map[string]any) (*cache.Object, error)
+	Delete(ctx context.Context, key cache.Key, pre cache.Preconditions) (*cache.Object, bool, error)
 }
 
 // EventRecorder records Events (*events.Recorder implements it).

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -39,6 +40,11 @@ type options struct {
 	WebhookHost    string
 	WebhookPort    int
 	WebhookCertDir string
+	// Logger, when set, is the manager's logger (default: controller-runtime's ctrl.Log).
+	Logger logr.Logger
+	// SecondManager lets this manager's controller share its name with another's in the same
+	// process (a test running a second manager as another user).
+	SecondManager bool
 }
 
 func main() {
@@ -82,6 +88,12 @@ func newManager(cfg *rest.Config, o options) (ctrl.Manager, error) {
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        "memcached-operator.cache.example.com",
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
+	}
+	if o.Logger.GetSink() != nil {
+		mgrOpts.Logger = o.Logger
+	}
+	if o.SecondManager {
+		mgrOpts.Controller.SkipNameValidation = ptr.To(true)
 	}
 	if o.Webhooks {
 		mgrOpts.WebhookServer = webhook.NewServer(webhook.Options{Host: o.WebhookHost, Port: o.WebhookPort, CertDir: o.WebhookCertDir})

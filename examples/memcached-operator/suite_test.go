@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -19,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/opemu/opemu/examples/internal/suitetest"
 	"github.com/opemu/opemu/testenv"
 )
 
@@ -114,29 +113,8 @@ func runSuite(m *testing.M) (int, error) {
 		cancel()
 		<-done
 	}()
-	if err := waitForWebhookServer(net.JoinHostPort(host, strconv.Itoa(port)), done); err != nil {
+	if err := suitetest.WaitForWebhookServer(net.JoinHostPort(host, strconv.Itoa(port)), done); err != nil {
 		return 0, err
 	}
 	return m.Run(), nil
-}
-
-// waitForWebhookServer waits until the webhook server at addr accepts TLS connections (or the
-// manager stopped), as kubebuilder's suites do before their first test.
-func waitForWebhookServer(addr string, stopped <-chan error) error {
-	deadline := time.Now().Add(10 * time.Second)
-	dialer := &net.Dialer{Timeout: time.Second}
-	for {
-		conn, err := tls.DialWithDialer(dialer, "tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only whether it serves
-		if err == nil {
-			return conn.Close()
-		}
-		select {
-		case err := <-stopped:
-			return fmt.Errorf("the manager stopped: %w", errors.Join(err, errors.New("before its webhook server served")))
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the webhook server at %s did not serve within 10s: %w", addr, err)
-		}
-	}
 }

@@ -29,13 +29,15 @@ type config struct {
 	LogFormat string
 	// SPEC §13: where tokens and certificates come from (security.go loads them into
 	// app.Config's Tokens and TLS).
-	Token       string
-	TokenFile   string
-	TLSMode     string // TLS: "" or "self-signed"
-	TLSCertFile string
-	TLSKeyFile  string
-	TLSDir      string
-	TLSSANs     []string
+	Token     string
+	TokenFile string
+	// ClientCAFile is CLIENT_CA_FILE: more CAs whose client certificates authenticate.
+	ClientCAFile string
+	TLSMode      string // TLS: "" or "self-signed"
+	TLSCertFile  string
+	TLSKeyFile   string
+	TLSDir       string
+	TLSSANs      []string
 	// LoadFile is the snapshot the server starts from (LOAD, SPEC §23); load reads it into
 	// app.Config's Load.
 	LoadFile string
@@ -84,7 +86,7 @@ func settings() []setting {
 			return nil
 		}},
 		{"QUEUE_BURST", "queue-burst", "100", "token bucket burst", intInto(func(c *config) *int { return &c.QueueBurst }, 1)},
-		{"ROLLOUT_STEP", "rollout-step", "1s", "simulated rollout: time between readiness steps; 0 = instant", durationInto(func(c *config) *time.Duration { return &c.RolloutStep }, true)},
+		{"ROLLOUT_STEP", "rollout-step", "1s", "simulated rollout: time between readiness steps of Applications and StatefulSets, and how long a bound Pod takes to run and be Ready; 0 = instant", durationInto(func(c *config) *time.Duration { return &c.RolloutStep }, true)},
 		{"JOB_DURATION", "job-duration", "1s", "simulated Jobs: how long each wave of pods runs before it succeeds; 0 = instant", durationInto(func(c *config) *time.Duration { return &c.JobDuration }, true)},
 		{"WATCH_HISTORY", "watch-history", "10000", "watch events kept per resource for resuming", intInto(func(c *config) *int { return &c.WatchHistory }, 1)},
 		{"WATCH_HISTORY_BYTES", "watch-history-bytes", "128MiB", "size of the watch history over all resources; older versions answer 410", sizeInto(func(c *config) *int64 { return &c.WatchHistoryBytes })},
@@ -126,6 +128,8 @@ func settings() []setting {
 		{"MAX_BODY", "max-body", "3MiB", "request body limit (413 beyond), e.g. 3MiB or 1048576", sizeInto(func(c *config) *int64 { return &c.MaxBody })},
 		{"MAX_INFLIGHT", "max-inflight", "400", "concurrent non-watch requests (429 beyond)", intInto(func(c *config) *int { return &c.MaxInflight }, 1)},
 		{"MAX_WATCHES", "max-watches", "5000", "open watches, SSE and Kubernetes (429 beyond)", intInto(func(c *config) *int { return &c.MaxWatches }, 1)},
+		{"MAX_CRDS", "max-crds", "1000", "CustomResourceDefinitions served, built-in ones not counted (403 beyond)", intInto(func(c *config) *int { return &c.MaxCRDs }, 1)},
+		{"MAX_CRD_BYTES", "max-crd-bytes", "64MiB", "total size of those CRDs as JSON (403 beyond), e.g. 64MiB", sizeInto(func(c *config) *int64 { return &c.MaxCRDBytes })},
 		{"LOG_LEVEL", "log-level", "info", "debug, info, warn or error", func(c *config, v string) error {
 			switch v {
 			case "debug", "info", "warn", "error":
@@ -179,6 +183,14 @@ func settings() []setting {
 			return nil
 		}},
 		{"TOKEN_FILE", "token-file", "", `kube-apiserver's static token file: one token,user,uid,"group1,group2" per line`, func(c *config, v string) error { c.TokenFile = v; return nil }},
+		{"AUTHORIZATION_MODE", "authorization-mode", "AlwaysAllow", "AlwaysAllow: every request is allowed; RBAC: Roles and bindings decide, as kube-apiserver's --authorization-mode=RBAC (with kube's bootstrap policy)", func(c *config, v string) error {
+			if v != opemu.AuthorizationAlwaysAllow && v != opemu.AuthorizationRBAC {
+				return fmt.Errorf("must be AlwaysAllow or RBAC, not %q", v)
+			}
+			c.AuthorizationMode = v
+			return nil
+		}},
+		{"CLIENT_CA_FILE", "client-ca-file", "", "with HTTPS: client certificates signed by a CA of this PEM file authenticate (CommonName the user, Organizations the groups), as kube-apiserver's --client-ca-file; TLS=self-signed's own CA always does", func(c *config, v string) error { c.ClientCAFile = v; return nil }},
 		{"INSECURE_NO_AUTH", "insecure-no-auth", "false", "true: no token even when listening beyond loopback (by default one is generated and logged)", boolInto(func(c *config) *bool { return &c.InsecureNoAuth })},
 		{"TLS", "tls", "", "self-signed: serve HTTPS with a CA and a certificate generated into TLS_DIR and kept across restarts", func(c *config, v string) error {
 			if v != "" && v != "self-signed" {

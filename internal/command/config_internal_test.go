@@ -41,6 +41,8 @@ func TestParseConfig(t *testing.T) {
 			assert.Equal(t, int64(3<<20), c.MaxBody)
 			assert.Equal(t, 400, c.MaxInflight)
 			assert.Equal(t, 5000, c.MaxWatches)
+			assert.Equal(t, 1000, c.MaxCRDs)
+			assert.Equal(t, int64(64<<20), c.MaxCRDBytes)
 			assert.Equal(t, int64(128<<20), c.WatchHistoryBytes)
 			assert.Equal(t, []string{"docker.io", "gcr.io"}, c.AllowedRegistries)
 			assert.Equal(t, []string{"ubuntu", "debian", "alpine"}, c.BlockedImages)
@@ -132,6 +134,12 @@ func TestParseConfig(t *testing.T) {
 		}},
 		{name: "bad history size", env: map[string]string{"WATCH_HISTORY_BYTES": "0"}, err: "invalid WATCH_HISTORY_BYTES"},
 		{name: "bad watch limit", args: []string{"--max-watches", "0"}, err: "invalid MAX_WATCHES"},
+		{name: "CRD bounds", env: map[string]string{"MAX_CRDS": "5"}, args: []string{"--max-crd-bytes", "1MiB"}, check: func(t *testing.T, c config) {
+			assert.Equal(t, 5, c.MaxCRDs)
+			assert.Equal(t, int64(1<<20), c.MaxCRDBytes)
+		}},
+		{name: "bad CRD bound", env: map[string]string{"MAX_CRDS": "0"}, err: "invalid MAX_CRDS"},
+		{name: "bad CRD size bound", args: []string{"--max-crd-bytes", "-1"}, err: "invalid MAX_CRD_BYTES"},
 		{name: "bad log level", env: map[string]string{"LOG_LEVEL": "loud"}, err: "invalid LOG_LEVEL"},
 		{name: "renew deadline not below lease", env: map[string]string{"RENEW_DEADLINE": "20s"}, err: "invalid RENEW_DEADLINE"},
 		{name: "unknown flag", args: []string{"--nope"}, err: "flag provided but not defined"},

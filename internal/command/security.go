@@ -79,6 +79,21 @@ func loadSecurity(c *config) error {
 		}
 		c.SelfSigned = b
 		c.TLS = &tls.Config{Certificates: []tls.Certificate{b.Certificate}, MinVersion: tls.VersionTLS12}
+		// The CA opemu keeps signs client certificates too (its key is in TLS_DIR).
+		c.ClientCA = x509.NewCertPool()
+		c.ClientCA.AppendCertsFromPEM(b.CAPEM)
+	}
+	if c.ClientCAFile != "" {
+		pem, err := os.ReadFile(c.ClientCAFile)
+		if err != nil {
+			return fmt.Errorf("invalid CLIENT_CA_FILE: %w", err)
+		}
+		if c.ClientCA == nil {
+			c.ClientCA = x509.NewCertPool()
+		}
+		if !c.ClientCA.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("invalid CLIENT_CA_FILE: %s holds no PEM certificate", c.ClientCAFile)
+		}
 	}
 	return loadEtcdTLS(c)
 }

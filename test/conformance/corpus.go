@@ -16,6 +16,10 @@ import (
 
 // File is one area's file of cases.
 type File struct {
+	// Authorization is the --authorization-mode the file's cases need: "RBAC" records them from
+	// a kube-apiserver started with it (KAS_AUTHZ=RBAC) and replays them against opemu with
+	// AUTHORIZATION_MODE=RBAC; empty is AlwaysAllow.
+	Authorization string `json:"authorization,omitempty"`
 	// Fixtures are requests made once per server before any case (the corpus's own CRDs):
 	// their answers are not compared, and a 409 (already there, from an earlier recording)
 	// is fine. A fixture with Until is repeated until it answers that status (a CRD served).
@@ -74,6 +78,8 @@ type Case struct {
 
 	// Area is the file the case comes from (its base name without .yaml).
 	Area string `json:"-"`
+	// Authorization is its file's.
+	Authorization string `json:"-"`
 }
 
 // Step is one request.
@@ -109,6 +115,10 @@ type Step struct {
 	// Ignore are paths of the answer (body.spec.ports.0.targetPort) whose values are run-specific
 	// in a way the normalisation cannot know: both answers show "{ignored}" there.
 	Ignore []string `json:"ignore,omitempty"`
+	// Unordered are paths of lists in the answer (body.status.resourceRules) whose order the
+	// server does not fix (kube-apiserver lists a rules review's rules in its informer's map
+	// order): both answers' lists are sorted by their JSON.
+	Unordered []string `json:"unordered,omitempty"`
 }
 
 // Watch says how much of a watch to read.
@@ -172,7 +182,7 @@ func LoadCorpus(dir string) (*Corpus, error) {
 				return nil, fmt.Errorf("conformance: case %q is in %s and in %s", k.Name, other, area)
 			}
 			seen[k.Name] = area
-			k.Area = area
+			k.Area, k.Authorization = area, f.Authorization
 			if k.Template != "" {
 				tpl, ok := f.Templates[k.Template]
 				if !ok {
@@ -191,6 +201,15 @@ func LoadCorpus(dir string) (*Corpus, error) {
 		}
 	}
 	return c, nil
+}
+
+// ByAuthorization splits cases by the authorization mode they need ("" or "RBAC").
+func ByAuthorization(cases []Case) map[string][]Case {
+	out := map[string][]Case{}
+	for _, k := range cases {
+		out[k.Authorization] = append(out[k.Authorization], k)
+	}
+	return out
 }
 
 // Select returns the cases whose names match one of the comma-separated glob patterns

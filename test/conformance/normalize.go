@@ -101,7 +101,7 @@ var (
 	quotedObjectRE = regexp.MustCompile(`(Invalid value: )"\{\\"(?:[^"\\]|\\.)*\}"`)
 	// resourceVersions inside messages: "too old resource version: 5 (7)", "current: 9", "the
 	// ResourceVersion in record (9)", "ResourceVersion in object meta: 9", an object quoted in a
-	// message as escaped JSON.
+	// message as escaped JSON, "object not decodable revision=9" (a failed conversion).
 	rvInMsg = []*regexp.Regexp{
 		regexp.MustCompile(`(too old resource version: )\d+ \(\d+\)`),
 		regexp.MustCompile(`((?i)resource ?version:? ?"?)\d+`),
@@ -109,6 +109,7 @@ var (
 		regexp.MustCompile(`((?i)resourceVersion in (?:precondition|object meta): )\d+`),
 		regexp.MustCompile(`(resourceVersion\\?":\\?")\d+`),
 		regexp.MustCompile(`(Too large resource version: \{rv\}, current: )\d+`),
+		regexp.MustCompile(`(not decodable revision=)\d+`),
 	}
 )
 
@@ -330,7 +331,7 @@ func sortCauses(st map[string]any) {
 }
 
 // Normalize returns a run's answers as recorded: for each step its normalised tree, with the
-// step's Select and Ignore applied.
+// step's Select, Ignore and Unordered applied.
 func Normalize(r *Run) RecordedCase {
 	trees := make([]map[string]any, len(r.Steps))
 	for i, a := range r.Steps {
@@ -363,6 +364,13 @@ func Normalize(r *Run) RecordedCase {
 		out := n.value("", t).(map[string]any)
 		for _, p := range s.Ignore {
 			ignorePath(out, p)
+		}
+		for _, p := range s.Unordered {
+			if list, ok := lookup(out, p); ok {
+				if items, ok := list.([]any); ok {
+					sort.SliceStable(items, func(i, j int) bool { return canonicalString(items[i]) < canonicalString(items[j]) })
+				}
+			}
 		}
 		rc.Steps[i] = canonical(out)
 	}

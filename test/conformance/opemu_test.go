@@ -28,16 +28,17 @@ const oracleToken = "kas-admin-token"
 
 var oracleUser = server.User{Name: "admin", UID: "admin-uid", Groups: []string{"system:masters"}}
 
-// startOpemu serves opemu with store (memory or etcd) until t ends and returns it as a target.
-func startOpemu(t *testing.T, store string) *conformance.Target {
+// startOpemu serves opemu with store (memory or etcd) and authorization mode ("" or "RBAC")
+// until t ends and returns it as a target.
+func startOpemu(t *testing.T, store, authorization string) *conformance.Target {
 	t.Helper()
 	warmApplySchema(t)
 	var url string
 	if store == app.StoreMemory {
-		url = startInProcess(t, app.Config{})
+		url = startInProcess(t, app.Config{AuthorizationMode: authorization})
 	} else {
 		e := etcdtest.Start(t)
-		url = startInProcess(t, app.Config{Store: app.StoreEtcd, EtcdEndpoints: []string{e.Endpoint}})
+		url = startInProcess(t, app.Config{Store: app.StoreEtcd, EtcdEndpoints: []string{e.Endpoint}, AuthorizationMode: authorization})
 	}
 	return &conformance.Target{URL: url, Token: oracleToken}
 }

@@ -58,10 +58,13 @@ func TestReplay(t *testing.T) {
 
 	for _, store := range []string{app.StoreMemory, app.StoreEtcd} {
 		t.Run(store, func(t *testing.T) {
-			target := startOpemu(t, store)
-			require.NoError(t, target.ApplyFixtures(t.Context(), corpus.Fixtures))
+			var runs []*conformance.Run
 			start := time.Now()
-			runs := target.RunAll(t.Context(), cases, replayParallel)
+			for mode, cases := range conformance.ByAuthorization(cases) {
+				target := startOpemu(t, store, mode)
+				require.NoError(t, target.ApplyFixtures(t.Context(), corpus.Fixtures))
+				runs = append(runs, target.RunAll(t.Context(), cases, replayParallel)...)
+			}
 			took := time.Since(start)
 			cl := conformance.NewClassifier(lists, store)
 			var sum summary

@@ -184,3 +184,108 @@ func TestEventsFromHostileInput(t *testing.T) {
 	assert.Len(t, all.Items, 50)
 	assert.Equal(t, 50, stats.Total)
 }
+
+// TestWideApplyAndStrategicPatchInTime: a server-side apply of a ConfigMap of 200,000 keys (34 s
+// of CPU, then a 504, before the bound), a strategic merge patch of 30,000 env vars into a
+// Deployment holding 30,000 (180 s), and writes that would make a managed object as wide, are
+// refused up front with a 413 within SPEC's 5 s, peak RSS growing by less than 100 MB, and
+// leave what is stored as it was; objects within the bounds are applied and patched.
+func TestWideApplyAndStrategicPatchInTime(t *testing.T) {
+	// Not parallel: measured alone, and kept from starving the timing-bound HA tests.
+	p := startBinary(t, shippedBinary(t), "ENABLE_CONTROLLER=false")
+	base := "http://" + p.addr
+	cms := base + "/api/v1/namespaces/default/configmaps"
+	deploys := base + "/apis/apps/v1/namespaces/default/deployments"
+	configMap := func(name string, keys int) string {
+		data := make(map[string]string, keys)
+		for i := range keys {
+			data[fmt.Sprintf("k%d", i)] = "v"
+		}
+		return request.Body(t, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name}, "data": data})
+	}
+	env := func(from, n int) []map[string]any {
+		out := make([]map[string]any, n)
+		for i := range out {
+			out[i] = map[string]any{"name": fmt.Sprintf("E%d", from+i), "value": "v"}
+		}
+		return out
+	}
+	containers := func(env []map[string]any) map[string]any {
+		return map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx:1", "env": env}}}}}}
+	}
+	deployment := func(name string, env []map[string]any) string {
+		d := containers(env)
+		d["apiVersion"], d["kind"], d["metadata"] = "apps/v1", "Deployment", map[string]any{"name": name}
+		spec := d["spec"].(map[string]any)
+		spec["selector"] = map[string]any{"matchLabels": map[string]any{"app": name}}
+		spec["template"].(map[string]any)["metadata"] = map[string]any{"labels": map[string]any{"app": name}}
+		return request.Body(t, d)
+	}
+	stored := func(url string) string {
+		code, body, _ := request.Timed(t, "GET", url, "", "")
+		require.Equal(t, http.StatusOK, code)
+		return string(body)
+	}
+
+	// Stored before the measure: a Deployment of 30,000 env vars (a plain create costs no
+	// field management), a managed ConfigMap of 15,000 keys, a Deployment within the bounds.
+	for _, tt := range []struct{ url, contentType, body string }{
+		{deploys, "application/json", deployment("wide", env(0, 30000))},
+		{deploys, "application/json", deployment("narrow", env(0, 1000))},
+		{cms + "/managed?fieldManager=m", "application/apply-patch+yaml", configMap("managed", 15000)},
+	} {
+		method := "POST"
+		if tt.contentType == "application/apply-patch+yaml" {
+			method = "PATCH"
+		}
+		code, body, _ := request.Timed(t, method, tt.url, tt.contentType, tt.body)
+		require.Equal(t, http.StatusCreated, code, "%.300s", body)
+	}
+	wideBefore := stored(deploys + "/wide")
+	before := procStatus(t, p, "VmHWM")
+
+	more := map[string]any{"data": map[string]any{}}
+	for i := range 10000 {
+		more["data"].(map[string]any)[fmt.Sprintf("more%d", i)] = "v"
+	}
+	for _, tt := range []struct {
+		name, method, url, contentType, body string
+		code                                 int
+	}{
+		{"server-side apply of a ConfigMap of 200,000 keys", "PATCH", cms + "/big?fieldManager=m", "application/apply-patch+yaml", configMap("big", 200000), http.StatusRequestEntityTooLarge},
+		{"strategic merge patch of 30,000 env vars into 30,000", "PATCH", deploys + "/wide", "application/strategic-merge-patch+json", request.Body(t, containers(env(0, 30000))), http.StatusRequestEntityTooLarge},
+		{"strategic merge patch of one env var into 30,000", "PATCH", deploys + "/wide", "application/strategic-merge-patch+json", request.Body(t, containers(env(30000, 1))), http.StatusRequestEntityTooLarge},
+		{"merge patch of 10,000 keys into a managed ConfigMap of 15,000", "PATCH", cms + "/managed", "application/merge-patch+json", request.Body(t, more), http.StatusRequestEntityTooLarge},
+		{"strategic merge patch of 1,000 env vars into 1,000", "PATCH", deploys + "/narrow", "application/strategic-merge-patch+json", request.Body(t, containers(env(500, 1000))), http.StatusOK},
+		{"server-side apply of a ConfigMap of 15,000 keys over its own", "PATCH", cms + "/managed?fieldManager=other&force=true", "application/apply-patch+yaml", configMap("managed", 15000), http.StatusOK},
+	} {
+		code, body, took := request.Timed(t, tt.method, tt.url, tt.contentType, tt.body)
+		t.Logf("%s: %d in %v", tt.name, code, took)
+		assert.Equal(t, tt.code, code, "%s: %.300s", tt.name, body)
+		assert.Less(t, took, 5*time.Second, tt.name)
+		if code == http.StatusRequestEntityTooLarge {
+			var st map[string]any
+			require.NoError(t, json.Unmarshal(body, &st))
+			assert.Equal(t, "RequestEntityTooLarge", st["reason"], tt.name)
+			assert.Contains(t, st["message"], "too wide", tt.name)
+		}
+	}
+	grew := procStatus(t, p, "VmHWM") - before
+	t.Logf("peak RSS grew by %.1f MB over the wide writes", float64(grew)/(1<<20))
+	assert.Less(t, grew, int64(100<<20))
+
+	code, _, _ := request.Timed(t, "GET", cms+"/big", "", "")
+	assert.Equal(t, http.StatusNotFound, code, "the refused apply created nothing")
+	assert.True(t, wideBefore == stored(deploys+"/wide"), "the refused patches left the Deployment as it was")
+	var managed struct {
+		Metadata struct{ ManagedFields []struct{ Manager string } }
+		Data     map[string]string
+	}
+	require.NoError(t, json.Unmarshal([]byte(stored(cms+"/managed")), &managed))
+	assert.Len(t, managed.Data, 15000, "the refused merge patch added nothing")
+	var managers []string
+	for _, e := range managed.Metadata.ManagedFields {
+		managers = append(managers, e.Manager)
+	}
+	assert.Contains(t, managers, "other", "the apply within the bound took its share of ownership")
+}

@@ -154,6 +154,30 @@ func TestKubectlBucketRules(t *testing.T) {
 	assert.Contains(t, out, `Unable to list "storage.example.com/v1, Resource=buckets": the server could not find the requested resource`)
 }
 
+// TestKubectlVersions: a CRD with two versions (examples/crontab-crd.yaml) is read through
+// either (`kubectl get crontabs.v2.stable.example.com`, and the short name through the
+// preferred version, v2), each with its columns and v2 with its Warning; api-resources lists the
+// preferred version. The expected output is kubectl's against kube-apiserver v1.37.2.
+func TestKubectlVersions(t *testing.T) {
+	t.Parallel()
+	p := start(t, "ENABLE_CONTROLLER=false", "ENABLE_LEADER_ELECTION=false")
+	k := p.kubectl(t)
+	assert.Contains(t, k.Run("apply", "-f", "examples/crontab-crd.yaml"), "created")
+	assert.Contains(t, k.Run("apply", "-f", "examples/crontab.yaml"), "crontab.stable.example.com/nightly created")
+	warning := "Warning: stable.example.com/v2 CronTab is an experiment; use stable.example.com/v1"
+	for _, name := range []string{"crontabs.v2.stable.example.com", "ct"} {
+		out := k.Run("get", name)
+		assert.Contains(t, out, warning, name)
+		assert.Regexp(t, `NAME\s+SCHEDULE\s+IMAGE\n\s*nightly\s+0 2 \* \* \*\s+busybox`, out, name)
+	}
+	out := k.Run("get", "crontabs.v1.stable.example.com")
+	assert.NotContains(t, out, "Warning")
+	assert.Regexp(t, `NAME\s+SCHEDULE\n\s*nightly\s+0 2 \* \* \*`, out)
+	assert.Equal(t, "stable.example.com/v1", k.Run("get", "crontabs.v1.stable.example.com", "nightly", "-o", "jsonpath={.apiVersion}"))
+	assert.Regexp(t, `crontabs\s+ct\s+stable.example.com/v2\s+true\s+CronTab`, k.Run("api-resources", "--api-group=stable.example.com"))
+	assert.Equal(t, `["v1"]`, k.Run("get", "crd", "crontabs.stable.example.com", "-o", "jsonpath={.status.storedVersions}"))
+}
+
 // TestKubectlAuth: the checks tools make before acting (kubectl auth can-i, can-i --list, whoami;
 // kubectl sends the reviews as protobuf) are answered: everything is allowed, and a client
 // without credentials is system:anonymous.

@@ -56,7 +56,11 @@ func TestKubectlRollout(t *testing.T) {
 			break
 		}
 	}
-	assert.Equal(t, []string{"0", "1", "2", "3"}, seen, "READY climbs one replica per step (ceil(3/4) = 1)")
+	require.NotEmpty(t, seen)
+	assert.Equal(t, "0", seen[0], "READY starts at 0: the Pods run ROLLOUT_STEP after they are bound")
+	assert.Equal(t, "3", seen[len(seen)-1])
+	assert.Regexp(t, `web-[a-z0-9]+\s+3\s+3\s+3\s`, k.Run("get", "rs"), "the Deployment's ReplicaSet runs its three Pods")
+	assert.Len(t, strings.Fields(k.Run("get", "pods", "-l", "app=web", "--field-selector", "status.phase=Running", "-o", "name")), 3)
 
 	assert.Contains(t, k.Run("rollout", "status", "deployment/web", "--timeout=30s"), `deployment "web" successfully rolled out`)
 	assert.Contains(t, k.Run("scale", "deployment", "web", "--replicas=5"), "deployment.apps/web scaled")
@@ -88,7 +92,8 @@ func TestKubectlRollout(t *testing.T) {
 	describe := k.Run("describe", "deployment", "web")
 	assert.Regexp(t, `Available\s+True\s+MinimumReplicasAvailable`, describe)
 	assert.Regexp(t, `Progressing\s+True\s+NewReplicaSetAvailable`, describe)
-	assert.Regexp(t, `Normal\s+ScalingReplicaSet\s+.*deployment-controller\s+Scaled up replica set web-`, describe)
+	assert.Regexp(t, `Normal\s+ScalingReplicaSet\s+.*deployment-controller\s+Scaled (up|down) replica set web-`, describe)
+	assert.Regexp(t, `\n1\s+<none>\n2\s+<none>`, k.Run("rollout", "history", "deployment/web"), "a revision per ReplicaSet")
 
 	manifest := filepath.Join(t.TempDir(), "sts.yaml")
 	require.NoError(t, os.WriteFile(manifest, []byte(`apiVersion: apps/v1

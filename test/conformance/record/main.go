@@ -65,6 +65,15 @@ func run(ctx context.Context, server, token, ca, patterns, dir string, parallel 
 	if err != nil {
 		return err
 	}
+	modes := conformance.ByAuthorization(selected)
+	if len(modes) > 1 {
+		return fmt.Errorf("the cases selected need different authorization modes: record each on its own (-cases 'rbac-*' against an oracle started with KAS_AUTHZ=RBAC)")
+	}
+	for mode := range modes {
+		if err := checkAuthorization(ctx, t, mode); err != nil {
+			return err
+		}
+	}
 	if err := t.ApplyFixtures(ctx, corpus.Fixtures); err != nil {
 		return err
 	}
@@ -143,4 +152,32 @@ func serverVersion(ctx context.Context, t *conformance.Target) (string, error) {
 		return "", fmt.Errorf("%s/version: %d %s", t.URL, resp.StatusCode, b)
 	}
 	return "kube-apiserver " + v.GitVersion, nil
+}
+
+// checkAuthorization refuses a server whose authorization mode is not the one the cases need
+// (mode "RBAC", or "" for AlwaysAllow): it asks whether a user bound to nothing may list
+// Secrets, which only AlwaysAllow allows.
+func checkAuthorization(ctx context.Context, t *conformance.Target, mode string) error {
+	body := `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"nobody-bound","resourceAttributes":{"verb":"list","resource":"secrets"}}}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL+"/apis/authorization.k8s.io/v1/subjectaccessreviews", strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+t.Token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := t.Client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var review struct {
+		Status struct{ Allowed bool } `json:"status"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&review); err != nil {
+		return fmt.Errorf("subjectaccessreview: %s: %w", resp.Status, err)
+	}
+	if rbac := !review.Status.Allowed; rbac != (mode == "RBAC") {
+		return fmt.Errorf("the cases need authorization mode %q but %s allows a user bound to nothing: %v (start the oracle with KAS_AUTHZ=RBAC, or without)", mode, t.URL, review.Status.Allowed)
+	}
+	return nil
 }

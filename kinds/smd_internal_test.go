@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/applyconfigurations"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
@@ -109,4 +111,48 @@ func TestKindConverter(t *testing.T) {
 	}
 	_, err := smdSchema{}.converter().ObjectToTyped(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget"}})
 	assert.Error(t, err, "a kind client-go does not know")
+}
+
+// parsedSMD is client-go's whole structured-merge-diff schema, parsed: what smdtypes.go is
+// generated from and held to.
+type parsedSMD struct {
+	tc     managedfields.TypeConverter
+	schema *smdschema.Schema
+}
+
+var loadSMD = sync.OnceValue(func() parsedSMD {
+	tc := applyconfigurations.NewTypeConverter(clientgoscheme.Scheme)
+	// The converter does not expose its schema; a typed value of any built-in kind does.
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap"}}
+	var schema *smdschema.Schema
+	if tv, err := tc.ObjectToTyped(u); err == nil {
+		schema = tv.Schema()
+	}
+	return parsedSMD{tc: tc, schema: schema}
+})
+
+// TestSMDLookups holds the OpenAPI documents' lookups (named, field) to the whole schema's.
+func TestSMDLookups(t *testing.T) {
+	full := loadSMD().schema
+	for _, c := range []struct{ typ, field string }{
+		{"io.k8s.api.apps.v1.DeploymentSpec", "template"},
+		{"io.k8s.api.core.v1.PodSpec", "containers"},
+		{"io.k8s.api.core.v1.ServiceSpec", "ports"},
+		{"io.k8s.api.core.v1.ConfigMap", "data"},
+	} {
+		def, ok := full.FindNamedType(c.typ)
+		require.True(t, ok)
+		f, ok := def.Map.FindField(c.field)
+		require.True(t, ok)
+		want, ok := full.Resolve(f.Type)
+		require.True(t, ok)
+		have, ok := smdSchema{}.field(c.typ, c.field)
+		require.True(t, ok, "%s.%s", c.typ, c.field)
+		assert.True(t, want.Equals(&have), "%s.%s", c.typ, c.field)
+	}
+	named, ok := smdSchema{}.named("io.k8s.api.core.v1.ObjectReference")
+	require.True(t, ok)
+	assert.Equal(t, smdschema.Atomic, named.Map.ElementRelationship)
+	_, ok = smdSchema{}.named("io.k8s.api.core.v1.NotAType")
+	assert.False(t, ok)
 }

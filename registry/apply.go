@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -470,11 +472,11 @@ func (s *Store) trackCreate(t Target, obj map[string]any, o Options) error {
 // emptyObject is the live object a create is compared with, as kube-apiserver's create handler
 // makes it: a new object of the kind, which for a kind served from Go types is the Go zero
 // value as unstructured (its empty structs and null lists present, so that a create owns their
-// fields but not the structs themselves), for the others only its apiVersion and kind. The
-// caller owns the copy.
+// fields but not the structs themselves), for the others only its apiVersion and kind. It is
+// shared by every create of k: the field manager only reads the live object it is given.
 func (s *Store) emptyObject(k *kinds.Kind) map[string]any {
 	if v, ok := s.emptyObjects.Load(k); ok {
-		return runtime.DeepCopyJSON(v.(map[string]any))
+		return v.(map[string]any)
 	}
 	obj := map[string]any{}
 	if typed, ok := k.StrategicPatch.(runtime.Object); ok && (k.TypeConverter != nil || k.ManagedTypes != nil) {
@@ -484,8 +486,8 @@ func (s *Store) emptyObject(k *kinds.Kind) map[string]any {
 		}
 	}
 	obj["apiVersion"], obj["kind"] = k.GroupVersion(), k.Kind
-	s.emptyObjects.Store(k, obj)
-	return runtime.DeepCopyJSON(obj)
+	actual, _ := s.emptyObjects.LoadOrStore(k, obj)
+	return actual.(map[string]any)
 }
 
 // trackUpdate records the ownership of what the write (its field manager, or its user agent)
@@ -516,9 +518,12 @@ func (s *Store) trackUpdate(t Target, live, next map[string]any, o Options, prun
 	// A next not pruned yet (admission does it, with the client's warnings) is tracked as a
 	// pruned copy; an object that does not fit the types keeps the ownership it had, and
 	// validation refuses it.
-	cp := managedCopy(t.Kind, next)
+	var cp map[string]any
 	if !pruned && t.Kind.TypeConverter != nil && t.Kind.Schema != nil {
+		cp = managedCopy(t.Kind, deepCopy(next)) // pruned all the way down: nothing shared
 		t.Kind.Schema.Prune(cp)
+	} else {
+		cp = managedCopy(t.Kind, next)
 	}
 	out, err := fm.Update(&unstructured.Unstructured{Object: managedCopy(t.Kind, live)}, &unstructured.Unstructured{Object: cp}, writeManager(o))
 	if err != nil {
@@ -537,19 +542,67 @@ func (s *Store) trackUpdate(t Target, live, next map[string]any, o Options, prun
 // without k's ManagedExtensions and the metadata members a client set to null: kube-apiserver
 // decodes metadata into ObjectMeta first, where they are absent, so such a member is no change
 // of anyone's fields.
+//
+// Only the object and its metadata are copied (the field manager changes nothing else: it
+// takes managedFields out of the new object and puts them back, and only reads the live one),
+// and the maps and lists on the way to a number to make plain: the rest is shared with obj.
 func managedCopy(k *kinds.Kind, obj map[string]any) map[string]any {
-	cp := plainNumbers(obj)
+	v, copied := plainShared(obj)
+	cp := v.(map[string]any)
+	if !copied {
+		cp = maps.Clone(cp)
+	}
 	for _, f := range k.ManagedExtensions {
 		delete(cp, f)
 	}
 	if md, ok := cp["metadata"].(map[string]any); ok {
+		md = maps.Clone(md)
 		for k, v := range md {
 			if v == nil {
 				delete(md, k)
 			}
 		}
+		cp["metadata"] = md
 	}
 	return cp
+}
+
+// plainShared is plainValue copying only the maps and lists on the way to a number it makes
+// plain (copied true when v itself is new); the rest is v's, shared.
+func plainShared(v any) (_ any, copied bool) {
+	switch v := v.(type) {
+	case map[string]any:
+		var out map[string]any
+		for k, e := range v {
+			if pe, changed := plainShared(e); changed {
+				if out == nil {
+					out = maps.Clone(v)
+				}
+				out[k] = pe
+			}
+		}
+		if out == nil {
+			return v, false
+		}
+		return out, true
+	case []any:
+		var out []any
+		for i, e := range v {
+			if pe, changed := plainShared(e); changed {
+				if out == nil {
+					out = slices.Clone(v)
+				}
+				out[i] = pe
+			}
+		}
+		if out == nil {
+			return v, false
+		}
+		return out, true
+	case nil, string, bool, int64, float64:
+		return v, false
+	}
+	return plainValue(v), true
 }
 
 // setManagedFieldsOf sets obj's metadata.managedFields to those of from, the field manager's
@@ -640,7 +693,8 @@ func plainValue(v any) any {
 	return v
 }
 
-// unstructuredConvertor converts nothing: every served version shares one stored form.
+// unstructuredConvertor converts nothing but an object's apiVersion and kind: every served
+// version shares one stored form.
 type unstructuredConvertor struct{}
 
 func (unstructuredConvertor) Convert(in, out, _ any) error {
@@ -652,10 +706,14 @@ func (unstructuredConvertor) ConvertToVersion(in runtime.Object, gv runtime.Grou
 	if !ok {
 		return nil, fmt.Errorf("server: cannot convert %T", in)
 	}
-	out := u.DeepCopy()
-	if target, ok := gv.KindForGroupVersionKinds([]schema.GroupVersionKind{u.GroupVersionKind()}); ok {
-		out.SetGroupVersionKind(target)
+	target, ok := gv.KindForGroupVersionKinds([]schema.GroupVersionKind{u.GroupVersionKind()})
+	if !ok || target == u.GroupVersionKind() {
+		// In place, as kube-apiserver's field managers convert (its UnsafeConvertor): they
+		// read what they convert and never change it.
+		return in, nil
 	}
+	out := u.DeepCopy()
+	out.SetGroupVersionKind(target)
 	return out, nil
 }
 

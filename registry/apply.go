@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -503,6 +504,12 @@ func (s *Store) trackUpdate(t Target, live, next map[string]any, o Options, prun
 	if t.Sub == "scale" {
 		return s.trackScale(t, live, next, o)
 	}
+	if entry, ok := sameOwnerUpdate(t, live, next, o); ok {
+		if entry != nil {
+			metadataOf(next)["managedFields"] = []any{entry}
+		}
+		return next, nil
+	}
 	if err := checkDepth(t, next, "an object whose fields are managed"); err != nil {
 		return nil, err
 	}
@@ -536,6 +543,173 @@ func (s *Store) trackUpdate(t Target, live, next map[string]any, o Options, prun
 	}
 	setManagedFieldsOf(next, out.(*unstructured.Unstructured).Object)
 	return next, nil
+}
+
+// sameOwnerUpdate answers for the field manager when its answer is known without typing the
+// objects (ok false: ask it): live's only managedFields entry is this write's own (its manager's
+// Update, of the same apiVersion and subresource), and next changes nothing of live but values
+// of scalar fields that entry owns, reached through maps only (for a kind typed by client-go's
+// schema, at the top level only, where no union can clear another field), and, in metadata,
+// the members no one owns (resourceVersion, uid, generation...). The field manager then takes those fields from the entry for the write
+// and gives them back to the same manager: the entry is as it was, timed now (entry nil: as it
+// was, the write changing nothing). The recorder's aggregation of an Event and a controller's
+// updates of its own objects are such writes.
+func sameOwnerUpdate(t Target, live, next map[string]any, o Options) (entry map[string]any, ok bool) {
+	if t.Sub != "" && t.Sub != "status" {
+		return nil, false
+	}
+	lmd, nmd := metadataOf(live), metadataOf(next)
+	entries, _ := lmd["managedFields"].([]any)
+	if len(entries) != 1 {
+		return nil, false
+	}
+	e, _ := entries[0].(map[string]any)
+	owned, _ := e["fieldsV1"].(map[string]any)
+	if owned == nil || e["manager"] != writeManager(o) || e["operation"] != string(metav1.ManagedFieldsOperationUpdate) ||
+		e["apiVersion"] != t.Kind.GroupVersion() || stringOf(e["subresource"]) != t.Sub {
+		return nil, false
+	}
+	if v, sent := nmd["managedFields"]; sent && !sameValue(v, lmd["managedFields"]) {
+		return nil, false // the client's own managedFields
+	}
+	changed := false
+	ownedMeta, _ := owned["f:metadata"].(map[string]any)
+	if !ownedChanges(lmd, nmd, ownedMeta, strippedMeta, true, &changed) {
+		return nil, false
+	}
+	skip := map[string]bool{"metadata": true}
+	for _, f := range t.Kind.ManagedExtensions {
+		skip[f] = true
+	}
+	nested := t.Kind.TypeConverter == nil && t.Kind.ManagedTypes == nil
+	if !ownedChanges(live, next, owned, skip, nested, &changed) {
+		return nil, false
+	}
+	if !changed {
+		return nil, true
+	}
+	entry = maps.Clone(e)
+	entry["time"] = time.Now().UTC().Format(time.RFC3339)
+	return entry, true
+}
+
+// strippedMeta are the members of metadata no one owns: the field manager strips them from
+// every set, as kube-apiserver's does.
+var strippedMeta = map[string]bool{"name": true, "namespace": true, "creationTimestamp": true, "selfLink": true,
+	"uid": true, "clusterName": true, "generation": true, "resourceVersion": true, "managedFields": true}
+
+// ownedChanges reports whether b differs from a only in values of scalar fields owned
+// (fieldsV1: the members of owned whose value is empty or has "."), reached through maps when
+// nested is true, and in fields removed that nothing in owned is under; the keys of skip
+// aside. changed is set when an owned value differs.
+func ownedChanges(a, b, owned map[string]any, skip map[string]bool, nested bool, changed *bool) bool {
+	for k := range mergedKeys(a, b) {
+		if skip[k] {
+			continue
+		}
+		va, inA := a[k]
+		vb, inB := b[k]
+		if inA && !inB {
+			if _, isOwned := owned["f:"+k]; isOwned {
+				return false
+			}
+			continue // removed, and nobody's: no set changes
+		}
+		if !inA && inB {
+			return false // added: the writer's now
+		}
+		if sameValue(va, vb) {
+			continue
+		}
+		sub, isOwned := owned["f:"+k].(map[string]any)
+		if !isOwned {
+			return false
+		}
+		ma, aMap := va.(map[string]any)
+		mb, bMap := vb.(map[string]any)
+		switch {
+		case aMap && bMap && nested:
+			if !ownedChanges(ma, mb, sub, nil, nested, changed) {
+				return false
+			}
+		case isScalar(va) && isScalar(vb):
+			if _, member := sub["."]; len(sub) != 0 && !member {
+				return false
+			}
+			*changed = true
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// isScalar reports whether v is a JSON string, number or boolean (not null).
+func isScalar(v any) bool {
+	switch v.(type) {
+	case nil, map[string]any, []any:
+		return false
+	}
+	return true
+}
+
+// sameValue reports whether a and b are the same JSON value, numbers compared by value.
+func sameValue(a, b any) bool {
+	switch a := a.(type) {
+	case map[string]any:
+		b, ok := b.(map[string]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for k, v := range a {
+			w, ok := b[k]
+			if !ok || !sameValue(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		b, ok := b.([]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if !sameValue(a[i], b[i]) {
+				return false
+			}
+		}
+		return true
+	case string, bool, nil:
+		return a == b
+	}
+	switch b.(type) {
+	case map[string]any, []any, string, bool, nil:
+		return false
+	}
+	na, nb := plainValue(a), plainValue(b)
+	if fa, isFloat := na.(float64); isFloat {
+		if ib, isInt := nb.(int64); isInt {
+			return fa == float64(ib) // structured-merge-diff compares an int and a float so
+		}
+	}
+	if ia, isInt := na.(int64); isInt {
+		if fb, isFloat := nb.(float64); isFloat {
+			return float64(ia) == fb
+		}
+	}
+	return na == nb
+}
+
+// mergedKeys is the set of the keys of a and b.
+func mergedKeys(a, b map[string]any) map[string]struct{} {
+	keys := make(map[string]struct{}, len(a)+1)
+	for k := range a {
+		keys[k] = struct{}{}
+	}
+	for k := range b {
+		keys[k] = struct{}{}
+	}
+	return keys
 }
 
 // managedCopy is the copy of obj, an object of k, the field manager sees (plainNumbers),

@@ -505,7 +505,9 @@ func (s *Store) trackUpdate(t Target, live, next map[string]any, o Options, prun
 		return s.trackScale(t, live, next, o)
 	}
 	if entry, ok := sameOwnerUpdate(t, live, next, o); ok {
-		if entry != nil {
+		if entry == nil {
+			metadataOf(next)["managedFields"] = md["managedFields"]
+		} else {
 			metadataOf(next)["managedFields"] = []any{entry}
 		}
 		return next, nil

@@ -84,12 +84,12 @@ func (s apiService) ensure(ctx context.Context, mend bool) error {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: metav1.ObjectMeta{Name: "kubernetes", Namespace: registry.DefaultNamespace, Labels: map[string]string{"component": "apiserver", "provider": "kubernetes"}},
 		Spec: corev1.ServiceSpec{
-			Ports:           []corev1.ServicePort{{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, TargetPort: intstr.FromInt32(port)}},
+			Ports: []corev1.ServicePort{{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, TargetPort: intstr.FromInt32(port)}},
+			// clusterIPs and ipFamilies are allocated from clusterIP, after the field manager,
+			// as kube-apiserver's own create of it has them (not owned by kube-apiserver).
 			ClusterIP:       kinds.KubernetesServiceIP,
-			ClusterIPs:      []string{kinds.KubernetesServiceIP},
 			Type:            corev1.ServiceTypeClusterIP,
 			SessionAffinity: corev1.ServiceAffinityNone,
-			IPFamilies:      []corev1.IPFamily{corev1.IPv4Protocol},
 			IPFamilyPolicy:  ptr.To(corev1.IPFamilyPolicySingleStack),
 		},
 	}

@@ -53,6 +53,10 @@ func withoutServerFields(t testing.TB, o *cache.Object) map[string]any {
 	for _, f := range []string{"name", "uid", "resourceVersion", "creationTimestamp"} {
 		delete(md, f)
 	}
+	managed, _ := md["managedFields"].([]any)
+	for _, e := range managed {
+		delete(e.(map[string]any), "time")
+	}
 	return obj
 }
 

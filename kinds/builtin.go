@@ -122,6 +122,8 @@ func EventKind() *Kind {
 		AllowCreateOnUpdate: true,
 		Canonicalize:        eventShape,
 		Schema:              rulesOnly[corev1.Event]{check: validateCoreEvent},
+		ManagedTypes:        smdSchema{}.converter(),
+		ManagedExtensions:   []string{"severity"},
 	}
 }
 
@@ -149,5 +151,6 @@ func LeaseKind() *Kind {
 		Protobuf:            true,
 		AllowCreateOnUpdate: true,
 		Schema:              rulesOnly[coordinationv1.Lease]{check: validateLease},
+		TypeConverter:       smdSchema{}.converter(),
 	}
 }

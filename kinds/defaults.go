@@ -182,8 +182,7 @@ func defaultCronJob(c *batchv1.CronJob) {
 // defaultPodTemplate applies the pod spec defaults to a workload's template.
 func defaultPodTemplate(t *corev1.PodTemplateSpec) { defaultPodSpec(&t.Spec) }
 
-// defaultPod applies what defaulting and the default admission plugins (ServiceAccount,
-// Priority, DefaultTolerationSeconds) give a Pod.
+// defaultPod applies what defaulting gives a Pod.
 func defaultPod(p *corev1.Pod) {
 	s := &p.Spec
 	defaultPodSpec(s)
@@ -196,6 +195,12 @@ func defaultPod(p *corev1.Pod) {
 		}
 	}
 	defaultPodStatus(&p.Status)
+}
+
+// admitPodSpec applies what the default admission plugins (ServiceAccount, Priority,
+// DefaultTolerationSeconds) give a new Pod: on create, after the field manager recorded the
+// client's fields, as kube-apiserver's admission chain runs after it.
+func admitPodSpec(s *corev1.PodSpec) {
 	if s.ServiceAccountName == "" {
 		s.ServiceAccountName = "default"
 		s.DeprecatedServiceAccount = "default" //nolint:staticcheck

@@ -90,6 +90,12 @@ type Kind struct {
 	// this kind's objects with (the real list and map keys). Nil means types deduced from the
 	// objects: maps granular, lists atomic.
 	TypeConverter managedfields.TypeConverter
+	// ManagedTypes, when set, gives the types the ownership of plain writes (creates, updates,
+	// patches) is recorded with where TypeConverter is nil: a built-in kind whose objects carry
+	// fields its Go type lacks (ManagedExtensions, left out of its ownership), so that server-side
+	// apply merges it with deduced types.
+	ManagedTypes      managedfields.TypeConverter
+	ManagedExtensions []string
 	// Conversion, when set, makes the kind a second view of another resource's objects (as
 	// events.k8s.io/v1 Event is of v1 Event): they are stored in Conversion.Storage's form and
 	// converted on every read and write.

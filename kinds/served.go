@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"reflect"
 
+	"github.com/opemu/opemu/cache"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -36,7 +38,7 @@ func servedTypes() []typed {
 			validateUpdate: updateValidator(validateServiceUpdate), prepareForCreate: allocateService, prepareForUpdate: keepServiceAllocations,
 			nameRule: NameIsDNSLabel, createOnUpdate: true, returnDeleted: true},
 		{obj: &corev1.Pod{}, status: true, statusResets: []string{"metadata.ownerReferences"}, short: []string{"po"}, all: true, columns: podColumns(), fields: podFields, defaults: defaulter(defaultPod), validate: validator(validatePod),
-			validateUpdate: updateValidator(validatePodUpdate), prepareForCreate: preparePod, returnDeleted: true, gracePeriod: podGracePeriod, schedulable: true},
+			validateUpdate: updateValidator(validatePodUpdate), prepareForCreate: preparePod, prepareForUpdate: admitPodUpdate, returnDeleted: true, gracePeriod: podGracePeriod, schedulable: true},
 		{obj: &corev1.PersistentVolumeClaim{}, status: true, short: []string{"pvc"}, columns: pvcColumns(), defaults: defaulter(defaultPVC), validate: validator(validatePVC),
 			validateUpdate: updateValidator(validatePVCUpdate), prepareForCreate: protectPVC, returnDeleted: true},
 		{obj: &corev1.Endpoints{}, plural: "endpoints", short: []string{"ep"}, columns: endpointsColumns(), defaults: defaulter(defaultEndpoints), validate: validator(validateEndpoints),
@@ -86,14 +88,46 @@ func typedKinds(ts *typeSet) []*Kind {
 	return append(out, ts.eventsV1Kind())
 }
 
-// preparePod gives a new Pod the status kube-apiserver gives it: Pending, with its QoS class.
+// preparePod gives a new Pod what the default admission plugins give it (admitPodSpec) and the
+// status kube-apiserver gives it: Pending, with its QoS class.
 func preparePod(obj map[string]any) {
 	var pod corev1.Pod
-	spec, _ := obj["spec"].(map[string]any)
-	if raw, err := json.Marshal(spec); err == nil {
-		_ = json.Unmarshal(raw, &pod.Spec)
-	}
+	admitPod(obj, &pod.Spec)
 	obj["status"] = map[string]any{"phase": string(corev1.PodPending), "qosClass": string(qosClass(&pod.Spec))}
+}
+
+// admitPodUpdate gives an updated Pod what the default admission plugins give it
+// (admitPodSpec), as they do on every write.
+func admitPodUpdate(obj, _ map[string]any) {
+	var spec corev1.PodSpec
+	admitPod(obj, &spec)
+}
+
+// admitPod decodes obj's spec into spec, applies admitPodSpec and writes back the fields it
+// sets, leaving the rest of the spec as sent (pruning, with its warnings, comes after on an
+// update). A spec that does not decode is left alone (validation says why).
+func admitPod(obj map[string]any, spec *corev1.PodSpec) {
+	m, ok := obj["spec"].(map[string]any)
+	if !ok {
+		return
+	}
+	raw, err := json.Marshal(m)
+	if err != nil || json.Unmarshal(raw, spec) != nil {
+		return
+	}
+	admitPodSpec(spec)
+	if raw, err = json.Marshal(spec); err != nil {
+		return
+	}
+	admitted, err := cache.DecodeJSON(raw)
+	if err != nil {
+		return
+	}
+	for _, k := range []string{"serviceAccountName", "serviceAccount", "priority", "preemptionPolicy", "tolerations"} {
+		if v, ok := admitted[k]; ok {
+			m[k] = v
+		}
+	}
 }
 
 // taintNewNode adds the node.kubernetes.io/not-ready:NoSchedule taint to a new Node unless it

@@ -24,6 +24,9 @@ type admitRequest struct {
 	obj map[string]any
 	old map[string]any // nil on create
 	o   Options
+	// track runs after pruning and defaulting and before mutating admission: the write's
+	// managedFields are recorded there, as kube-apiserver's create handler records them.
+	track func() error
 	// stamp runs after mutating admission and before validation: the server-owned metadata
 	// (and a generated name) are set there, as kube-apiserver's BeforeCreate does.
 	stamp func() error
@@ -44,6 +47,11 @@ func (s *Store) admit(ctx context.Context, r admitRequest) ([]string, error) {
 			name = stringOf(md["generateName"])
 		}
 		if err := s.admitIntoNamespace(ctx, r.t.Key, name); err != nil {
+			return nil, err
+		}
+	}
+	if r.track != nil {
+		if err := r.track(); err != nil {
 			return nil, err
 		}
 	}
@@ -92,11 +100,17 @@ func (s *Store) admit(ctx context.Context, r admitRequest) ([]string, error) {
 
 // admitStatus is the path of a /status write: pruning, defaulting and schema validation, and
 // the admission webhooks configured in the API whose rules name the status subresource (no
-// built-in handler judges status writes). cur is the stored object.
-func (s *Store) admitStatus(ctx context.Context, t Target, obj, cur map[string]any, o Options) ([]string, error) {
+// built-in handler judges status writes). cur is the stored object; track, when set, records
+// the write's ownership after pruning and defaulting.
+func (s *Store) admitStatus(ctx context.Context, t Target, obj, cur map[string]any, o Options, track func() error) ([]string, error) {
 	warnings, err := pruneAndDefault(t, obj, o)
 	if err != nil {
 		return nil, err
+	}
+	if track != nil {
+		if err := track(); err != nil {
+			return nil, err
+		}
 	}
 	if !s.cfg.Admission.HasConfigured() {
 		w, err := validate(t, obj, cur, o)

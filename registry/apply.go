@@ -6,7 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
+	"reflect"
+	"slices"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -31,9 +36,8 @@ import (
 // metadata.managedFields, conflicts between managers, removal of fields a manager stops
 // applying. Kinds with a TypeConverter (the built-ins served from Go types) merge with their
 // real list and map keys; for the others types are deduced from the objects (maps are granular,
-// lists atomic), as for a CRD without a schema. To keep plain writes cheap, ownership is tracked
-// only for objects that a server-side apply has touched: once an object carries managedFields,
-// every later write to it records its manager too.
+// lists atomic), as for a CRD without a schema. Every write records its manager, as in
+// kube-apiserver: a create (trackCreate), an update or patch (trackUpdate), an apply.
 
 // applyPatch is server-side apply (ssa.go) as kube-apiserver's apply patcher does it: the body
 // converted to JSON before the object is read (a 400 "error encoding patch"), decoded as YAML
@@ -190,8 +194,9 @@ func checkAppliedFields(t Target, applied map[string]any) error {
 
 // fieldManagerKey names a FieldManager: the kind's, of its main resource or a subresource.
 type fieldManagerKey struct {
-	gvk schema.GroupVersionKind
-	sub string // "", "status" or "scale"
+	gvk      schema.GroupVersionKind
+	sub      string // "", "status" or "scale"
+	managing bool   // the kind's ManagedTypes' (managerFor)
 }
 
 // scaleGVK is the kind of the scale subresource's objects.
@@ -204,8 +209,23 @@ var scaleGVK = schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind
 // kind's StatusResets on /status). The scale subresource's merges autoscaling/v1 Scale objects
 // with types deduced from them (client-go's schema has no Scale; a Scale has no lists).
 func (s *Store) fieldManagerFor(k *kinds.Kind, sub string) (*managedfields.FieldManager, error) {
+	return s.newFieldManager(k, sub, k.TypeConverter, false)
+}
+
+// managerFor returns the FieldManager that records the ownership of k's plain writes (sub ""
+// or "status"): fieldManagerFor's, or for a kind with ManagedTypes one with those.
+func (s *Store) managerFor(k *kinds.Kind, sub string) (*managedfields.FieldManager, error) {
+	if k.ManagedTypes == nil {
+		return s.fieldManagerFor(k, sub)
+	}
+	return s.newFieldManager(k, sub, k.ManagedTypes, true)
+}
+
+// newFieldManager returns the FieldManager of k's sub with types tc (nil: deduced), made on
+// first use.
+func (s *Store) newFieldManager(k *kinds.Kind, sub string, tc managedfields.TypeConverter, managing bool) (*managedfields.FieldManager, error) {
 	gvk := schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind}
-	key := fieldManagerKey{gvk: gvk, sub: sub}
+	key := fieldManagerKey{gvk: gvk, sub: sub, managing: managing}
 	if fm, ok := s.fieldManagers.Load(key); ok {
 		return fm.(*managedfields.FieldManager), nil
 	}
@@ -233,8 +253,8 @@ func (s *Store) fieldManagerFor(k *kinds.Kind, sub string) (*managedfields.Field
 	}
 	var fm *managedfields.FieldManager
 	var err error
-	if k.TypeConverter != nil && sub != "scale" {
-		fm, err = managedfields.NewDefaultFieldManager(k.TypeConverter, unstructuredConvertor{}, noDefaults{},
+	if tc != nil && sub != "scale" {
+		fm, err = managedfields.NewDefaultFieldManager(tc, unstructuredConvertor{}, noDefaults{},
 			unstructuredCreater{}, gvk, gvk.GroupVersion(), sub, resetFields)
 	} else {
 		fm, err = managedfields.NewDefaultCRDFieldManager(managedfields.NewDeducedTypeConverter(), unstructuredConvertor{}, noDefaults{},
@@ -261,8 +281,6 @@ func toPathElements(keys []string) []any {
 // ScaleHandler: the entries that own the replicas path, as autoscaling/v1), the Scale field
 // manager merges applied into it, and its replicas and entries go back to the object.
 func (s *Store) applyScale(ctx context.Context, t Target, applied map[string]any, o Options, strict func(map[string]any) error) (Result, error) {
-	gv := schema.GroupVersion{Group: t.Kind.Group, Version: t.Kind.Version}
-	mappings := managedfields.ResourcePathMappings{gv.String(): fieldpath.MakePathOrDie(toPathElements(jsonPath(t.Kind.Scale.SpecReplicasPath))...)}
 	return s.update(ctx, t, o, func(cur map[string]any) (map[string]any, error) {
 		parent, err := managedFieldsOf(cur)
 		if err != nil {
@@ -278,13 +296,8 @@ func (s *Store) applyScale(ctx context.Context, t Target, applied map[string]any
 				return nil, err
 			}
 		}
-		h := managedfields.NewScaleHandler(parent, gv, mappings)
-		entries, err := h.ToSubresource()
+		h, scale, err := scaleWithOwners(t, cur, parent)
 		if err != nil {
-			return nil, serverError(err.Error())
-		}
-		scale := scaleOf(t, cur)
-		if err := setManagedFields(scale, entries); err != nil {
 			return nil, err
 		}
 		out, err := s.applyObject(t.Kind, "scale", scale, deepCopy(applied), o.FieldManager, o.Force)
@@ -305,14 +318,63 @@ func (s *Store) applyScale(ctx context.Context, t Target, applied map[string]any
 		if err != nil {
 			return nil, err
 		}
-		if entries, err = managedFieldsOf(out); err != nil {
-			return nil, err
-		}
-		if entries, err = h.ToParent(entries); err != nil {
-			return nil, serverError(err.Error())
-		}
-		return next, setManagedFields(next, entries)
+		return next, ownersToParent(h, next, out)
 	})
+}
+
+// scaleWithOwners returns managedfields' ScaleHandler of obj, t's object whose managedFields
+// are parent (it gives the entries that own the replicas path to the Scale and takes them
+// back), and obj's Scale carrying those entries.
+func scaleWithOwners(t Target, obj map[string]any, parent []metav1.ManagedFieldsEntry) (*managedfields.ScaleHandler, map[string]any, error) {
+	gv := schema.GroupVersion{Group: t.Kind.Group, Version: t.Kind.Version}
+	mappings := managedfields.ResourcePathMappings{gv.String(): fieldpath.MakePathOrDie(toPathElements(jsonPath(t.Kind.Scale.SpecReplicasPath))...)}
+	h := managedfields.NewScaleHandler(parent, gv, mappings)
+	entries, err := h.ToSubresource()
+	if err != nil {
+		return nil, nil, serverError(err.Error())
+	}
+	scale := scaleOf(t, obj)
+	if err := setManagedFields(scale, entries); err != nil {
+		return nil, nil, err
+	}
+	return h, scale, nil
+}
+
+// trackScale records the ownership of what a write to the scale subresource changed from live
+// to next, as kube-apiserver's scale storage does: the Scale of live, carrying the entries
+// that own its replicas, is updated to the Scale of next by the scale subresource's field
+// manager, and the entries go back to next. An untracked object stays untracked.
+func (s *Store) trackScale(t Target, live, next map[string]any, o Options) (map[string]any, error) {
+	parent, err := managedFieldsOf(live)
+	if err != nil || len(parent) == 0 {
+		return next, err
+	}
+	fm, err := s.fieldManagerFor(t.Kind, "scale")
+	if err != nil {
+		return next, nil
+	}
+	h, liveScale, err := scaleWithOwners(t, live, parent)
+	if err != nil {
+		return nil, err
+	}
+	out, err := fm.Update(&unstructured.Unstructured{Object: plainNumbers(liveScale)}, &unstructured.Unstructured{Object: plainNumbers(scaleOf(t, next))}, writeManager(o))
+	if err != nil {
+		return next, nil // the Scale does not fit: the object keeps the ownership it had
+	}
+	return next, ownersToParent(h, next, out.(*unstructured.Unstructured).Object)
+}
+
+// ownersToParent gives next, the object, the managedFields of scale, its Scale after the
+// write, through h (scaleWithOwners).
+func ownersToParent(h *managedfields.ScaleHandler, next, scale map[string]any) error {
+	entries, err := managedFieldsOf(scale)
+	if err != nil {
+		return err
+	}
+	if entries, err = h.ToParent(entries); err != nil {
+		return serverError(err.Error())
+	}
+	return setManagedFields(next, entries)
 }
 
 // beforeFirstApply returns the managedFields of obj, which has none, as the main resource's
@@ -388,16 +450,68 @@ func (s *Store) applyObject(k *kinds.Kind, sub string, live, applied map[string]
 	return out.(*unstructured.Unstructured).Object, nil
 }
 
+// trackCreate records, in obj's metadata.managedFields, the ownership of a new object's fields
+// by the write's manager (its field manager, or its user agent), an Update, as kube-apiserver's
+// create handler does: after defaulting, before mutating admission (what a webhook adds is
+// nobody's). managedFields the client sent are kept, as the field manager keeps them. An object
+// nested too deeply or too wide to track (checkManagedWidth) is created untracked
+// (kube-apiserver's UpdateNoErrors).
+func (s *Store) trackCreate(t Target, obj map[string]any, o Options) error {
+	if nestedDeeperThan(obj, maxPatchDepth) || checkManagedWidth("", obj) != nil {
+		return nil
+	}
+	fm, err := s.managerFor(t.Kind, "")
+	if err != nil {
+		return nil
+	}
+	empty := &unstructured.Unstructured{Object: s.emptyObject(t.Kind)}
+	out := fm.UpdateNoErrors(empty, &unstructured.Unstructured{Object: managedCopy(t.Kind, obj)}, writeManager(o))
+	setManagedFieldsOf(obj, out.(*unstructured.Unstructured).Object)
+	return nil
+}
+
+// emptyObject is the live object a create is compared with, as kube-apiserver's create handler
+// makes it: a new object of the kind, which for a kind served from Go types is the Go zero
+// value as unstructured (its empty structs and null lists present, so that a create owns their
+// fields but not the structs themselves), for the others only its apiVersion and kind. It is
+// shared by every create of k: the field manager only reads the live object it is given.
+func (s *Store) emptyObject(k *kinds.Kind) map[string]any {
+	if v, ok := s.emptyObjects.Load(k); ok {
+		return v.(map[string]any)
+	}
+	obj := map[string]any{}
+	if typed, ok := k.StrategicPatch.(runtime.Object); ok && (k.TypeConverter != nil || k.ManagedTypes != nil) {
+		zero := reflect.New(reflect.TypeOf(typed).Elem()).Interface()
+		if u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(zero); err == nil {
+			obj = u
+		}
+	}
+	obj["apiVersion"], obj["kind"] = k.GroupVersion(), k.Kind
+	actual, _ := s.emptyObjects.LoadOrStore(k, obj)
+	return actual.(map[string]any)
+}
+
 // trackUpdate records the ownership of what the write (its field manager, or its user agent)
-// changed from live to next (with its subresource, for a /status write), when live is already
-// tracked. An object nested too deeply or too wide to track is refused (checkDepth,
-// checkManagedWidth).
-func (s *Store) trackUpdate(t Target, live, next map[string]any, o Options) (map[string]any, error) {
+// changed from live to next (with its subresource, for a /status or /scale write), when live is already
+// tracked (kube-apiserver's field manager leaves an untracked object untracked). pruned says
+// next is pruned and defaulted already. An object nested too deeply or too wide to track is
+// refused (checkDepth, checkManagedWidth).
+func (s *Store) trackUpdate(t Target, live, next map[string]any, o Options, pruned bool) (map[string]any, error) {
 	md, _ := live["metadata"].(map[string]any)
 	if _, tracked := md["managedFields"]; !tracked {
 		return next, nil
 	}
-	manager := managerOrUserAgent(o.FieldManager, o.UserAgent)
+	if t.Sub == "scale" {
+		return s.trackScale(t, live, next, o)
+	}
+	if entry, ok := sameOwnerUpdate(t, live, next, o); ok {
+		if entry == nil {
+			metadataOf(next)["managedFields"] = md["managedFields"]
+		} else {
+			metadataOf(next)["managedFields"] = []any{entry}
+		}
+		return next, nil
+	}
 	if err := checkDepth(t, next, "an object whose fields are managed"); err != nil {
 		return nil, err
 	}
@@ -406,36 +520,284 @@ func (s *Store) trackUpdate(t Target, live, next map[string]any, o Options) (map
 			return nil, err
 		}
 	}
-	fm, err := s.fieldManagerFor(t.Kind, t.Sub)
+	fm, err := s.managerFor(t.Kind, t.Sub)
 	if err != nil {
 		return next, nil
 	}
-	if manager == "" {
-		manager = "unknown"
-	}
-	k := t.Kind
-	if k.TypeConverter == nil {
-		out := fm.UpdateNoErrors(&unstructured.Unstructured{Object: plainNumbers(live)}, &unstructured.Unstructured{Object: plainNumbers(next)}, manager)
-		return out.(*unstructured.Unstructured).Object, nil
-	}
-	// Typed kinds: next is not pruned yet (admission does it, with the client's warnings), so
-	// ownership is computed on a pruned copy; an object that does not fit the types keeps the
-	// ownership it had, and validation refuses it.
-	cp := plainNumbers(next)
-	if k.Schema != nil {
-		k.Schema.Prune(cp)
-	}
-	out, err := fm.Update(&unstructured.Unstructured{Object: plainNumbers(live)}, &unstructured.Unstructured{Object: cp}, manager)
-	managed := md["managedFields"]
-	if err == nil {
-		managed = metadataOf(out.(*unstructured.Unstructured).Object)["managedFields"]
-	}
-	if managed == nil {
-		delete(metadataOf(next), "managedFields")
+	// A next not pruned yet (admission does it, with the client's warnings) is tracked as a
+	// pruned copy; an object that does not fit the types keeps the ownership it had, and
+	// validation refuses it.
+	var cp map[string]any
+	if !pruned && t.Kind.TypeConverter != nil && t.Kind.Schema != nil {
+		cp = managedCopy(t.Kind, deepCopy(next)) // pruned all the way down: nothing shared
+		t.Kind.Schema.Prune(cp)
 	} else {
-		metadataOf(next)["managedFields"] = managed
+		cp = managedCopy(t.Kind, next)
 	}
+	out, err := fm.Update(&unstructured.Unstructured{Object: managedCopy(t.Kind, live)}, &unstructured.Unstructured{Object: cp}, writeManager(o))
+	if err != nil {
+		if managed, ok := md["managedFields"]; ok && managed != nil {
+			metadataOf(next)["managedFields"] = managed
+		} else {
+			delete(metadataOf(next), "managedFields")
+		}
+		return next, nil
+	}
+	setManagedFieldsOf(next, out.(*unstructured.Unstructured).Object)
 	return next, nil
+}
+
+// sameOwnerUpdate answers for the field manager when its answer is known without typing the
+// objects (ok false: ask it): live's only managedFields entry is this write's own (its manager's
+// Update, of the same apiVersion and subresource), and next changes nothing of live but values
+// of scalar fields that entry owns, reached through maps only (for a kind typed by client-go's
+// schema, at the top level only, where no union can clear another field), and, in metadata,
+// the members no one owns (resourceVersion, uid, generation...). The field manager then takes those fields from the entry for the write
+// and gives them back to the same manager: the entry is as it was, timed now (entry nil: as it
+// was, the write changing nothing). The recorder's aggregation of an Event and a controller's
+// updates of its own objects are such writes.
+func sameOwnerUpdate(t Target, live, next map[string]any, o Options) (entry map[string]any, ok bool) {
+	if t.Sub != "" && t.Sub != "status" {
+		return nil, false
+	}
+	lmd, nmd := metadataOf(live), metadataOf(next)
+	entries, _ := lmd["managedFields"].([]any)
+	if len(entries) != 1 {
+		return nil, false
+	}
+	e, _ := entries[0].(map[string]any)
+	owned, _ := e["fieldsV1"].(map[string]any)
+	if owned == nil || e["manager"] != writeManager(o) || e["operation"] != string(metav1.ManagedFieldsOperationUpdate) ||
+		e["apiVersion"] != t.Kind.GroupVersion() || stringOf(e["subresource"]) != t.Sub {
+		return nil, false
+	}
+	if v, sent := nmd["managedFields"]; sent && !sameValue(v, lmd["managedFields"]) {
+		return nil, false // the client's own managedFields
+	}
+	changed := false
+	ownedMeta, _ := owned["f:metadata"].(map[string]any)
+	if !ownedChanges(lmd, nmd, ownedMeta, strippedMeta, true, &changed) {
+		return nil, false
+	}
+	skip := map[string]bool{"metadata": true}
+	for _, f := range t.Kind.ManagedExtensions {
+		skip[f] = true
+	}
+	nested := t.Kind.TypeConverter == nil && t.Kind.ManagedTypes == nil
+	if !ownedChanges(live, next, owned, skip, nested, &changed) {
+		return nil, false
+	}
+	if !changed {
+		return nil, true
+	}
+	entry = maps.Clone(e)
+	entry["time"] = time.Now().UTC().Format(time.RFC3339)
+	return entry, true
+}
+
+// strippedMeta are the members of metadata no one owns: the field manager strips them from
+// every set, as kube-apiserver's does.
+var strippedMeta = map[string]bool{"name": true, "namespace": true, "creationTimestamp": true, "selfLink": true,
+	"uid": true, "clusterName": true, "generation": true, "resourceVersion": true, "managedFields": true}
+
+// ownedChanges reports whether b differs from a only in values of scalar fields owned
+// (fieldsV1: the members of owned whose value is empty or has "."), reached through maps when
+// nested is true, and in fields removed that nothing in owned is under; the keys of skip
+// aside. changed is set when an owned value differs.
+func ownedChanges(a, b, owned map[string]any, skip map[string]bool, nested bool, changed *bool) bool {
+	for k := range mergedKeys(a, b) {
+		if skip[k] {
+			continue
+		}
+		va, inA := a[k]
+		vb, inB := b[k]
+		if inA && !inB {
+			if _, isOwned := owned["f:"+k]; isOwned {
+				return false
+			}
+			continue // removed, and nobody's: no set changes
+		}
+		if !inA && inB {
+			return false // added: the writer's now
+		}
+		if sameValue(va, vb) {
+			continue
+		}
+		sub, isOwned := owned["f:"+k].(map[string]any)
+		if !isOwned {
+			return false
+		}
+		ma, aMap := va.(map[string]any)
+		mb, bMap := vb.(map[string]any)
+		switch {
+		case aMap && bMap && nested:
+			if !ownedChanges(ma, mb, sub, nil, nested, changed) {
+				return false
+			}
+		case isScalar(va) && isScalar(vb):
+			if _, member := sub["."]; len(sub) != 0 && !member {
+				return false
+			}
+			*changed = true
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// isScalar reports whether v is a JSON string, number or boolean (not null).
+func isScalar(v any) bool {
+	switch v.(type) {
+	case nil, map[string]any, []any:
+		return false
+	}
+	return true
+}
+
+// sameValue reports whether a and b are the same JSON value, numbers compared by value.
+func sameValue(a, b any) bool {
+	switch a := a.(type) {
+	case map[string]any:
+		b, ok := b.(map[string]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for k, v := range a {
+			w, ok := b[k]
+			if !ok || !sameValue(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		b, ok := b.([]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if !sameValue(a[i], b[i]) {
+				return false
+			}
+		}
+		return true
+	case string, bool, nil:
+		return a == b
+	}
+	switch b.(type) {
+	case map[string]any, []any, string, bool, nil:
+		return false
+	}
+	na, nb := plainValue(a), plainValue(b)
+	if fa, isFloat := na.(float64); isFloat {
+		if ib, isInt := nb.(int64); isInt {
+			return fa == float64(ib) // structured-merge-diff compares an int and a float so
+		}
+	}
+	if ia, isInt := na.(int64); isInt {
+		if fb, isFloat := nb.(float64); isFloat {
+			return float64(ia) == fb
+		}
+	}
+	return na == nb
+}
+
+// mergedKeys is the set of the keys of a and b.
+func mergedKeys(a, b map[string]any) map[string]struct{} {
+	keys := make(map[string]struct{}, len(a)+1)
+	for k := range a {
+		keys[k] = struct{}{}
+	}
+	for k := range b {
+		keys[k] = struct{}{}
+	}
+	return keys
+}
+
+// managedCopy is the copy of obj, an object of k, the field manager sees (plainNumbers),
+// without k's ManagedExtensions and the metadata members a client set to null: kube-apiserver
+// decodes metadata into ObjectMeta first, where they are absent, so such a member is no change
+// of anyone's fields.
+//
+// Only the object and its metadata are copied (the field manager changes nothing else: it
+// takes managedFields out of the new object and puts them back, and only reads the live one),
+// and the maps and lists on the way to a number to make plain: the rest is shared with obj.
+func managedCopy(k *kinds.Kind, obj map[string]any) map[string]any {
+	v, copied := plainShared(obj)
+	cp := v.(map[string]any)
+	if !copied {
+		cp = maps.Clone(cp)
+	}
+	for _, f := range k.ManagedExtensions {
+		delete(cp, f)
+	}
+	if md, ok := cp["metadata"].(map[string]any); ok {
+		md = maps.Clone(md)
+		for k, v := range md {
+			if v == nil {
+				delete(md, k)
+			}
+		}
+		cp["metadata"] = md
+	}
+	return cp
+}
+
+// plainShared is plainValue copying only the maps and lists on the way to a number it makes
+// plain (copied true when v itself is new); the rest is v's, shared.
+func plainShared(v any) (_ any, copied bool) {
+	switch v := v.(type) {
+	case map[string]any:
+		var out map[string]any
+		for k, e := range v {
+			if pe, changed := plainShared(e); changed {
+				if out == nil {
+					out = maps.Clone(v)
+				}
+				out[k] = pe
+			}
+		}
+		if out == nil {
+			return v, false
+		}
+		return out, true
+	case []any:
+		var out []any
+		for i, e := range v {
+			if pe, changed := plainShared(e); changed {
+				if out == nil {
+					out = slices.Clone(v)
+				}
+				out[i] = pe
+			}
+		}
+		if out == nil {
+			return v, false
+		}
+		return out, true
+	case nil, string, bool, int64, float64:
+		return v, false
+	}
+	return plainValue(v), true
+}
+
+// setManagedFieldsOf sets obj's metadata.managedFields to those of from, the field manager's
+// answer (none: removed).
+func setManagedFieldsOf(obj, from map[string]any) {
+	if managed := metadataOf(from)["managedFields"]; managed != nil {
+		metadataOf(obj)["managedFields"] = managed
+	} else {
+		delete(metadataOf(obj), "managedFields")
+	}
+}
+
+// writeManager names the manager of a write (managerOrUserAgent), "unknown" when neither names
+// one.
+func writeManager(o Options) string {
+	if m := managerOrUserAgent(o.FieldManager, o.UserAgent); m != "" {
+		return m
+	}
+	return "unknown"
 }
 
 // managerOrUserAgent names the manager of a write as kube-apiserver does: the fieldManager
@@ -459,8 +821,9 @@ func managerOrUserAgent(manager, userAgent string) string {
 	return b.String()
 }
 
-// plainNumbers returns m with json.Number values as int64 or float64, the number types
-// structured-merge-diff understands.
+// plainNumbers returns a copy of m with json.Number values (and the Go ints and float32 of an
+// in-process writer's map) as int64 or float64, the number types structured-merge-diff and
+// runtime.DeepCopyJSON understand.
 func plainNumbers(m map[string]any) map[string]any {
 	if m == nil {
 		return nil
@@ -488,11 +851,26 @@ func plainValue(v any) any {
 		}
 		f, _ := v.Float64()
 		return f
+	case nil, string, bool, int64, float64:
+		return v
+	}
+	// Go numbers an in-process writer put in its map (opemu's own clients build objects so).
+	switch r := reflect.ValueOf(v); r.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32:
+		return r.Int()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if u := r.Uint(); u <= math.MaxInt64 {
+			return int64(u)
+		}
+		return float64(r.Uint())
+	case reflect.Float32:
+		return r.Float()
 	}
 	return v
 }
 
-// unstructuredConvertor converts nothing: every served version shares one stored form.
+// unstructuredConvertor converts nothing but an object's apiVersion and kind: every served
+// version shares one stored form.
 type unstructuredConvertor struct{}
 
 func (unstructuredConvertor) Convert(in, out, _ any) error {
@@ -504,10 +882,14 @@ func (unstructuredConvertor) ConvertToVersion(in runtime.Object, gv runtime.Grou
 	if !ok {
 		return nil, fmt.Errorf("server: cannot convert %T", in)
 	}
-	out := u.DeepCopy()
-	if target, ok := gv.KindForGroupVersionKinds([]schema.GroupVersionKind{u.GroupVersionKind()}); ok {
-		out.SetGroupVersionKind(target)
+	target, ok := gv.KindForGroupVersionKinds([]schema.GroupVersionKind{u.GroupVersionKind()})
+	if !ok || target == u.GroupVersionKind() {
+		// In place, as kube-apiserver's field managers convert (its UnsafeConvertor): they
+		// read what they convert and never change it.
+		return in, nil
 	}
+	out := u.DeepCopy()
+	out.SetGroupVersionKind(target)
 	return out, nil
 }
 

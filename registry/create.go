@@ -14,10 +14,10 @@ const generateNameAttempts = 8
 
 // Create is the write path of a new object of t.Kind in t.Key.Namespace (SPEC §6): type and
 // name checks, the kind's create defaults, pruning and defaulting, the namespace's admission (a
-// missing one is a 404, a Terminating one a 403), mutating admission, stamping (uid,
-// timestamps, generation, a generated name), metadata and schema validation, validating
-// admission, the kind's lifecycle, its limit, the namespace's again, then the store. obj is
-// consumed.
+// missing one is a 404, a Terminating one a 403), the write's managedFields, mutating admission,
+// stamping (uid, timestamps, generation, a generated name), metadata and schema validation,
+// validating admission, the kind's lifecycle, its limit, the namespace's again, then the store.
+// obj is consumed.
 func (s *Store) Create(ctx context.Context, t Target, obj map[string]any, o Options) (Result, error) {
 	if err := checkTypeMeta(t.Kind, obj); err != nil {
 		return Result{}, err
@@ -43,12 +43,17 @@ func (s *Store) Create(ctx context.Context, t Target, obj map[string]any, o Opti
 	if t.Kind.Status && !t.Kind.StatusOnCreate {
 		delete(obj, "status")
 	}
-	if t.Kind.PrepareForCreate != nil {
-		t.Kind.PrepareForCreate(obj)
-	}
 	prefix := stringOf(md["generateName"])
 	generated := key.Name == "" && prefix != ""
-	warnings, err := s.admit(ctx, admitRequest{t: t, op: webhooks.Create, obj: obj, o: o, stamp: func() error {
+	var track func() error
+	if !o.applying && !o.tracked {
+		track = func() error { return s.trackCreate(t, obj, o) }
+	}
+	warnings, err := s.admit(ctx, admitRequest{t: t, op: webhooks.Create, obj: obj, o: o, track: track, stamp: func() error {
+		// As kube-apiserver's BeforeCreate: after the field manager and mutating admission.
+		if t.Kind.PrepareForCreate != nil {
+			t.Kind.PrepareForCreate(obj)
+		}
 		md := metadataOf(obj)
 		if name := stringOf(md["name"]); name != "" {
 			key.Name = name // a mutating webhook may name it

@@ -2,6 +2,8 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 
@@ -40,28 +42,75 @@ func (c *Client) CreateEvent(ctx context.Context, ev events.Stored) (*cache.Obje
 	if !known {
 		return c.Create(ctx, key, ev.Object())
 	}
+	o := c.options()
+	managed, err := c.s.eventManagedFields(t, ev, o)
+	if err != nil {
+		return nil, err
+	}
 	if err := beforeCommit(ctx); err != nil {
 		return nil, err
 	}
-	o := c.options()
 	return c.s.storeNew(ctx, t.Kind, key, o, func() (*cache.Object, error) {
 		bp := eventBuffers.Get().(*[]byte)
 		defer eventBuffers.Put(bp)
 		uid := c.s.cfg.NewUID()
 		var at int
-		*bp, at = encodeEvent((*bp)[:0], ev, lastSeen, uid, c.s.now())
+		*bp, at = encodeEvent((*bp)[:0], ev, lastSeen, uid, c.s.now(), managed)
 		return enc.CreateEncoded(ctx, key, cache.Encoded{JSON: *bp, VersionAt: at, UID: uid, Generation: 1, Fields: fields}, storeOptions(t.Kind, o))
 	})
+}
+
+// eventManaged is the managedFields entry of a recorder's Event: its manager, the set of its
+// fields (fieldsV1 as the store encodes it) and the time of the write (RFC 3339, UTC).
+type eventManaged struct {
+	manager  string
+	fieldsV1 []byte
+	time     string
+}
+
+// eventManagedFields is the managedFields entry trackCreate would record for ev, an Event of
+// the recorder written with o: its set of fields is the same for every such Event (encodeEvent
+// writes every member, whatever its value) but for the two its Go type always encodes, which
+// are owned only when not empty (reportingComponent and reportingInstance), so the field
+// manager computes it once per manager and those two. The time is the wall clock's, as the
+// field manager's.
+func (s *Store) eventManagedFields(t Target, ev events.Stored, o Options) (eventManaged, error) {
+	m := eventManaged{manager: writeManager(o), time: time.Now().UTC().Format(time.RFC3339)}
+	key := fmt.Sprintf("%t %t %s", ev.Event.Source != "", ev.Host != "", m.manager)
+	if fv, ok := s.eventFieldSets.Load(key); ok {
+		m.fieldsV1 = fv.([]byte)
+		return m, nil
+	}
+	obj := ev.Object()
+	if err := s.trackCreate(t, obj, o); err != nil {
+		return eventManaged{}, err
+	}
+	entries, err := managedFieldsOf(obj)
+	if err != nil {
+		return eventManaged{}, err
+	}
+	if len(entries) != 1 || entries[0].FieldsV1 == nil {
+		return eventManaged{}, serverError("the field manager made no single entry for an Event")
+	}
+	var fields any
+	if err := json.Unmarshal(entries[0].FieldsV1.Raw, &fields); err != nil {
+		return eventManaged{}, err
+	}
+	if m.fieldsV1, err = cache.EncodeJSON(fields); err != nil {
+		return eventManaged{}, err
+	}
+	s.eventFieldSets.Store(key, m.fieldsV1)
+	return m, nil
 }
 
 // eventBuffers holds encoding buffers (*[]byte) of CreateEvent; the store copies what it keeps.
 var eventBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // encodeEvent appends the recorder's Event ev as Stored.Object spells it (ts: its Time as
-// RFC 3339 in UTC), stamped with uid and the creation time now and carrying
-// cache.RVPlaceholder, exactly as the store's encoder would write that map (keys sorted;
-// FuzzEncodeEvent compares the two), and where its resourceVersion member begins.
-func encodeEvent(b []byte, ev events.Stored, ts, uid, now string) (_ []byte, versionAt int) {
+// RFC 3339 in UTC), stamped with uid, the creation time now and the managedFields entry m and
+// carrying cache.RVPlaceholder, exactly as the store's encoder would write that map (keys
+// sorted; FuzzEncodeEvent compares the two), and where its resourceVersion member begins.
+func encodeEvent(b []byte, ev events.Stored, ts, uid, now string, m eventManaged) (_ []byte, versionAt int) {
 	e, o := ev.Event, ev.Event.Object
 	str := cache.AppendString
 	b = append(b, `{"apiVersion":"v1","count":1,"eventTime":null,"firstTimestamp":"`...)
@@ -76,7 +125,10 @@ func encodeEvent(b []byte, ev events.Stored, ts, uid, now string) (_ []byte, ver
 	b = append(append(b, ts...), `","message":`...)
 	b = str(b, e.Message)
 	b = str(append(b, `,"metadata":{"creationTimestamp":`...), now)
-	b = str(append(b, `,"generation":1,"name":`...), ev.Key.Name)
+	b = append(b, `,"generation":1,"managedFields":[{"apiVersion":"v1","fieldsType":"FieldsV1","fieldsV1":`...)
+	b = str(append(append(b, m.fieldsV1...), `,"manager":`...), m.manager)
+	b = str(append(b, `,"operation":"Update","time":`...), m.time)
+	b = str(append(b, `}],"name":`...), ev.Key.Name)
 	b = str(append(b, `,"namespace":`...), ev.Key.Namespace)
 	versionAt = len(b) + 1 // after the comma
 	b = append(b, `,"resourceVersion":"`+cache.RVPlaceholder+`","uid":`...)

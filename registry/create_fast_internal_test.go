@@ -30,9 +30,15 @@ func FuzzEncodeEvent(f *testing.F) {
 		obj := ev.Object()
 		md := metadataOf(obj)
 		md["uid"], md["creationTimestamp"], md["generation"], md["resourceVersion"] = uid, "2026-11-24T09:00:00Z", json.Number("1"), cache.RVPlaceholder
+		fields := map[string]any{"f:message": map[string]any{}, "f:reason": map[string]any{}}
+		md["managedFields"] = []any{map[string]any{"apiVersion": "v1", "fieldsType": "FieldsV1", "fieldsV1": fields,
+			"manager": source, "operation": "Update", "time": "2026-11-24T09:00:01Z"}}
 		want, err := cache.EncodeJSON(obj)
 		require.NoError(t, err)
-		got, at := encodeEvent(nil, ev, ev.Time.UTC().Format(time.RFC3339), uid, "2026-11-24T09:00:00Z")
+		fv1, err := cache.EncodeJSON(fields)
+		require.NoError(t, err)
+		m := eventManaged{manager: source, fieldsV1: fv1, time: "2026-11-24T09:00:01Z"}
+		got, at := encodeEvent(nil, ev, ev.Time.UTC().Format(time.RFC3339), uid, "2026-11-24T09:00:00Z", m)
 		require.Equal(t, string(want), string(got))
 		require.True(t, strings.HasPrefix(string(got[at:]), `"resourceVersion":"`+cache.RVPlaceholder+`"`), "versionAt points at the member")
 	})

@@ -2,11 +2,14 @@ package registry
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/opemu/opemu/kinds"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -149,7 +152,66 @@ func metaQuicklyValid(md map[string]any, namespaced bool) bool {
 			if k == "annotations" && size > apivalidation.TotalAnnotationSizeLimitB {
 				return false
 			}
-		default: // generateName, finalizers, ownerReferences, managedFields, ...: apimachinery's
+		case "managedFields":
+			if !managedFieldsQuicklyValid(v) {
+				return false
+			}
+		default: // generateName, finalizers, ownerReferences, ...: apimachinery's
+			return false
+		}
+	}
+	return true
+}
+
+// managedFieldsQuicklyValid reports whether v, metadata.managedFields, certainly passes
+// apimachinery's ValidateManagedFields once read into ObjectMeta: entries of the usual members
+// in the usual shapes (what the field manager writes), an Apply or an Update, FieldsV1.
+func managedFieldsQuicklyValid(v any) bool {
+	entries, ok := v.([]any)
+	if !ok {
+		return false
+	}
+	for _, e := range entries {
+		entry, ok := e.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, v := range entry {
+			switch k {
+			case "manager":
+				s, ok := v.(string)
+				if !ok || len(s) > metav1validation.FieldManagerMaxLength || strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+					return false
+				}
+			case "operation":
+				if v != string(metav1.ManagedFieldsOperationApply) && v != string(metav1.ManagedFieldsOperationUpdate) {
+					return false
+				}
+			case "apiVersion":
+				if _, ok := v.(string); !ok {
+					return false
+				}
+			case "subresource":
+				if s, ok := v.(string); !ok || len(s) > metav1validation.MaxSubresourceNameLength {
+					return false
+				}
+			case "fieldsType":
+				if v != "FieldsV1" {
+					return false
+				}
+			case "fieldsV1":
+				if _, ok := v.(map[string]any); !ok {
+					return false
+				}
+			case "time":
+				if !isTimestamp(v) {
+					return false
+				}
+			default:
+				return false
+			}
+		}
+		if _, ok := entry["operation"]; !ok {
 			return false
 		}
 	}

@@ -43,6 +43,11 @@ func FuzzMetaQuicklyValid(f *testing.F) {
 		`{"name":"web","annotations":{"A/b":"x","a":""}}`,
 		`{"name":"web","labels":{"a":"-x"}}`,
 		`{"name":"web","creationTimestamp":"2026-13-24T08:00:00Z"}`,
+		`{"name":"web","managedFields":[{"manager":"kubectl","operation":"Update","apiVersion":"v1","time":"2026-11-24T08:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:data":{}}}]}`,
+		`{"name":"web","managedFields":[{"manager":"kubectl","operation":"Apply","subresource":"status","fieldsV1":{}}]}`,
+		`{"name":"web","managedFields":[{"manager":"kubectl","operation":"Patch"}]}`,
+		`{"name":"web","managedFields":[{"manager":"a\u0000b","operation":"Update"}]}`,
+		`{"name":"web","managedFields":[{"manager":"kubectl"}]}`,
 	} {
 		f.Add(seed, true)
 		f.Add(seed, false)

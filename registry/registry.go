@@ -53,6 +53,11 @@ type Store struct {
 
 	// fieldManagers caches one server-side apply FieldManager per served kind and subresource.
 	fieldManagers sync.Map // fieldManagerKey → *managedfields.FieldManager
+	// emptyObjects caches the object a create's ownership is computed against, per kind.
+	emptyObjects sync.Map // *kinds.Kind → map[string]any (never modified)
+	// eventFieldSets caches the fieldsV1 (as the store encodes it) of the recorder's Events,
+	// which set the same fields but for two (eventManagedFields).
+	eventFieldSets sync.Map // string → []byte
 	// nsLocks are striped by namespace name: creates into a namespace hold its stripe shared
 	// across their Terminating check and store write, a namespace's deletion holds it
 	// exclusively while it marks the namespace, so no object slips into a Terminating
@@ -137,6 +142,8 @@ type Options struct {
 	GracePeriodSeconds *int64
 	// applying marks a server-side apply: ownership is already recorded.
 	applying bool
+	// tracked marks a write through a view (view.go), whose ownership the view records.
+	tracked bool
 	// decoded says how the object was decoded from the request: the write path then neither
 	// prunes it again nor words its decoding errors otherwise than kube-apiserver's decoder
 	// (decode.go). quote is what a 422 about a patch's result quotes.

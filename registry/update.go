@@ -80,8 +80,9 @@ func (s *Store) update(ctx context.Context, t Target, o Options, mutate MutateFu
 		if err != nil {
 			return cache.Update{}, err
 		}
-		if (t.Sub == "" || t.Sub == "status") && !o.applying {
-			if next, err = s.trackUpdate(t, cur, next, o); err != nil {
+		tracking := !o.applying && !o.tracked
+		if t.Sub == "scale" && tracking {
+			if next, err = s.trackUpdate(t, cur, next, o, false); err != nil {
 				return cache.Update{}, err
 			}
 		}
@@ -112,12 +113,21 @@ func (s *Store) update(ctx context.Context, t Target, o Options, mutate MutateFu
 			removing, err = stampUpdate(t, curObj, cur, next)
 			return err
 		}
+		var track func() error
+		if (t.Sub == "" || t.Sub == "status") && tracking {
+			// After pruning and defaulting (and, for /status, what it may change), as
+			// kube-apiserver's update handler records ownership of the decoded object.
+			track = func() error {
+				_, err := s.trackUpdate(t, cur, next, o, true)
+				return err
+			}
+		}
 		if t.Sub == "status" {
 			if err = stamp(); err == nil {
-				warnings, err = s.admitStatus(ctx, t, next, cur, o)
+				warnings, err = s.admitStatus(ctx, t, next, cur, o, track)
 			}
 		} else {
-			warnings, err = s.admit(ctx, admitRequest{t: t, op: webhooks.Update, obj: next, old: cur, o: o, stamp: stamp})
+			warnings, err = s.admit(ctx, admitRequest{t: t, op: webhooks.Update, obj: next, old: cur, o: o, track: track, stamp: stamp})
 		}
 		if err != nil {
 			s.recordRejection(ctx, t, o, t.Key.Name, curObj.UID(), err)

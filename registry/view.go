@@ -83,6 +83,13 @@ func (s *Store) createView(ctx context.Context, t Target, obj map[string]any, o 
 	if err != nil {
 		return Result{}, err
 	}
+	if !o.applying {
+		// Ownership is the view's, in its version, as kube-apiserver records it.
+		if err := s.trackCreate(t, obj, o); err != nil {
+			return Result{}, err
+		}
+		o.tracked = true
+	}
 	stored, err := t.Kind.Conversion.ToStorage(obj, nil)
 	if err != nil {
 		return Result{}, viewConversionError(t, err)
@@ -101,6 +108,8 @@ func (s *Store) updateView(ctx context.Context, t Target, o Options, mutate Muta
 	}
 	conv := t.Kind.Conversion
 	var warnings []string
+	track := !o.applying
+	o.tracked = true
 	res, err := s.update(ctx, st, o, func(cur map[string]any) (map[string]any, error) {
 		view, err := conv.FromStorage(deepCopy(cur))
 		if err != nil {
@@ -118,6 +127,11 @@ func (s *Store) updateView(ctx context.Context, t Target, o Options, mutate Muta
 		}
 		if warnings, err = checkView(t, next, view, o); err != nil {
 			return nil, err
+		}
+		if track {
+			if next, err = s.trackUpdate(t, view, next, o, true); err != nil {
+				return nil, err
+			}
 		}
 		out, err := conv.ToStorage(next, cur)
 		if err != nil {

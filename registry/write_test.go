@@ -249,3 +249,34 @@ func TestNamespaceRefusalsRecordNoEvent(t *testing.T) {
 	assert.Empty(t, res.Items)
 	assert.Empty(t, log.String())
 }
+
+// TestWritesRecordTheirManager: a create and an update record their ownership (an Update by the
+// field manager, else the user agent's first part). (Go numbers in an in-process writer's map:
+// faults' TestCountSurvivesUpdates.)
+func TestWritesRecordTheirManager(t *testing.T) {
+	t.Parallel()
+	env := apptest.New(t, apptest.Options{})
+	target := appTarget(t, env)
+	res, err := env.Registry.Create(ctx, target, appObj(json.Number("2"), "nginx:1.27"), registry.Options{UserAgent: "my-operator/v1.2.3 (linux/amd64)"})
+	require.NoError(t, err)
+	managed := func(o *cache.Object) []any {
+		md := cachetest.Decode(t, o)["metadata"].(map[string]any)
+		list, _ := md["managedFields"].([]any)
+		return list
+	}
+	created := managed(res.Object)
+	require.Len(t, created, 1)
+	entry := created[0].(map[string]any)
+	assert.Equal(t, "my-operator", entry["manager"])
+	assert.Equal(t, "Update", entry["operation"])
+	assert.Contains(t, entry["fieldsV1"].(map[string]any)["f:spec"], "f:replicas")
+
+	target.Key.Name = "web"
+	res, err = env.Registry.Update(ctx, target, appObj(json.Number("3"), "nginx:1.28"), registry.Options{FieldManager: "updater"})
+	require.NoError(t, err)
+	var managers []string
+	for _, e := range managed(res.Object) {
+		managers = append(managers, e.(map[string]any)["manager"].(string))
+	}
+	assert.ElementsMatch(t, []string{"my-operator", "updater"}, managers, "the update owns what it changed")
+}

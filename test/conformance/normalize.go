@@ -208,6 +208,9 @@ func (n *normalizer) value(key string, v any) any {
 		for i, x := range v {
 			out[i] = n.value("", x)
 		}
+		if key == "managedFields" {
+			sortManagedFields(out)
+		}
 		return out
 	case string:
 		switch {
@@ -248,6 +251,17 @@ func (n *normalizer) text(s string) string {
 		s = re.ReplaceAllString(s, "${1}{gen}")
 	}
 	return s
+}
+
+// sortManagedFields puts managedFields entries in order of operation, manager, subresource and
+// apiVersion: servers order them by time to the second first, so two writes of a case in the
+// same second or not come in either order.
+func sortManagedFields(entries []any) {
+	key := func(e any) string {
+		m, _ := e.(map[string]any)
+		return stringOf(m["operation"]) + "\x00" + stringOf(m["manager"]) + "\x00" + stringOf(m["subresource"]) + "\x00" + stringOf(m["apiVersion"])
+	}
+	sort.SliceStable(entries, func(i, j int) bool { return key(entries[i]) < key(entries[j]) })
 }
 
 // normalizeTable replaces the cells of a Table's Age column (how long ago the object was made,

@@ -483,7 +483,7 @@ func TestClientGoScaleStatusApply(t *testing.T) {
 		return appsv1ac.Deployment("web", "default").WithSpec(appsv1ac.DeploymentSpec().WithReplicas(n))
 	}
 	_, err = deps.Apply(ctx, replicas(9), metav1.ApplyOptions{FieldManager: "third"})
-	assert.True(t, apierrors.IsConflict(err), "replicas set before the first apply belong to before-first-apply: %v", err)
+	assert.True(t, apierrors.IsConflict(err), "replicas set by the create belong to its manager: %v", err)
 	_, err = deps.Apply(ctx, replicas(9), metav1.ApplyOptions{FieldManager: "third", Force: true})
 	require.NoError(t, err)
 	_, err = deps.Apply(ctx, replicas(1), metav1.ApplyOptions{FieldManager: "fourth"})

@@ -44,7 +44,8 @@ func (c *Client) CreateEvent(ctx context.Context, ev events.Stored) (*cache.Obje
 		return nil, err
 	}
 	o := c.options()
-	return c.s.storeNew(ctx, t.Kind, key, o, func() (*cache.Object, error) {
+	start := time.Now()
+	obj, err := c.s.storeNew(ctx, t.Kind, key, o, func() (*cache.Object, error) {
 		bp := eventBuffers.Get().(*[]byte)
 		defer eventBuffers.Put(bp)
 		uid := c.s.cfg.NewUID()
@@ -52,6 +53,8 @@ func (c *Client) CreateEvent(ctx context.Context, ev events.Stored) (*cache.Obje
 		*bp, at = encodeEvent((*bp)[:0], ev, lastSeen, uid, c.s.now())
 		return enc.CreateEncoded(ctx, key, cache.Encoded{JSON: *bp, VersionAt: at, UID: uid, Generation: 1, Fields: fields}, storeOptions(t.Kind, o))
 	})
+	c.record(ctx, "create", key, "", start, obj, err)
+	return obj, err
 }
 
 // eventBuffers holds encoding buffers (*[]byte) of CreateEvent; the store copies what it keeps.

@@ -20,6 +20,8 @@ import (
 	"k8s.io/apiserver/pkg/audit/policy"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/yaml"
 )
 
 // The audit log (AUDIT_LOG_PATH): every call as kube-apiserver's --audit-log-path writes it,
@@ -154,13 +156,48 @@ func Event(c *Call, level auditinternal.Level) *auditv1.Event {
 		ev.ObjectRef = &auditv1.ObjectReference{Resource: c.Resource, Namespace: c.Namespace, Name: c.Name,
 			APIGroup: c.APIGroup, APIVersion: c.APIVersion, Subresource: c.Subresource}
 	}
-	if level.GreaterOrEqual(auditinternal.LevelRequest) && len(c.Body) > 0 && json.Valid(c.Body) {
-		ev.RequestObject = &runtime.Unknown{Raw: c.Body, ContentType: runtime.ContentTypeJSON}
+	if level.GreaterOrEqual(auditinternal.LevelRequest) && len(c.Body) > 0 {
+		if raw := bodyJSON(c.Body, c.BodyType); raw != nil {
+			ev.RequestObject = &runtime.Unknown{Raw: raw, ContentType: runtime.ContentTypeJSON}
+		}
 	}
 	return ev
 }
 
 // authnUser is c's user as the audit log names it.
+// A call without a user came to a server that authenticates nobody: kube-apiserver's
+// anonymous user.
 func authnUser(c *Call) authnv1.UserInfo {
+	if c.User == "" {
+		return authnv1.UserInfo{Username: user.Anonymous, Groups: []string{user.AllUnauthenticated}}
+	}
 	return authnv1.UserInfo{Username: c.User, UID: c.UID, Groups: c.Groups}
+}
+
+// bodyJSON is a request body as JSON, as kube-apiserver's audit log shows the request object:
+// JSON as sent, YAML converted, protobuf (built-in kinds) decoded by client-go's scheme. Nil
+// when it is none of them.
+func bodyJSON(body []byte, mediaType string) []byte {
+	switch mediaType {
+	case "application/yaml", "application/apply-patch+yaml":
+		j, err := yaml.YAMLToJSON(body)
+		if err != nil {
+			return nil
+		}
+		return j
+	case "application/vnd.kubernetes.protobuf":
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, nil)
+		if err != nil {
+			return nil
+		}
+		j, err := json.Marshal(obj)
+		if err != nil {
+			return nil
+		}
+		return j
+	}
+	if !json.Valid(body) {
+		return nil
+	}
+	return body
 }

@@ -58,8 +58,10 @@ type Call struct {
 	// Forbidden is set when the authorizer refused the call (its code is 403).
 	Forbidden bool
 
-	// Body is the request body when the audit policy asks for it; the ring never keeps it.
-	Body []byte
+	// Body is the request body, and BodyType its media type, passed to the record's Sink (the
+	// audit log's level Request); the ring never keeps them.
+	Body     []byte
+	BodyType string
 }
 
 // IsResource reports whether c was a call about a resource (not /healthz, /version, ...).

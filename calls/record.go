@@ -57,8 +57,8 @@ func (r *Record) Add(c *Call) {
 	if r.sink != nil {
 		r.sink(c)
 	}
-	body := c.Body
-	c.Body = nil
+	body, bodyType := c.Body, c.BodyType
+	c.Body, c.BodyType = nil, ""
 	r.mu.Lock()
 	r.last++
 	c.ID = r.last
@@ -69,7 +69,7 @@ func (r *Record) Add(c *Call) {
 		}
 	}
 	r.mu.Unlock()
-	c.Body = body
+	c.Body, c.BodyType = body, bodyType
 }
 
 // Last returns the ID of the latest call (0 when none).

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v5"
+	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/calls"
 )
 
@@ -72,7 +73,10 @@ func (s *Server) endCall(c *echo.Context, call *calls.Call, code int, latency ti
 	call.Resource = c.Param("resource")
 	if call.Resource != "" {
 		call.APIGroup, call.APIVersion = c.Param("group"), c.Param("version")
-		call.Namespace, call.Name, call.Subresource = c.Param("namespace"), c.Param("name"), c.Param("sub")
+		call.Namespace, call.Subresource = c.Param("namespace"), c.Param("sub")
+		if name := c.Param("name"); name != "" {
+			call.Name = name // else the name of the object a create made (noteObject)
+		}
 		if isWrite(r.Method) {
 			call.FieldManager = c.QueryParam("fieldManager")
 		}
@@ -116,10 +120,14 @@ func kubeVerb(c *echo.Context, call *calls.Call) string {
 	return strings.ToLower(r.Method)
 }
 
-// noteRV records the resourceVersion c's request produced or read.
-func noteRV(c *echo.Context, rv uint64) {
+// noteObject records the resourceVersion of the object c's request produced or read, and the
+// name of the object a create made (as kube-apiserver's audit log names it).
+func noteObject(c *echo.Context, o *cache.Object) {
 	if call := callOf(c); call != nil {
-		call.ResourceVersion = rv
+		call.ResourceVersion = o.ResourceVersion()
+		if c.Request().Method == http.MethodPost {
+			call.Name = o.Key().Name
+		}
 	}
 }
 
@@ -141,6 +149,6 @@ func noteReason(c *echo.Context, reason string) {
 // the ring does not keep it.
 func noteBody(c *echo.Context, body []byte) {
 	if call := callOf(c); call != nil && len(body) > 0 {
-		call.Body = body
+		call.Body, call.BodyType = body, mediaType(c.Request())
 	}
 }

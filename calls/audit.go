@@ -39,6 +39,8 @@ type Audit struct {
 	out io.Writer
 	f   *os.File // nil for standard output
 	buf []byte
+	// open are the auditIDs of the open watches, by their Call (the same until it ends).
+	open map[*Call]types.UID
 }
 
 // OpenAudit opens the audit log at path ("-": standard output), appending, with the policy
@@ -104,6 +106,16 @@ func (a *Audit) Write(c *Call) {
 	ev := Event(c, cfg.Level)
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	// A watch's lines share the auditID given when it opened.
+	if c.Open {
+		if a.open == nil {
+			a.open = map[*Call]types.UID{}
+		}
+		a.open[c] = ev.AuditID
+	} else if id, ok := a.open[c]; ok {
+		ev.AuditID = id
+		delete(a.open, c)
+	}
 	write := func(stage auditv1.Stage, at time.Time) {
 		for _, s := range cfg.OmitStages {
 			if string(s) == string(stage) {
@@ -120,11 +132,16 @@ func (a *Audit) Write(c *Call) {
 			fmt.Fprintf(os.Stderr, "opemu: writing the audit log: %v\n", err)
 		}
 	}
-	write(auditv1.StageRequestReceived, c.Start)
-	if c.Verb == "watch" {
-		write(auditv1.StageResponseStarted, c.Start)
+	switch {
+	case c.Open: // a watch's stream began
+		write(auditv1.StageRequestReceived, c.Start)
+		write(auditv1.StageResponseStarted, c.Start.Add(c.Latency))
+	case c.Verb == "watch" && c.ID != 0: // it ended (Record.Finish)
+		write(auditv1.StageResponseComplete, c.Start.Add(c.Latency))
+	default:
+		write(auditv1.StageRequestReceived, c.Start)
+		write(auditv1.StageResponseComplete, c.Start.Add(c.Latency))
 	}
-	write(auditv1.StageResponseComplete, c.Start.Add(c.Latency))
 }
 
 // Event is c as kube-apiserver's audit.k8s.io/v1 Event at level (Metadata, or Request with

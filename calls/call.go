@@ -47,6 +47,9 @@ type Call struct {
 	ResourceVersion uint64
 	// WatchEvents is how many events a watch carried.
 	WatchEvents int64
+	// Open is set on a watch's call while the watch is open: it is recorded when its stream
+	// begins (Latency zero) and again, closed, with the same ID when it ends (Record.Finish).
+	Open bool
 
 	// Internal marks a call of opemu's own components (the controllers, the event recorder,
 	// the lease lock, hooks' clients): Component names the one that made it (its field manager).

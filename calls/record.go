@@ -72,6 +72,30 @@ func (r *Record) Add(c *Call) {
 	c.Body, c.BodyType = body, bodyType
 }
 
+// Finish records the end of c, a call Add recorded open (a watch): its slot, if the ring
+// still holds it, is replaced by c, and the sink and subscribers are told again.
+func (r *Record) Finish(c *Call) {
+	if r == nil {
+		return
+	}
+	if r.sink != nil {
+		r.sink(c)
+	}
+	body, bodyType := c.Body, c.BodyType
+	c.Body, c.BodyType = nil, ""
+	r.mu.Lock()
+	if slot := &r.ring[(c.ID-1)%uint64(len(r.ring))]; slot.ID == c.ID {
+		*slot = *c
+	}
+	if r.nsubs.Load() > 0 {
+		for s := range r.subs {
+			s.send(c)
+		}
+	}
+	r.mu.Unlock()
+	c.Body, c.BodyType = body, bodyType
+}
+
 // Last returns the ID of the latest call (0 when none).
 func (r *Record) Last() uint64 {
 	if r == nil {

@@ -59,8 +59,35 @@ func callOf(c *echo.Context) *calls.Call {
 	return call
 }
 
-// endCall fills in what the request was and how it was answered, and records call.
+// endCall fills in what the request was and how it was answered, and records call (or, for
+// a watch recorded when it opened, its end).
 func (s *Server) endCall(c *echo.Context, call *calls.Call, code int, latency time.Duration) {
+	fillCall(c, call, code, latency)
+	c.Set(callKey, nil)
+	if call.Open {
+		call.Open = false
+		s.cfg.Calls.Finish(call)
+	} else {
+		s.cfg.Calls.Add(call)
+	}
+	*call = calls.Call{}
+	callPool.Put(call)
+}
+
+// openCall records the watch of c's request as its stream begins (its end is recorded by
+// endCall): a watch may stay open for as long as the client runs.
+func (s *Server) openCall(c *echo.Context) {
+	call := callOf(c)
+	if call == nil {
+		return
+	}
+	fillCall(c, call, http.StatusOK, time.Since(call.Start))
+	call.Open = true
+	s.cfg.Calls.Add(call)
+}
+
+// fillCall fills in what c's request was and how it was answered.
+func fillCall(c *echo.Context, call *calls.Call, code int, latency time.Duration) {
 	r := c.Request()
 	call.Latency = latency
 	call.Code = int32(code)
@@ -82,10 +109,6 @@ func (s *Server) endCall(c *echo.Context, call *calls.Call, code int, latency ti
 		}
 	}
 	call.Verb = kubeVerb(c, call)
-	c.Set(callKey, nil)
-	s.cfg.Calls.Add(call)
-	*call = calls.Call{}
-	callPool.Put(call)
 }
 
 // kubeVerb is the verb kube-apiserver's request-info resolver gives the request: a resource

@@ -111,10 +111,10 @@ func (s *Server) streamCalls(c *echo.Context) error {
 	for {
 		select {
 		case call := <-sub.C:
-			if call.ID <= sent {
-				continue // already sent from the backlog
+			if call.ID <= sent && (call.Open || call.Verb != "watch") {
+				continue // already sent from the backlog (a watch's end is new)
 			}
-			sent = call.ID
+			sent = max(sent, call.ID)
 			if writeCallFrame(fw, &call) != nil {
 				return nil
 			}

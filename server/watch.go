@@ -64,6 +64,7 @@ func (s *Server) serveWatch(c *echo.Context, protocol string, start func(context
 	if frames.open(fw) != nil || fw.flush() != nil {
 		return nil
 	}
+	s.openCall(c)
 	events := s.stream(r.Context(), w, fw, frames, tm, faultOf(c))
 	if call := callOf(c); call != nil {
 		call.WatchEvents = events

@@ -250,6 +250,7 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), out io.Wr
 		fmt.Fprintf(out, "opemu: an in-memory Kubernetes-style API server with the operator pattern inside.\n\n"+
 			"Usage:\n  opemu [flags]\n  opemu kubeconfig [--server URL] [--token TOKEN] [--certificate-authority FILE]\n"+
 			"  "+snapshotUsage+"\n"+
+			"  "+rbacUsage+"\n"+
 			"  opemu etcd [--data-dir DIR] [--listen-client-urls URLS] [--listen-peer-urls URLS]\n\n"+
 			"Every flag has an environment variable (in brackets); the flag wins.\n\n")
 		fs.PrintDefaults()

@@ -18,14 +18,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	cachev1alpha1 "github.com/opemu/opemu/examples/memcached-operator/api/v1alpha1"
 	"github.com/opemu/opemu/calls"
+	cachev1alpha1 "github.com/opemu/opemu/examples/memcached-operator/api/v1alpha1"
 	"github.com/opemu/opemu/testenv"
 )
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/opemu/opemu/cache"
@@ -24,7 +25,8 @@ func (c *Client) record(ctx context.Context, verb string, key cache.Key, sub str
 	if rec == nil {
 		return
 	}
-	call := calls.Call{Start: start, Latency: time.Since(start), Verb: verb, APIGroup: key.Group, Resource: key.Resource,
+	call := callPool.Get().(*calls.Call)
+	*call = calls.Call{Start: start, Latency: time.Since(start), Verb: verb, APIGroup: key.Group, Resource: key.Resource,
 		Subresource: sub, Namespace: key.Namespace, Name: key.Name, FieldManager: c.manager, Internal: true,
 		Component: c.manager, Reconcile: calls.ReconcileOf(ctx)}
 	if k, ok := c.s.cfg.Kinds.Resource(key.GroupResource()); ok {
@@ -34,8 +36,13 @@ func (c *Client) record(ctx context.Context, verb string, key cache.Key, sub str
 	if o != nil {
 		call.ResourceVersion = o.ResourceVersion()
 	}
-	rec.Add(&call)
+	rec.Add(call)
+	*call = calls.Call{}
+	callPool.Put(call)
 }
+
+// callPool recycles the Calls of record: the ring keeps a copy of each.
+var callPool = sync.Pool{New: func() any { return new(calls.Call) }}
 
 // outcome is the HTTP status code and Status reason a client would have got for err.
 func outcome(verb string, err error) (int32, string) {

@@ -104,7 +104,7 @@ func fillCall(c *echo.Context, call *calls.Call, code int, latency time.Duration
 		if name := c.Param("name"); name != "" {
 			call.Name = name // else the name of the object a create made (noteObject)
 		}
-		if isWrite(r.Method) {
+		if isWrite(r.Method) && strings.Contains(r.URL.RawQuery, "fieldManager=") {
 			call.FieldManager = c.QueryParam("fieldManager")
 		}
 	}

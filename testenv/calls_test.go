@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -349,3 +350,70 @@ func readAudit(t *testing.T, path, agent string) []auditv1.Event {
 }
 
 func formatRV(rv uint64) string { return strconv.FormatUint(rv, 10) }
+
+// TestCallsOfOneReconcile: opemu's own controllers' writes are on record, marked internal, with
+// the reconcile that made them, and the reconcile filter returns exactly those.
+func TestCallsOfOneReconcile(t *testing.T) {
+	env := testenv.New(t, testenv.Options{Controller: true})
+	cs := kubernetes.NewForConfigOrDie(env.Config)
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr(int32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}}}}}
+	_, err := cs.AppsV1().Deployments("default").Create(t.Context(), dep, metav1.CreateOptions{})
+	require.NoError(t, err)
+	var rs []calls.Call
+	require.Eventually(t, func() bool {
+		rs = env.Calls(calls.Filter{Internal: "true", Verb: "create", Resource: "apps/replicasets", Namespace: "default"})
+		return len(rs) > 0
+	}, 20*time.Second, 10*time.Millisecond, "the Deployment controller's ReplicaSet")
+	made := rs[0]
+	assert.True(t, made.Internal)
+	assert.NotEmpty(t, made.Component)
+	assert.Equal(t, int32(201), made.Code)
+	require.NotEmpty(t, made.Reconcile, "made while reconciling")
+	same := env.Calls(calls.Filter{Reconcile: made.Reconcile})
+	require.NotEmpty(t, same)
+	assert.True(t, slices.ContainsFunc(same, func(c calls.Call) bool { return c.ID == made.ID }))
+	for _, c := range same {
+		assert.Equal(t, made.Reconcile, c.Reconcile)
+		assert.True(t, c.Internal)
+	}
+}
+
+// TestCallsStream: GET /calls/stream sends each new call the filter matches as an SSE frame
+// (id: its ID, data: its JSON).
+func TestCallsStream(t *testing.T) {
+	env := testenv.New(t, testenv.Options{})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, env.Config.Host+"/calls/stream?agent=calls-stream", nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	cfg := rest.CopyConfig(env.Config)
+	cfg.UserAgent = "calls-stream/v1"
+	_, err = kubernetes.NewForConfigOrDie(cfg).CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{})
+	require.NoError(t, err)
+	sc := bufio.NewScanner(resp.Body)
+	var id string
+	for sc.Scan() {
+		line := sc.Text()
+		if v, ok := strings.CutPrefix(line, "id: "); ok {
+			id = v
+		}
+		if v, ok := strings.CutPrefix(line, "data: "); ok {
+			var view calls.View
+			require.NoError(t, json.Unmarshal([]byte(v), &view))
+			assert.Equal(t, "get", view.Verb)
+			assert.Equal(t, "namespaces", view.Resource)
+			assert.Equal(t, "default", view.Name)
+			assert.Equal(t, id, strconv.FormatUint(view.ID, 10))
+			return
+		}
+	}
+	t.Fatalf("the stream ended without the call: %v", sc.Err())
+}

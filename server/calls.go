@@ -122,12 +122,14 @@ func kubeVerb(c *echo.Context, call *calls.Call) string {
 	switch r.Method {
 	case http.MethodGet:
 		switch {
-		case isWatch(c):
+		case strings.Contains(c.Path(), "/watch/"):
 			return "watch"
-		case call.Name == "":
-			return "list"
+		case call.Name != "":
+			return "get"
+		case strings.Contains(r.URL.RawQuery, "watch") && isWatch(c): // parse the query only then
+			return "watch"
 		}
-		return "get"
+		return "list"
 	case http.MethodPost:
 		return "create"
 	case http.MethodPut:

@@ -58,13 +58,13 @@ func (s *Server) serveWatch(c *echo.Context, protocol string, start func(context
 
 	resp := c.Response()
 	frames.header(resp.Header())
+	s.openCall(c) // on record before the client can know the watch began
 	resp.WriteHeader(http.StatusOK)
 	fw, closeStream := s.openStream(resp)
 	defer closeStream()
 	if frames.open(fw) != nil || fw.flush() != nil {
 		return nil
 	}
-	s.openCall(c)
 	events := s.stream(r.Context(), w, fw, frames, tm, faultOf(c))
 	if call := callOf(c); call != nil {
 		call.WatchEvents = events

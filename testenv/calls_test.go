@@ -78,6 +78,9 @@ func TestCallsWatch(t *testing.T) {
 	defer cancel()
 	w, err := cs.CoreV1().ConfigMaps("default").Watch(ctx, metav1.ListOptions{})
 	require.NoError(t, err)
+	open := env.Calls(calls.Filter{Agent: "calls-watch", Verb: "watch"})
+	require.Len(t, open, 1, "on record as soon as its stream begins")
+	assert.True(t, open[0].Open)
 	admin := kubernetes.NewForConfigOrDie(env.Config)
 	for _, name := range []string{"a", "b"} {
 		_, err := admin.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
@@ -94,8 +97,9 @@ func TestCallsWatch(t *testing.T) {
 	var watch []calls.Call
 	require.Eventually(t, func() bool {
 		watch = env.Calls(calls.Filter{Agent: "calls-watch", Verb: "watch"})
-		return len(watch) == 1
-	}, 10*time.Second, 10*time.Millisecond, "the watch's call is recorded when it ends")
+		return len(watch) == 1 && !watch[0].Open
+	}, 10*time.Second, 10*time.Millisecond, "the watch's call is finished when it ends")
+	assert.Positive(t, watch[0].Latency, "how long it stayed open")
 	assert.Equal(t, int64(2), watch[0].WatchEvents)
 	assert.Equal(t, int32(200), watch[0].Code)
 }

@@ -51,30 +51,26 @@ func (r *Record) Size() int {
 // Add records c (its ID is set here) and tells the subscribers. The Record keeps a copy, without
 // c.Body; the caller keeps c.
 func (r *Record) Add(c *Call) {
-	if r == nil {
-		return
-	}
-	if r.sink != nil {
-		r.sink(c)
-	}
-	body, bodyType := c.Body, c.BodyType
-	c.Body, c.BodyType = nil, ""
-	r.mu.Lock()
-	r.last++
-	c.ID = r.last
-	r.ring[(r.last-1)%uint64(len(r.ring))] = *c
-	if r.nsubs.Load() > 0 {
-		for s := range r.subs {
-			s.send(c)
-		}
-	}
-	r.mu.Unlock()
-	c.Body, c.BodyType = body, bodyType
+	r.put(c, func() {
+		r.last++
+		c.ID = r.last
+		r.ring[(r.last-1)%uint64(len(r.ring))] = *c
+	})
 }
 
 // Finish records the end of c, a call Add recorded open (a watch): its slot, if the ring
 // still holds it, is replaced by c, and the sink and subscribers are told again.
 func (r *Record) Finish(c *Call) {
+	r.put(c, func() {
+		if slot := &r.ring[(c.ID-1)%uint64(len(r.ring))]; slot.ID == c.ID {
+			*slot = *c
+		}
+	})
+}
+
+// put gives c to the sink, then, without its body and under the lock, stores it and sends it
+// to the subscribers.
+func (r *Record) put(c *Call, store func()) {
 	if r == nil {
 		return
 	}
@@ -84,9 +80,7 @@ func (r *Record) Finish(c *Call) {
 	body, bodyType := c.Body, c.BodyType
 	c.Body, c.BodyType = nil, ""
 	r.mu.Lock()
-	if slot := &r.ring[(c.ID-1)%uint64(len(r.ring))]; slot.ID == c.ID {
-		*slot = *c
-	}
+	store()
 	if r.nsubs.Load() > 0 {
 		for s := range r.subs {
 			s.send(c)

@@ -30,22 +30,22 @@ func (s *Server) record() (*calls.Record, error) {
 	return s.cfg.Calls, nil
 }
 
-// callFilter parses the request's filter.
-func (s *Server) callFilter(c *echo.Context) (calls.Filter, error) {
+// recordAndFilter returns the record (see record) and the request's filter.
+func (s *Server) recordAndFilter(c *echo.Context) (*calls.Record, calls.Filter, error) {
+	rec, err := s.record()
+	if err != nil {
+		return nil, calls.Filter{}, err
+	}
 	f, err := calls.ParseFilter(c.QueryParams(), s.cfg.Clock.Now())
 	if err != nil {
-		return f, badRequest("%v", err)
+		return nil, f, badRequest("%v", err)
 	}
-	return f, nil
+	return rec, f, nil
 }
 
 // listCalls answers GET /calls.
 func (s *Server) listCalls(c *echo.Context) error {
-	rec, err := s.record()
-	if err != nil {
-		return err
-	}
-	f, err := s.callFilter(c)
+	rec, f, err := s.recordAndFilter(c)
 	if err != nil {
 		return err
 	}
@@ -67,11 +67,7 @@ func (s *Server) listCalls(c *echo.Context) error {
 // (or ?after=) when given and still in the ring, with `: ping` heartbeats. A client too slow for
 // the calls is told so (`event: missed`) and the stream goes on.
 func (s *Server) streamCalls(c *echo.Context) error {
-	rec, err := s.record()
-	if err != nil {
-		return err
-	}
-	f, err := s.callFilter(c)
+	rec, f, err := s.recordAndFilter(c)
 	if err != nil {
 		return err
 	}

@@ -109,17 +109,8 @@ func TestOperatorCalls(t *testing.T) {
 // runAsMarkers runs the manager as its ServiceAccount with the markers' ClusterRole.
 func runAsMarkers(t *testing.T) (*testenv.Environment, *logBuffer) {
 	t.Helper()
-	return runManager(t, func(env *testenv.Environment, admin *kubernetes.Clientset) {
-		raw, err := os.ReadFile(filepath.Join("config", "rbac", "role.yaml"))
-		require.NoError(t, err)
-		var role rbacv1.ClusterRole
-		require.NoError(t, yaml.Unmarshal(raw, &role))
-		_, err = admin.RbacV1().ClusterRoles().Create(t.Context(), &role, metav1.CreateOptions{})
-		require.NoError(t, err)
-		_, err = admin.RbacV1().ClusterRoleBindings().Create(t.Context(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "manager-rolebinding"},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "memcached-operator", Namespace: "memcached-system"}}}, metav1.CreateOptions{})
-		require.NoError(t, err)
+	return runManager(t, func(_ *testenv.Environment, admin *kubernetes.Clientset) {
+		bindMarkers(t, admin, func(*rbacv1.ClusterRole) {})
 	}, func() bool { return true })
 }
 

@@ -61,23 +61,32 @@ func TestManagerAsServiceAccount(t *testing.T) {
 func runAsServiceAccount(t *testing.T, edit func(*rbacv1.ClusterRole)) *logBuffer {
 	t.Helper()
 	var role rbacv1.ClusterRole
-	_, logs := runManager(t, func(env *testenv.Environment, admin *kubernetes.Clientset) {
-		raw, err := os.ReadFile(filepath.Join("config", "rbac", "role.yaml"))
-		require.NoError(t, err)
-		require.NoError(t, yaml.Unmarshal(raw, &role))
-		edit(&role)
-		_, err = admin.RbacV1().ClusterRoles().Create(t.Context(), &role, metav1.CreateOptions{})
-		require.NoError(t, err)
-		_, err = admin.RbacV1().ClusterRoleBindings().Create(t.Context(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "manager-rolebinding"},
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "memcached-operator", Namespace: "memcached-system"}}}, metav1.CreateOptions{})
-		require.NoError(t, err)
+	_, logs := runManager(t, func(_ *testenv.Environment, admin *kubernetes.Clientset) {
+		role = bindMarkers(t, admin, edit)
 	}, func() bool {
 		return slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool {
 			return slices.Contains(r.Resources, "deployments") && slices.Contains(r.Verbs, "create")
 		})
 	})
 	return logs
+}
+
+// bindMarkers creates config/rbac/role.yaml (changed by edit) and binds it to the
+// ServiceAccount memcached-system/memcached-operator; it returns the role created.
+func bindMarkers(t *testing.T, admin *kubernetes.Clientset, edit func(*rbacv1.ClusterRole)) rbacv1.ClusterRole {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("config", "rbac", "role.yaml"))
+	require.NoError(t, err)
+	var role rbacv1.ClusterRole
+	require.NoError(t, yaml.Unmarshal(raw, &role))
+	edit(&role)
+	_, err = admin.RbacV1().ClusterRoles().Create(t.Context(), &role, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = admin.RbacV1().ClusterRoleBindings().Create(t.Context(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "manager-rolebinding"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "memcached-operator", Namespace: "memcached-system"}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return role
 }
 
 // serviceAccount is the user the manager runs as in runManager.

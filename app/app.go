@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/calls"
 	"github.com/opemu/opemu/claims"
 	"github.com/opemu/opemu/crd"
 	"github.com/opemu/opemu/disruption"
@@ -105,6 +106,8 @@ type App struct {
 	// newWritePath
 	admission *webhooks.Chain // the built-in admission handlers, which /mutate and /validate serve
 	reg       *registry.Store
+	calls     *calls.Record // the record of calls; nil with CallHistory < 0
+	audit     *calls.Audit  // the audit log; nil without AuditLogPath
 	recorder  *events.Recorder
 	webhooks  *hooks.Admission // the admission webhooks configured in the API
 	rbac      *rbac.Authorizer // the authorizer with AuthorizationMode RBAC; nil otherwise
@@ -308,5 +311,8 @@ func (a *App) leadTerm(ctx context.Context) {
 func (a *App) closeStore() {
 	if a.closeAll != nil {
 		a.closeAll()
+	}
+	if err := a.audit.Close(); err != nil {
+		a.log.Error("closing the audit log", "err", err)
 	}
 }

@@ -108,6 +108,15 @@ type Config struct {
 	MaxCRDBytes int64
 	// PProf serves /debug/pprof/.
 	PProf bool
+	// CallHistory is how many calls the record of calls keeps (SPEC §21, CALL_HISTORY). Zero
+	// means calls.DefaultSize; negative keeps no record (/calls answers 404).
+	CallHistory int
+	// AuditLogPath, when set, is the file the calls are written to as kube-apiserver's audit
+	// log (audit.k8s.io/v1 Events, JSON lines), as its --audit-log-path; "-" is standard output.
+	// AuditPolicyFile is kube-apiserver's --audit-policy-file; empty logs every call at level
+	// Metadata.
+	AuditLogPath    string
+	AuditPolicyFile string
 
 	// The request guard, tokens and TLS (SPEC §13).
 

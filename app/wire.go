@@ -15,6 +15,7 @@ import (
 
 	"github.com/opemu/opemu/application"
 	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/calls"
 	"github.com/opemu/opemu/claims"
 	"github.com/opemu/opemu/crd"
 	"github.com/opemu/opemu/disruption"
@@ -110,6 +111,9 @@ func (a *App) newWritePath(context.Context) error {
 		// An Event written to etcd costs a round trip: the action it records does not wait for it.
 		evcfg.Queue = 10000
 	}
+	if err := a.newRecord(); err != nil {
+		return err
+	}
 	a.reg, err = registry.New(registry.Config{
 		Storage: a.store, Kinds: a.served, Admission: &writeAdmission, Clock: a.clock,
 		Events: func(c *registry.Client) registry.EventRecorder {
@@ -119,6 +123,7 @@ func (a *App) newWritePath(context.Context) error {
 		},
 		ReadOnly: a.readOnly,
 		MaxBody:  cfg.MaxBody,
+		Calls:    a.calls,
 	})
 	if err != nil {
 		return err
@@ -423,7 +428,32 @@ func (a *App) serverConfig() server.Config {
 		TLS:            cfg.TLS,
 		ClientCA:       cfg.ClientCA,
 		Authorizer:     a.authorizer(),
+		Calls:          a.calls,
 	}
+}
+
+// newRecord makes the record of calls (CallHistory) and the audit log that it feeds
+// (AuditLogPath).
+func (a *App) newRecord() error {
+	if a.cfg.AuditLogPath != "" {
+		audit, err := calls.OpenAudit(a.cfg.AuditLogPath, a.cfg.AuditPolicyFile)
+		if err != nil {
+			return err
+		}
+		a.audit = audit
+	}
+	if a.cfg.CallHistory < 0 && a.audit == nil {
+		return nil
+	}
+	cfg := calls.Config{Size: a.cfg.CallHistory}
+	if a.cfg.CallHistory < 0 {
+		cfg.Size = 1 // the audit log alone: the ring is only its way in
+	}
+	if a.audit != nil {
+		cfg.Sink = a.audit.Write
+	}
+	a.calls = calls.New(cfg)
+	return nil
 }
 
 // authorizer is the server's Authorizer: the RBAC authorizer, or nil (AlwaysAllow).
@@ -490,3 +520,6 @@ func (c controllerRoutes) History(key cache.Key) (any, bool) {
 	h, ok := c.hooks.History(key)
 	return h, ok
 }
+
+// Calls is the record of calls (nil when none is kept).
+func (a *App) Calls() *calls.Record { return a.calls }

@@ -6,10 +6,13 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/calls"
 	"github.com/opemu/opemu/metrics"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/clock"
@@ -60,6 +63,8 @@ type Config struct {
 // Controller watches one resource and reconciles its objects with a work queue.
 type Controller struct {
 	cfg Config
+	// reconciles numbers the reconciles, for the record of calls (Outcome.Calls).
+	reconciles atomic.Uint64
 
 	// mu guards queue, known, phase and dropped.
 	mu    sync.Mutex
@@ -348,9 +353,11 @@ func (c *Controller) work(ctx context.Context, q *queue) {
 func (c *Controller) process(ctx context.Context, q *queue, key cache.Key) Outcome {
 	defer q.Done(key)
 	start := time.Now()
-	res, err := c.cfg.Reconciler.Reconcile(ctx, key)
+	// The calls this reconcile makes through the in-process client are marked with it.
+	id := c.cfg.Name + "#" + strconv.FormatUint(c.reconciles.Add(1), 10)
+	res, err := c.cfg.Reconciler.Reconcile(calls.WithReconcile(ctx, id), key)
 	d := time.Since(start)
-	out := Outcome{Controller: c.cfg.Name, Key: key, Object: objectName(key), Duration: d.String()}
+	out := Outcome{Controller: c.cfg.Name, Key: key, Object: objectName(key), Duration: d.String(), Calls: id}
 	if err != nil {
 		out.Error = err.Error()
 	}

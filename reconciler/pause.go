@@ -35,6 +35,9 @@ type Outcome struct {
 	// RequeueAfter is the planned requeue a success asked for.
 	RequeueAfter string `json:"requeueAfter,omitempty"`
 	Duration     string `json:"duration"`
+	// Calls names the reconcile in the record of calls: GET /calls?reconcile=<Calls> lists the
+	// writes it made.
+	Calls string `json:"calls,omitempty"`
 }
 
 // gate holds workers while the controller is paused.

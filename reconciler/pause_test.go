@@ -122,7 +122,7 @@ func TestQueueShowsDueTimesAndFailures(t *testing.T) {
 		out, err := ctrl.Step(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, reconciler.Outcome{Controller: "applications", Key: cachetest.Key("default", "a"), Object: "default/a",
-			Result: "error", Error: "boom", Duration: out.Duration}, out)
+			Result: "error", Error: "boom", Duration: out.Duration, Calls: "applications#1"}, out)
 		synctest.Wait()
 		q := ctrl.Queue()
 		require.Len(t, q, 1)

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/opemu/opemu/cache"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -91,5 +92,8 @@ func (s *Store) Bind(ctx context.Context, key cache.Key, b Binding, o Options) (
 
 // Bind assigns the Pod at key to a Node (Store.Bind): a scheduler's write.
 func (c *Client) Bind(ctx context.Context, key cache.Key, b Binding) (*cache.Object, error) {
-	return c.s.Bind(ctx, key, b, c.options())
+	start := time.Now()
+	o, err := c.s.Bind(ctx, key, b, c.options())
+	c.record(ctx, "create", key, "binding", start, o, err)
+	return o, err
 }

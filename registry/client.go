@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/opemu/opemu/cache"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,7 +54,9 @@ func (c *Client) Create(ctx context.Context, key cache.Key, obj map[string]any) 
 		metadataOf(obj)["name"] = key.Name
 	}
 	t.Key.Name = ""
+	start := time.Now()
 	res, err := c.s.Create(ctx, t, obj, c.options())
+	c.record(ctx, "create", key, "", start, res.Object, err)
 	return res.Object, err
 }
 
@@ -80,7 +83,9 @@ func (c *Client) Update(ctx context.Context, key cache.Key, obj map[string]any) 
 	if err != nil {
 		return nil, err
 	}
+	start := time.Now()
 	res, err := c.s.Update(ctx, t, obj, c.options())
+	c.record(ctx, "update", key, "", start, res.Object, err)
 	return res.Object, err
 }
 
@@ -118,7 +123,9 @@ func (c *Client) UpdateStatus(ctx context.Context, key cache.Key, obj map[string
 	if t.Kind.Status {
 		t.Sub = "status"
 	}
+	start := time.Now()
 	res, err := c.s.Update(ctx, t, obj, c.options())
+	c.record(ctx, "update", key, t.Sub, start, res.Object, err)
 	return res.Object, err
 }
 
@@ -133,7 +140,9 @@ func (c *Client) Finalize(ctx context.Context, key cache.Key, obj map[string]any
 		return nil, fmt.Errorf("registry: %s has no finalize subresource", key.GroupResource())
 	}
 	t.Sub = "finalize"
+	start := time.Now()
 	res, err := c.s.Update(ctx, t, obj, c.options())
+	c.record(ctx, "update", key, t.Sub, start, res.Object, err)
 	return res.Object, err
 }
 
@@ -157,7 +166,9 @@ func (c *Client) Apply(ctx context.Context, key cache.Key, obj map[string]any) (
 	}
 	o := c.options()
 	o.Force = true
+	start := time.Now()
 	res, err := c.s.Patch(ctx, Target{Kind: k, Key: key}, applyPatchType, body, o)
+	c.record(ctx, "patch", key, "", start, res.Object, err)
 	return res.Object, err
 }
 
@@ -167,7 +178,15 @@ func (c *Client) Delete(ctx context.Context, key cache.Key, pre cache.Preconditi
 	if err != nil {
 		return nil, false, err
 	}
-	return c.s.Delete(ctx, t, pre, c.options())
+	return c.delete(ctx, t, pre, c.options())
+}
+
+// delete deletes and records the call.
+func (c *Client) delete(ctx context.Context, t Target, pre cache.Preconditions, o Options) (*cache.Object, bool, error) {
+	start := time.Now()
+	obj, removed, err := c.s.Delete(ctx, t, pre, o)
+	c.record(ctx, "delete", t.Key, "", start, obj, err)
+	return obj, removed, err
 }
 
 // DeletePropagating deletes the object at key as Delete does, with a propagation policy
@@ -180,7 +199,7 @@ func (c *Client) DeletePropagating(ctx context.Context, key cache.Key, pre cache
 	}
 	o := c.options()
 	o.PropagationPolicy = policy
-	return c.s.Delete(ctx, t, pre, o)
+	return c.delete(ctx, t, pre, o)
 }
 
 // Bootstrap makes what exists from the start: the system namespaces (SystemNamespaces), and
@@ -230,5 +249,5 @@ func (c *Client) DeleteWithGrace(ctx context.Context, key cache.Key, pre cache.P
 	}
 	o := c.options()
 	o.GracePeriodSeconds = &grace
-	return c.s.Delete(ctx, t, pre, o)
+	return c.delete(ctx, t, pre, o)
 }

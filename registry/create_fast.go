@@ -50,7 +50,8 @@ func (c *Client) CreateEvent(ctx context.Context, ev events.Stored) (*cache.Obje
 	if err := beforeCommit(ctx); err != nil {
 		return nil, err
 	}
-	return c.s.storeNew(ctx, t.Kind, key, o, func() (*cache.Object, error) {
+	start := time.Now()
+	obj, err := c.s.storeNew(ctx, t.Kind, key, o, func() (*cache.Object, error) {
 		bp := eventBuffers.Get().(*[]byte)
 		defer eventBuffers.Put(bp)
 		uid := c.s.cfg.NewUID()
@@ -58,6 +59,8 @@ func (c *Client) CreateEvent(ctx context.Context, ev events.Stored) (*cache.Obje
 		*bp, at = encodeEvent((*bp)[:0], ev, lastSeen, uid, c.s.now(), managed)
 		return enc.CreateEncoded(ctx, key, cache.Encoded{JSON: *bp, VersionAt: at, UID: uid, Generation: 1, Fields: fields}, storeOptions(t.Kind, o))
 	})
+	c.record(ctx, "create", key, "", start, obj, err)
+	return obj, err
 }
 
 // eventManaged is the managedFields entry of a recorder's Event: its manager, the set of its

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/calls"
 	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/webhooks"
@@ -44,6 +45,9 @@ type Config struct {
 	// MaxBody is the request body limit (MAX_BODY): a patched object may be at most twice it.
 	// Zero means 3 MiB.
 	MaxBody int64
+	// Calls, when set, records the writes of the Clients (opemu's own components), marked
+	// Internal (record.go). Nil records none.
+	Calls *calls.Record
 }
 
 // Store is the write path of every kind. Create it with New.

@@ -4,8 +4,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/calls"
+	"github.com/opemu/opemu/server"
 )
 
 // serve runs one request through the server's handler, without a network, and returns the
@@ -24,7 +30,17 @@ func (e *env) serve(method, path, contentType, body string) int {
 // schema, store, watch fan-out, the Created and Updated Events) through the HTTP handler,
 // without the network: what one request costs the server.
 func BenchmarkAPIPath(b *testing.B) {
-	e := newEnv(b)
+	apiPath(b, newEnv(b))
+}
+
+// BenchmarkAPIPathRecord is BenchmarkAPIPath with the record of calls on, as the binary runs
+// by default (CALL_HISTORY): compare the two for its cost (SPEC §21: at most 5%).
+func BenchmarkAPIPathRecord(b *testing.B) {
+	apiPath(b, newEnv(b, func(c *server.Config, _ *cache.Config) { c.Calls = calls.New(calls.Config{}) }))
+}
+
+// apiPath runs the API path's scenarios on e.
+func apiPath(b *testing.B, e *env) {
 	body := func(name string, replicas int) string {
 		return fmt.Sprintf(`{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","metadata":{"name":%q},"spec":{"replicas":%d,"image":"nginx:1.27"}}`, name, replicas)
 	}
@@ -78,6 +94,69 @@ func BenchmarkAPIPath(b *testing.B) {
 					b.Fatalf("%s: %d", sc.name, code)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkRecordCost is the record's A/B on a loaded machine: two servers, the record off
+// and on, take turns at short rounds of the same requests (the order alternating), and the
+// median of the rounds' time ratios (on/off) is reported, which load that drifts over seconds
+// cancels out of. b.N is the rounds; each is 200 requests per server.
+func BenchmarkRecordCost(b *testing.B) {
+	off := newEnv(b)
+	on := newEnv(b, func(c *server.Config, _ *cache.Config) { c.Calls = calls.New(calls.Config{}) })
+	app := func(name string, replicas int) string {
+		return fmt.Sprintf(`{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","metadata":{"name":%q},"spec":{"replicas":%d,"image":"nginx:1.27"}}`, name, replicas)
+	}
+	for _, e := range []*env{off, on} {
+		for i := range 200 {
+			if code := e.serve("POST", appsPath, "application/json", app(fmt.Sprint("seed-", i), 1)); code != http.StatusCreated {
+				b.Fatalf("seed create: %d", code)
+			}
+		}
+	}
+	const perRound = 200
+	scenarios := []struct {
+		name string
+		run  func(e *env, round, i int) int
+		want int
+	}{
+		{"create", func(e *env, round, i int) int {
+			return e.serve("POST", appsPath, "application/json", app(fmt.Sprintf("c-%d-%d", round, i), 3))
+		}, http.StatusCreated},
+		{"get", func(e *env, _, i int) int { return e.serve("GET", fmt.Sprintf("%s/seed-%d", appsPath, i), "", "") }, http.StatusOK},
+		{"update", func(e *env, round, i int) int {
+			name := fmt.Sprint("seed-", i)
+			return e.serve("PUT", appsPath+"/"+name, "application/json", app(name, 1+(round+i)%5))
+		}, http.StatusOK},
+	}
+	runs := 0 // each run of a scenario creates names of its own
+	for _, sc := range scenarios {
+		b.Run(sc.name, func(b *testing.B) {
+			var ratios []float64
+			runs++
+			round := runs * 1_000_000
+			for b.Loop() {
+				round++
+				var took [2]time.Duration
+				order := []int{0, 1}
+				if round%2 == 0 {
+					order = []int{1, 0}
+				}
+				for _, which := range order {
+					e := []*env{off, on}[which]
+					start := time.Now()
+					for i := range perRound {
+						if code := sc.run(e, round, i); code != sc.want {
+							b.Fatalf("%s: %d", sc.name, code)
+						}
+					}
+					took[which] = time.Since(start)
+				}
+				ratios = append(ratios, float64(took[1])/float64(took[0]))
+			}
+			slices.Sort(ratios)
+			b.ReportMetric(ratios[len(ratios)/2], "on/off")
 		})
 	}
 }

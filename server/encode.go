@@ -78,6 +78,7 @@ func writeValueAs(c *echo.Context, code int, mediaType string, v any, typed type
 
 // writeStatus sends st, an error's or a delete's Status, in the media type negotiated for it.
 func writeStatus(c *echo.Context, st *metav1.Status) error {
+	noteReason(c, string(st.Reason))
 	return writeValueAs(c, int(st.Code), negotiateStatus(c.Request()), st, typedAs[metav1.Status]())
 }
 

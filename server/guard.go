@@ -154,6 +154,9 @@ func (s *Server) guard(next echo.HandlerFunc) echo.HandlerFunc {
 		c.SetRequest(r)
 		if s.cfg.Authorizer != nil {
 			if err := s.authorize(r, info); err != nil {
+				if call := callOf(c); call != nil {
+					call.Forbidden = true
+				}
 				return err
 			}
 		}

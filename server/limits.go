@@ -57,10 +57,10 @@ func isWatch(c *echo.Context) bool {
 }
 
 // isLongRunning reports whether c is exempt from MAX_INFLIGHT and the request deadline: a watch
-// (which MAX_WATCHES bounds instead), or the pprof profile and trace.
+// (which MAX_WATCHES bounds instead), the pprof profile and trace, or the stream of calls.
 func isLongRunning(c *echo.Context) bool {
 	switch c.Path() {
-	case "/debug/pprof/profile", "/debug/pprof/trace":
+	case "/debug/pprof/profile", "/debug/pprof/trace", callsStreamPath:
 		return c.Request().Method == http.MethodGet
 	}
 	return isWatch(c)

@@ -89,6 +89,7 @@ func (s *Server) watchObjects(c *echo.Context) error {
 // object, its PartialObjectMetadata or a one-row Table (not for /scale, whose answer is
 // always the Scale).
 func (s *Server) answerObject(c *echo.Context, code int, t registry.Target, o *cache.Object, out output) error {
+	noteObject(c, o)
 	if t.Sub != "scale" {
 		switch out.as {
 		case asTable:

@@ -93,6 +93,7 @@ func unparsableResourceVersion(rv string, err error) error {
 // around the stored objects' shared bytes, not re-encoded nor gathered whole first), its
 // PartialObjectMetadataList, or a Table.
 func (s *Server) answerList(c *echo.Context, t registry.Target, meta metav1.ListMeta, items []*cache.Object, out output) error {
+	noteListRV(c, meta.ResourceVersion)
 	switch out.as {
 	case asTable:
 		return s.answerTable(c, http.StatusOK, t, items, meta, out)

@@ -113,12 +113,14 @@ func readBody(c *echo.Context) ([]byte, error) {
 		if _, err := io.ReadFull(r.Body, b); err != nil {
 			return nil, bodyError(err)
 		}
+		noteBody(c, b)
 		return b, nil
 	}
 	var buf bytes.Buffer
 	if _, err := io.Copy(&buf, r.Body); err != nil {
 		return nil, bodyError(err)
 	}
+	noteBody(c, buf.Bytes())
 	return buf.Bytes(), nil
 }
 

@@ -31,6 +31,9 @@ func (s *Server) routes() {
 	e.POST("/clock/advance", s.advanceClock)
 	e.POST(snapshotPath, s.takeSnapshot)
 	e.POST(snapshotRestorePath, s.restoreSnapshot)
+	e.GET(callsPath, s.listCalls)
+	e.GET(callsStreamPath, s.streamCalls)
+	e.GET(callsRBACPath, s.callsRBAC)
 	s.uiRoutes()
 
 	// Discovery.

@@ -18,6 +18,7 @@ import (
 	"github.com/labstack/echo/v5"
 	"github.com/labstack/echo/v5/middleware"
 	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/calls"
 	"github.com/opemu/opemu/crd"
 	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/faults"
@@ -119,6 +120,9 @@ type Config struct {
 	// *rbac.Authorizer); a request without credentials is then system:anonymous unless Tokens
 	// is set (401). Nil allows every request (AlwaysAllow).
 	Authorizer Authorizer
+	// Calls records every request (SPEC §21, CALL_HISTORY) and answers /calls. Nil records
+	// nothing and /calls answers 404.
+	Calls *calls.Record
 	// ServiceAccountKey signs and verifies the ServiceAccount tokens the TokenRequest
 	// subresource issues. Nil means a key made by New (tokens valid for this process only).
 	ServiceAccountKey *ecdsa.PrivateKey
@@ -402,18 +406,25 @@ func (s *Server) limit(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// observe records apiserver_request_* for every request and turns a returned error into its
+// observe records apiserver_request_* and the call (calls.go) for every request and turns a returned error into its
 // Status here, so the recorded code is the one sent.
 func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		start := time.Now()
+		call := s.beginCall(c, start)
 		err := next(c)
 		if err != nil {
 			s.errorHandler(c, err)
 		}
-		if s.cfg.Metrics != nil {
+		if s.cfg.Metrics != nil || call != nil {
 			_, code := echo.ResolveResponseStatus(c.Response(), nil)
-			s.cfg.Metrics.ObserveRequest(verbOf(c), resourceOf(c), code, time.Since(start))
+			took := time.Since(start)
+			if s.cfg.Metrics != nil {
+				s.cfg.Metrics.ObserveRequest(verbOf(c), resourceOf(c), code, took)
+			}
+			if call != nil {
+				s.endCall(c, call, code, took)
+			}
 		}
 		return nil
 	}

@@ -61,7 +61,7 @@ func newEnvOn(t testing.TB, storage cache.Interface, limit int, tweak ...func(*s
 	reg := metrics.New()
 	var recorder *events.Recorder
 	core := apptest.New(t, apptest.Options{Options: registrytest.Options{
-		Storage: storage, Store: scfg, Admission: cfg.Admission, EventLimit: cmp.Or(limit, events.DefaultLimit),
+		Storage: storage, Store: scfg, Admission: cfg.Admission, EventLimit: cmp.Or(limit, events.DefaultLimit), Calls: cfg.Calls,
 		Events: func(c *registry.Client) registry.EventRecorder {
 			recorder = events.New(events.Config{Client: c, Host: "test", Metrics: reg})
 			return recorder

@@ -58,20 +58,25 @@ func (s *Server) serveWatch(c *echo.Context, protocol string, start func(context
 
 	resp := c.Response()
 	frames.header(resp.Header())
+	s.openCall(c) // on record before the client can know the watch began
 	resp.WriteHeader(http.StatusOK)
 	fw, closeStream := s.openStream(resp)
 	defer closeStream()
 	if frames.open(fw) != nil || fw.flush() != nil {
 		return nil
 	}
-	s.stream(r.Context(), w, fw, frames, tm, faultOf(c))
+	events := s.stream(r.Context(), w, fw, frames, tm, faultOf(c))
+	if call := callOf(c); call != nil {
+		call.WatchEvents = events
+	}
 	return nil // once streaming, every end is a normal end of the response
 }
 
 // stream copies w's events to the client until the stream must end (see serveWatch). A watch
 // the registry ends with an error (it fell behind, it could not start at its version, its
-// cache was refilled), or one a Fault expires, gets an ERROR frame with the 410 first.
-func (s *Server) stream(ctx context.Context, w *registry.Watcher, fw *frameWriter, f watchFrames, tm watchTiming, inj *faults.Injection) {
+// cache was refilled), or one a Fault expires, gets an ERROR frame with the 410 first. It
+// returns how many events it wrote.
+func (s *Server) stream(ctx context.Context, w *registry.Watcher, fw *frameWriter, f watchFrames, tm watchTiming, inj *faults.Injection) (sent int64) {
 	bookmark, stopBookmarks := ticker(tm.bookmarks)
 	defer stopBookmarks()
 	ping, stopPings := ticker(tm.heartbeat)
@@ -94,7 +99,11 @@ func (s *Server) stream(ctx context.Context, w *registry.Watcher, fw *frameWrite
 				}
 				return
 			}
-			if deliver(w, fw, f, ev, len(events) == 0) != nil {
+			wrote, err := deliver(w, fw, f, ev, len(events) == 0)
+			if wrote {
+				sent++
+			}
+			if err != nil {
 				return
 			}
 		case <-bookmark:
@@ -125,17 +134,19 @@ func (s *Server) stream(ctx context.Context, w *registry.Watcher, fw *frameWrite
 	}
 }
 
-// deliver writes ev if the client wants it, and flushes when no event follows (drained).
-func deliver(w *registry.Watcher, fw *frameWriter, f watchFrames, ev cache.Event, drained bool) error {
+// deliver writes ev if the client wants it (wrote), and flushes when no event follows
+// (drained).
+func deliver(w *registry.Watcher, fw *frameWriter, f watchFrames, ev cache.Event, drained bool) (wrote bool, err error) {
 	if ev, wanted := w.Event(ev); wanted {
 		if err := f.event(fw, ev); err != nil {
-			return err
+			return false, err
 		}
+		wrote = true
 	}
 	if drained {
-		return fw.flush()
+		return wrote, fw.flush()
 	}
-	return nil
+	return wrote, nil
 }
 
 // progress writes and flushes a bookmark when the client has every event up to the store's

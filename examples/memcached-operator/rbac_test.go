@@ -60,6 +60,44 @@ func TestManagerAsServiceAccount(t *testing.T) {
 // it waits for the Deployment; either way it returns the manager's log.
 func runAsServiceAccount(t *testing.T, edit func(*rbacv1.ClusterRole)) *logBuffer {
 	t.Helper()
+	var role rbacv1.ClusterRole
+	_, logs := runManager(t, func(_ *testenv.Environment, admin *kubernetes.Clientset) {
+		role = bindMarkers(t, admin, edit)
+	}, func() bool {
+		return slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool {
+			return slices.Contains(r.Resources, "deployments") && slices.Contains(r.Verbs, "create")
+		})
+	})
+	return logs
+}
+
+// bindMarkers creates config/rbac/role.yaml (changed by edit) and binds it to the
+// ServiceAccount memcached-system/memcached-operator; it returns the role created.
+func bindMarkers(t *testing.T, admin *kubernetes.Clientset, edit func(*rbacv1.ClusterRole)) rbacv1.ClusterRole {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("config", "rbac", "role.yaml"))
+	require.NoError(t, err)
+	var role rbacv1.ClusterRole
+	require.NoError(t, yaml.Unmarshal(raw, &role))
+	edit(&role)
+	_, err = admin.RbacV1().ClusterRoles().Create(t.Context(), &role, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = admin.RbacV1().ClusterRoleBindings().Create(t.Context(), &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "manager-rolebinding"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "memcached-operator", Namespace: "memcached-system"}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return role
+}
+
+// serviceAccount is the user the manager runs as in runManager.
+const serviceAccount = "system:serviceaccount:memcached-system:memcached-operator"
+
+// runManager starts an environment with RBAC, lets grant give the ServiceAccount
+// memcached-system/memcached-operator its rights, runs the manager with that ServiceAccount's
+// token, and creates a Memcached in namespace cache. When works says the rights allow it, it
+// waits for the Deployment; either way it returns the environment and the manager's log.
+func runManager(t *testing.T, grant func(*testenv.Environment, *kubernetes.Clientset), works func() bool) (*testenv.Environment, *logBuffer) {
+	t.Helper()
 	env := testenv.New(t, testenv.Options{RBAC: true, CRDDirectoryPaths: crdPaths, ErrorIfCRDPathMissing: true})
 	admin := kubernetes.NewForConfigOrDie(env.Config)
 	ctx := t.Context()
@@ -69,17 +107,7 @@ func runAsServiceAccount(t *testing.T, edit func(*rbacv1.ClusterRole)) *logBuffe
 	}
 	_, err := admin.CoreV1().ServiceAccounts("memcached-system").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "memcached-operator"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	raw, err := os.ReadFile(filepath.Join("config", "rbac", "role.yaml"))
-	require.NoError(t, err)
-	var role rbacv1.ClusterRole
-	require.NoError(t, yaml.Unmarshal(raw, &role))
-	edit(&role)
-	_, err = admin.RbacV1().ClusterRoles().Create(ctx, &role, metav1.CreateOptions{})
-	require.NoError(t, err)
-	_, err = admin.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "manager-rolebinding"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "memcached-operator", Namespace: "memcached-system"}}}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	grant(env, admin)
 	tr, err := admin.CoreV1().ServiceAccounts("memcached-system").CreateToken(ctx, "memcached-operator", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 	require.NoError(t, err)
 	saCfg := rest.AnonymousClientConfig(env.Config)
@@ -102,9 +130,7 @@ func runAsServiceAccount(t *testing.T, edit func(*rbacv1.ClusterRole)) *logBuffe
 	m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "cache"},
 		Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2), ContainerPort: cachev1alpha1.DefaultContainerPort}}
 	require.NoError(t, c.Create(ctx, m))
-	if slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool {
-		return slices.Contains(r.Resources, "deployments") && slices.Contains(r.Verbs, "create")
-	}) {
+	if works() {
 		dep := &appsv1.Deployment{}
 		require.Eventually(t, func() bool {
 			err := c.Get(ctx, client.ObjectKeyFromObject(m), dep)
@@ -112,7 +138,7 @@ func runAsServiceAccount(t *testing.T, edit func(*rbacv1.ClusterRole)) *logBuffe
 		}, wait, 10*time.Millisecond, "no Deployment; the manager's log:\n%s", logs)
 		require.NotContains(t, logs.String(), "forbidden")
 	}
-	return logs
+	return env, logs
 }
 
 // logBuffer is a manager's log, written by its goroutines.

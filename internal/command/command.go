@@ -30,6 +30,9 @@ func Run(version string, args []string, lookupEnv func(string) (string, bool), s
 	if len(args) > 0 && args[0] == "snapshot" {
 		return runSnapshot(args[1:], lookupEnv, os.Stdin, stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "rbac" {
+		return runRBAC(args[1:], lookupEnv, stdout, stderr)
+	}
 	if len(args) > 0 && args[0] == "etcd" {
 		return runEtcd(args[1:], stdout, stderr)
 	}

@@ -130,6 +130,19 @@ func settings() []setting {
 		{"MAX_WATCHES", "max-watches", "5000", "open watches, SSE and Kubernetes (429 beyond)", intInto(func(c *config) *int { return &c.MaxWatches }, 1)},
 		{"MAX_CRDS", "max-crds", "1000", "CustomResourceDefinitions served, built-in ones not counted (403 beyond)", intInto(func(c *config) *int { return &c.MaxCRDs }, 1)},
 		{"MAX_CRD_BYTES", "max-crd-bytes", "64MiB", "total size of those CRDs as JSON (403 beyond), e.g. 64MiB", sizeInto(func(c *config) *int64 { return &c.MaxCRDBytes })},
+		{"CALL_HISTORY", "call-history", "10000", "API calls the record keeps (GET /calls, opemu rbac; ~0.5 KB each); 0 keeps none", func(c *config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return fmt.Errorf("must be an integer >= 0, not %q", v)
+			}
+			c.CallHistory = n
+			if n == 0 {
+				c.CallHistory = -1
+			}
+			return nil
+		}},
+		{"AUDIT_LOG_PATH", "audit-log-path", "", "write every API call to this file as kube-apiserver's audit log (audit.k8s.io/v1 Events, JSON lines); - for standard output", func(c *config, v string) error { c.AuditLogPath = v; return nil }},
+		{"AUDIT_POLICY_FILE", "audit-policy-file", "", "kube-apiserver's audit policy (levels None, Metadata, Request per user, verb, resource); empty logs every call at Metadata", func(c *config, v string) error { c.AuditPolicyFile = v; return nil }},
 		{"LOG_LEVEL", "log-level", "info", "debug, info, warn or error", func(c *config, v string) error {
 			switch v {
 			case "debug", "info", "warn", "error":
@@ -237,6 +250,7 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), out io.Wr
 		fmt.Fprintf(out, "opemu: an in-memory Kubernetes-style API server with the operator pattern inside.\n\n"+
 			"Usage:\n  opemu [flags]\n  opemu kubeconfig [--server URL] [--token TOKEN] [--certificate-authority FILE]\n"+
 			"  "+snapshotUsage+"\n"+
+			"  "+rbacUsage+"\n"+
 			"  opemu etcd [--data-dir DIR] [--listen-client-urls URLS] [--listen-peer-urls URLS]\n\n"+
 			"Every flag has an environment variable (in brackets); the flag wins.\n\n")
 		fs.PrintDefaults()

@@ -190,7 +190,12 @@ func (c snapshotCall) restore(file string, keepClock bool, in io.Reader, out io.
 // post POSTs body to path and returns the answer's body; an answer other than 200 is an error
 // that words the server's Status.
 func (c snapshotCall) post(path, contentType string, body []byte) ([]byte, error) {
-	req, err := http.NewRequest(http.MethodPost, strings.TrimSuffix(c.base.String(), "/")+path, bytes.NewReader(body))
+	return c.do(http.MethodPost, path, contentType, body)
+}
+
+// do sends a request with method to path and returns the answer's body, as post.
+func (c snapshotCall) do(method, path, contentType string, body []byte) ([]byte, error) {
+	req, err := http.NewRequest(method, strings.TrimSuffix(c.base.String(), "/")+path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}

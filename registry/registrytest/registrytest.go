@@ -16,6 +16,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/calls"
 	"github.com/opemu/opemu/crd"
 	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/kinds"
@@ -41,6 +42,8 @@ type Options struct {
 	EventLimit int
 	// ReadOnly names objects clients may not write.
 	ReadOnly func(cache.Key) bool
+	// Calls records the in-process clients' writes (registry.Config.Calls); nil records none.
+	Calls *calls.Record
 }
 
 // Env is one wired core.
@@ -86,7 +89,7 @@ func Wire(opts Options) (*Env, error) {
 			return nil, err
 		}
 	}
-	reg, err := registry.New(registry.Config{Storage: storage, Kinds: served, Admission: opts.Admission, Events: opts.Events, ReadOnly: opts.ReadOnly})
+	reg, err := registry.New(registry.Config{Storage: storage, Kinds: served, Admission: opts.Admission, Events: opts.Events, ReadOnly: opts.ReadOnly, Calls: opts.Calls})
 	if err != nil {
 		return nil, err
 	}

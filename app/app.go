@@ -23,6 +23,7 @@ import (
 	"github.com/opemu/opemu/metrics"
 	"github.com/opemu/opemu/namespaces"
 	"github.com/opemu/opemu/nodes"
+	"github.com/opemu/opemu/policies"
 	"github.com/opemu/opemu/rbac"
 	"github.com/opemu/opemu/reconciler"
 	"github.com/opemu/opemu/registry"
@@ -107,6 +108,7 @@ type App struct {
 	reg       *registry.Store
 	recorder  *events.Recorder
 	webhooks  *hooks.Admission // the admission webhooks configured in the API
+	policies  *policies.Policies // the admission policies in CEL configured in the API
 	rbac      *rbac.Authorizer // the authorizer with AuthorizationMode RBAC; nil otherwise
 	// newFaults
 	faults *faults.Engine
@@ -233,6 +235,7 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	}
 	wg.Go(func() { _ = a.faults.Run(ctx) })
 	wg.Go(func() { _ = a.webhooks.Run(ctx) })
+	wg.Go(func() { _ = a.policies.Run(ctx) })
 	if a.hooks != nil {
 		wg.Go(func() { _ = a.hooks.Run(ctx) })
 	}

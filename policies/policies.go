@@ -1,0 +1,210 @@
+package policies
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"github.com/opemu/opemu/cache"
+	"github.com/opemu/opemu/kinds"
+	"github.com/opemu/opemu/webhooks"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/generic"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/matching"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+)
+
+// The policies' resources.
+var (
+	ValidatingResource        = cache.GroupResource{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicies"}
+	ValidatingBindingResource = cache.GroupResource{Group: "admissionregistration.k8s.io", Resource: "validatingadmissionpolicybindings"}
+	MutatingResource          = cache.GroupResource{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicies"}
+	MutatingBindingResource   = cache.GroupResource{Group: "admissionregistration.k8s.io", Resource: "mutatingadmissionpolicybindings"}
+)
+
+// Config configures Policies. Client and Kinds are required.
+type Config struct {
+	Client Reader
+	// Kinds resolves a policy's paramKind and the type of an object an apply configuration
+	// mutates.
+	Kinds *kinds.Registry
+	// Authorizer answers CEL's authorizer checks; nil allows everything (AlwaysAllow).
+	Authorizer authorizer.UnconditionalAuthorizer
+	// Logger nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Policies is the set of admission policies and bindings in the API, as webhooks.Configured:
+// one validating handler (every ValidatingAdmissionPolicy) and one mutating handler (every
+// MutatingAdmissionPolicy) while any policy is bound. Safe for concurrent use.
+type Policies struct {
+	cfg        Config
+	log        *slog.Logger
+	oi         *objectInterfaces
+	validating *validatingHandler
+	mutating   *mutatingHandler
+	set        atomic.Pointer[policySet]
+}
+
+type policySet struct {
+	validatingHooks []validating.PolicyHook
+	mutatingHooks   []mutating.PolicyHook
+	mutating, valid []webhooks.Named
+}
+
+var _ webhooks.Configured = (*Policies)(nil)
+
+// New validates cfg.
+func New(cfg Config) (*Policies, error) {
+	if cfg.Client == nil || cfg.Kinds == nil {
+		return nil, errors.New("policies: Client and Kinds are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Authorizer == nil {
+		cfg.Authorizer = authorizerfactory.NewAlwaysAllowAuthorizer()
+	}
+	p := &Policies{cfg: cfg, log: cfg.Logger, oi: newObjectInterfaces()}
+	m := matching.NewMatcher(namespaces{cfg.Client}, nil)
+	p.validating = &validatingHandler{p: p, dispatcher: validating.NewDispatcher(cfg.Authorizer, generic.NewPolicyMatcher(m))}
+	p.mutating = &mutatingHandler{p: p, dispatcher: mutating.NewDispatcher(cfg.Authorizer, m, typeConverters{cfg.Kinds})}
+	p.set.Store(&policySet{})
+	return p, nil
+}
+
+// Handlers returns the policies' handlers as of now: one atomic load.
+func (p *Policies) Handlers() (mutating, validating []webhooks.Named) {
+	s := p.set.Load()
+	return s.mutating, s.valid
+}
+
+// Run lists and watches the policies and bindings and keeps the handlers current until ctx is
+// done. With ctx done the handlers are dropped.
+func (p *Policies) Run(ctx context.Context) error {
+	defer p.set.Store(&policySet{})
+	err := cache.Mirror(ctx, p.cfg.Client, cache.WatchOptions{Resources: []cache.GroupResource{
+		ValidatingResource, ValidatingBindingResource, MutatingResource, MutatingBindingResource}}, p.publish,
+		func(reason error) { p.log.Info("admission policy watch re-listing", "reason", reason) })
+	if err != nil {
+		p.log.Warn("admission policy watch", "err", err)
+	}
+	return nil
+}
+
+// publish compiles objs into hooks: each policy with the bindings that name it (a policy no
+// binding names, or a binding of a missing policy, does nothing), as kube's policy source.
+func (p *Policies) publish(objs map[cache.Key]*cache.Object) {
+	keys := make([]cache.Key, 0, len(objs))
+	for k := range objs {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(x, y cache.Key) int { return strings.Compare(x.Name, y.Name) })
+	vaps := map[string]*admissionregistrationv1.ValidatingAdmissionPolicy{}
+	maps := map[string]*admissionregistrationv1.MutatingAdmissionPolicy{}
+	var vbs []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	var mbs []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+	for _, k := range keys {
+		raw := objs[k].Raw()
+		var err error
+		switch k.GroupResource() {
+		case ValidatingResource:
+			v := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+			err = json.Unmarshal(raw, v)
+			vaps[v.Name] = v
+		case ValidatingBindingResource:
+			v := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+			err = json.Unmarshal(raw, v)
+			vbs = append(vbs, v)
+		case MutatingResource:
+			v := &admissionregistrationv1.MutatingAdmissionPolicy{}
+			err = json.Unmarshal(raw, v)
+			maps[v.Name] = v
+		case MutatingBindingResource:
+			v := &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
+			err = json.Unmarshal(raw, v)
+			mbs = append(mbs, v)
+		}
+		if err != nil {
+			p.log.Warn("an admission policy that does not decode is ignored", "resource", k.Resource, "name", k.Name, "err", err)
+		}
+	}
+	old := p.set.Load()
+	next := &policySet{}
+	vbound := map[string][]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	for _, b := range vbs {
+		vbound[b.Spec.PolicyName] = append(vbound[b.Spec.PolicyName], b)
+	}
+	for _, name := range sortedKeys(vbound) {
+		policy, ok := vaps[name]
+		if !ok {
+			continue
+		}
+		hook := validating.PolicyHook{Policy: policy, Bindings: vbound[name]}
+		hook.Evaluator = reuse(old.validatingHooks, policy, func(h validating.PolicyHook) (*admissionregistrationv1.ValidatingAdmissionPolicy, validating.Validator) {
+			return h.Policy, h.Evaluator
+		}, compileValidating)
+		next.validatingHooks = append(next.validatingHooks, hook)
+	}
+	mbound := map[string][]*admissionregistrationv1.MutatingAdmissionPolicyBinding{}
+	for _, b := range mbs {
+		mbound[b.Spec.PolicyName] = append(mbound[b.Spec.PolicyName], b)
+	}
+	for _, name := range sortedKeys(mbound) {
+		policy, ok := maps[name]
+		if !ok {
+			continue
+		}
+		hook := mutating.PolicyHook{Policy: policy, Bindings: mbound[name]}
+		hook.Evaluator = reuse(old.mutatingHooks, policy, func(h mutating.PolicyHook) (*admissionregistrationv1.MutatingAdmissionPolicy, mutating.PolicyEvaluator) {
+			return h.Policy, h.Evaluator
+		}, compileMutating)
+		next.mutatingHooks = append(next.mutatingHooks, hook)
+	}
+	if len(next.validatingHooks) > 0 {
+		next.valid = []webhooks.Named{{Name: validating.PluginName, Handler: p.validating, Matches: notPolicyWrite}}
+	}
+	if len(next.mutatingHooks) > 0 {
+		// External: what a policy's mutation makes is pruned and defaulted again.
+		next.mutating = []webhooks.Named{{Name: mutating.PluginName, Handler: p.mutating, Matches: notPolicyWrite, External: true}}
+	}
+	p.set.Store(next)
+}
+
+// reuse returns the evaluator of the hook of old compiled from the same policy object (same
+// uid and resourceVersion), or compiles policy: compiling CEL is costly, and a burst of binding
+// changes must not recompile every policy.
+func reuse[H any, P interface {
+	GetResourceVersion() string
+	GetName() string
+}, E any](old []H, policy P, of func(H) (P, E), compile func(P) E) E {
+	for _, h := range old {
+		if q, e := of(h); q.GetName() == policy.GetName() && q.GetResourceVersion() == policy.GetResourceVersion() {
+			return e
+		}
+	}
+	return compile(policy)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// notPolicyWrite exempts writes of the policies and bindings themselves, as kube-apiserver
+// excludes admissionregistration's resources from admission policies (so a bad policy can
+// always be removed).
+func notPolicyWrite(req *webhooks.Request) bool {
+	return req.Resource.Group != "admissionregistration.k8s.io"
+}

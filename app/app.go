@@ -107,9 +107,9 @@ type App struct {
 	admission *webhooks.Chain // the built-in admission handlers, which /mutate and /validate serve
 	reg       *registry.Store
 	recorder  *events.Recorder
-	webhooks  *hooks.Admission // the admission webhooks configured in the API
+	webhooks  *hooks.Admission   // the admission webhooks configured in the API
 	policies  *policies.Policies // the admission policies in CEL configured in the API
-	rbac      *rbac.Authorizer // the authorizer with AuthorizationMode RBAC; nil otherwise
+	rbac      *rbac.Authorizer   // the authorizer with AuthorizationMode RBAC; nil otherwise
 	// newFaults
 	faults *faults.Engine
 	// newControllers: all nil or empty when the controllers are off.

@@ -122,9 +122,11 @@ type App struct {
 	follows    []func(context.Context)  // the watches of children that enqueue their owners (workloads.FollowChildren)
 	pods       *nodes.Pods              // the scheduler and the kubelets, with Nodes and controllers
 	disruption *disruption.Controller   // the PodDisruptionBudgets' status, with the controllers
-	collector  *gc.Collector            // also made when only the collector is on
-	ns         *namespaces.Controller   // the namespace controller, made with the collector
-	claims     *claims.Controller       // the pvc-protection controller, made with the collector
+	// policyStatus writes the ValidatingAdmissionPolicies' type checking, with the controllers
+	policyStatus *policies.StatusController
+	collector    *gc.Collector          // also made when only the collector is on
+	ns           *namespaces.Controller // the namespace controller, made with the collector
+	claims       *claims.Controller     // the pvc-protection controller, made with the collector
 	// newNodes
 	nodes *nodes.Nodes
 	// newElector: nil when election is off.
@@ -285,6 +287,7 @@ func (a *App) leadTerm(ctx context.Context) {
 	}
 	if a.disruption != nil {
 		wg.Go(func() { _ = a.disruption.Run(ctx) })
+		wg.Go(func() { _ = a.policyStatus.Run(ctx) })
 	}
 	if a.collector != nil {
 		wg.Go(func() { _ = a.collector.Run(ctx) })

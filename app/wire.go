@@ -220,6 +220,7 @@ func (a *App) newControllers(context.Context) error {
 		if a.disruption, err = disruption.New(disruption.Config{Client: a.reg.Client(disruption.Name), Tuning: a.tuning, Clock: a.clock}); err != nil {
 			return err
 		}
+		a.policyStatus = policies.NewStatusController(a.reg.Client(policies.StatusControllerName), a.served, a.log)
 		a.hooks, err = hooks.NewManager(hooks.Config{
 			Clients: func(manager string) hooks.Client { return a.reg.Client(manager) },
 			Kinds:   a.served, Events: a.recorder, Reserved: names, Tuning: a.tuning,

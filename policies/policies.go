@@ -13,6 +13,7 @@ import (
 	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/webhooks"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/generic"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/matching"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
@@ -84,6 +85,19 @@ func New(cfg Config) (*Policies, error) {
 func (p *Policies) Handlers() (mutating, validating []webhooks.Named) {
 	s := p.set.Load()
 	return s.mutating, s.valid
+}
+
+// Bindings returns how many bindings of existing policies are in force now (validating,
+// mutating): what a test or a dashboard waits for after writing one.
+func (p *Policies) Bindings() (validating, mutating int) {
+	s := p.set.Load()
+	for _, h := range s.validatingHooks {
+		validating += len(h.Bindings)
+	}
+	for _, h := range s.mutatingHooks {
+		mutating += len(h.Bindings)
+	}
+	return validating, mutating
 }
 
 // Run lists and watches the policies and bindings and keeps the handlers current until ctx is
@@ -178,15 +192,15 @@ func (p *Policies) publish(objs map[cache.Key]*cache.Object) {
 	p.set.Store(next)
 }
 
-// reuse returns the evaluator of the hook of old compiled from the same policy object (same
-// uid and resourceVersion), or compiles policy: compiling CEL is costly, and a burst of binding
-// changes must not recompile every policy.
+// reuse returns the evaluator of the hook of old compiled from the same policy (same uid and
+// generation: its spec unchanged), or compiles policy: compiling CEL is costly, and a burst of
+// binding or status changes must not recompile every policy.
 func reuse[H any, P interface {
-	GetResourceVersion() string
-	GetName() string
+	GetUID() types.UID
+	GetGeneration() int64
 }, E any](old []H, policy P, of func(H) (P, E), compile func(P) E) E {
 	for _, h := range old {
-		if q, e := of(h); q.GetName() == policy.GetName() && q.GetResourceVersion() == policy.GetResourceVersion() {
+		if q, e := of(h); q.GetUID() == policy.GetUID() && q.GetGeneration() == policy.GetGeneration() {
 			return e
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/kinds"
+	"github.com/opemu/opemu/registry"
 	"github.com/opemu/opemu/webhooks"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,18 +29,18 @@ import (
 // store (namespaces, parameters) on each request, so a parameter written a moment ago is seen.
 
 // attributes describes req as kube-apiserver's admission.Attributes. The objects are copies
-// with kube's number types (CEL takes int64 and float64, not json.Number).
+// with kube's number types (CEL takes int64 and float64, not json.Number: registry.PlainNumbers).
 func attributes(req *webhooks.Request) admission.Attributes {
 	var obj, old runtime.Object
 	if req.Object != nil && req.Operation != webhooks.Delete {
-		obj = &unstructured.Unstructured{Object: kubeJSON(req.Object).(map[string]any)}
+		obj = &unstructured.Unstructured{Object: registry.PlainNumbers(req.Object)}
 	}
 	if req.OldObject != nil {
-		old = &unstructured.Unstructured{Object: kubeJSON(req.OldObject).(map[string]any)}
+		old = &unstructured.Unstructured{Object: registry.PlainNumbers(req.OldObject)}
 	}
 	var opts runtime.Object
 	if req.Options != nil {
-		opts = &unstructured.Unstructured{Object: kubeJSON(req.Options).(map[string]any)}
+		opts = &unstructured.Unstructured{Object: registry.PlainNumbers(req.Options)}
 	}
 	u := &user.DefaultInfo{Name: req.UserInfo.Username, UID: req.UserInfo.UID, Groups: req.UserInfo.Groups}
 	if len(req.UserInfo.Extra) > 0 {
@@ -52,37 +53,6 @@ func attributes(req *webhooks.Request) admission.Attributes {
 	gvr := schema.GroupVersionResource{Group: req.Resource.Group, Version: req.Resource.Version, Resource: req.Resource.Resource}
 	return admission.NewAttributesRecord(obj, old, gvk, req.Namespace, req.Name, gvr, req.SubResource,
 		admission.Operation(req.Operation), opts, req.DryRun, u)
-}
-
-// kubeJSON deep-copies a decoded JSON value with json.Number turned into int64 or float64.
-func kubeJSON(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, e := range v {
-			out[k] = kubeJSON(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = kubeJSON(e)
-		}
-		return out
-	case json.Number:
-		if i, err := v.Int64(); err == nil {
-			return i
-		}
-		f, _ := v.Float64()
-		return f
-	case int:
-		return int64(v)
-	case int32:
-		return int64(v)
-	case float32:
-		return float64(v)
-	}
-	return v
 }
 
 // objectInterfaces are admission.ObjectInterfaces over unstructured objects: a request's object
@@ -253,7 +223,7 @@ func decodeUnstructured(o *cache.Object) (runtime.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &unstructured.Unstructured{Object: kubeJSON(m).(map[string]any)}, nil
+	return &unstructured.Unstructured{Object: registry.PlainNumbers(m)}, nil
 }
 
 // synced is the informer of params: CollectParams asks only whether it has synced.

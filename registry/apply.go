@@ -459,8 +459,11 @@ func managerOrUserAgent(manager, userAgent string) string {
 	return b.String()
 }
 
-// plainNumbers returns m with json.Number values as int64 or float64, the number types
-// structured-merge-diff understands.
+// PlainNumbers returns a deep copy of m with json.Number values as int64 or float64, the number
+// types structured-merge-diff and CEL understand (the admission policies' objects).
+func PlainNumbers(m map[string]any) map[string]any { return plainNumbers(m) }
+
+// plainNumbers is PlainNumbers.
 func plainNumbers(m map[string]any) map[string]any {
 	if m == nil {
 		return nil

@@ -30,7 +30,11 @@ type validatingHandler struct {
 }
 
 func (h *validatingHandler) Handle(ctx context.Context, req *webhooks.Request) webhooks.Response {
-	hooks := withParams(h.p, h.p.set.Load().validatingHooks, func(hk *validating.PolicyHook) (string, string, bool) {
+	set := h.p.set.Load()
+	if !h.p.matchesAny(req, set.validatingPolicies) {
+		return webhooks.Allowed()
+	}
+	hooks := withParams(h.p, set.validatingHooks, func(hk *validating.PolicyHook) (string, string, bool) {
 		if pk := hk.Policy.Spec.ParamKind; pk != nil {
 			return pk.APIVersion, pk.Kind, true
 		}
@@ -61,7 +65,11 @@ func (h *mutatingHandler) HandleInPlace(ctx context.Context, req *webhooks.Reque
 	if req.Operation == webhooks.Delete {
 		return webhooks.Allowed() // there is no object to mutate: the plugin does not handle DELETE
 	}
-	hooks := withParams(h.p, h.p.set.Load().mutatingHooks, func(hk *mutating.PolicyHook) (string, string, bool) {
+	set := h.p.set.Load()
+	if !h.p.matchesAny(req, set.mutatingPolicies) {
+		return webhooks.Allowed()
+	}
+	hooks := withParams(h.p, set.mutatingHooks, func(hk *mutating.PolicyHook) (string, string, bool) {
 		if pk := hk.Policy.Spec.ParamKind; pk != nil {
 			return pk.APIVersion, pk.Kind, true
 		}

@@ -49,6 +49,7 @@ type Policies struct {
 	cfg        Config
 	log        *slog.Logger
 	oi         *objectInterfaces
+	matcher    generic.PolicyMatcher
 	validating *validatingHandler
 	mutating   *mutatingHandler
 	set        atomic.Pointer[policySet]
@@ -57,7 +58,9 @@ type Policies struct {
 type policySet struct {
 	validatingHooks []validating.PolicyHook
 	mutatingHooks   []mutating.PolicyHook
-	mutating, valid []webhooks.Named
+	// validatingPolicies and mutatingPolicies are the hooks' policies, for matching alone.
+	validatingPolicies, mutatingPolicies []generic.PolicyAccessor
+	mutating, valid                      []webhooks.Named
 }
 
 var _ webhooks.Configured = (*Policies)(nil)
@@ -75,7 +78,8 @@ func New(cfg Config) (*Policies, error) {
 	}
 	p := &Policies{cfg: cfg, log: cfg.Logger, oi: newObjectInterfaces()}
 	m := matching.NewMatcher(namespaces{cfg.Client}, nil)
-	p.validating = &validatingHandler{p: p, dispatcher: validating.NewDispatcher(cfg.Authorizer, generic.NewPolicyMatcher(m))}
+	p.matcher = generic.NewPolicyMatcher(m)
+	p.validating = &validatingHandler{p: p, dispatcher: validating.NewDispatcher(cfg.Authorizer, p.matcher)}
 	p.mutating = &mutatingHandler{p: p, dispatcher: mutating.NewDispatcher(cfg.Authorizer, m, typeConverters{cfg.Kinds})}
 	p.set.Store(&policySet{})
 	return p, nil
@@ -166,6 +170,7 @@ func (p *Policies) publish(objs map[cache.Key]*cache.Object) {
 			return h.Policy, h.Evaluator
 		}, compileValidating)
 		next.validatingHooks = append(next.validatingHooks, hook)
+		next.validatingPolicies = append(next.validatingPolicies, validating.NewValidatingAdmissionPolicyAccessor(policy))
 	}
 	mbound := map[string][]*admissionregistrationv1.MutatingAdmissionPolicyBinding{}
 	for _, b := range mbs {
@@ -181,6 +186,7 @@ func (p *Policies) publish(objs map[cache.Key]*cache.Object) {
 			return h.Policy, h.Evaluator
 		}, compileMutating)
 		next.mutatingHooks = append(next.mutatingHooks, hook)
+		next.mutatingPolicies = append(next.mutatingPolicies, mutating.NewMutatingAdmissionPolicyAccessor(policy))
 	}
 	if len(next.validatingHooks) > 0 {
 		next.valid = []webhooks.Named{{Name: validating.PluginName, Handler: p.validating, Matches: notPolicyWrite}}
@@ -190,6 +196,19 @@ func (p *Policies) publish(objs map[cache.Key]*cache.Object) {
 		next.mutating = []webhooks.Named{{Name: mutating.PluginName, Handler: p.mutating, Matches: notPolicyWrite, External: true}}
 	}
 	p.set.Store(next)
+}
+
+// matchesAny reports whether some policy's matchConstraints take req, by apiserver's matcher on
+// the request's own objects: a write no policy names is admitted without the copy of its
+// objects the dispatchers need. An error in matching is the dispatcher's to report.
+func (p *Policies) matchesAny(req *webhooks.Request, policies []generic.PolicyAccessor) bool {
+	a := matchAttributes(req)
+	for _, acc := range policies {
+		if ok, _, _, err := p.matcher.DefinitionMatches(a, p.oi, acc); ok || err != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // reuse returns the evaluator of the hook of old compiled from the same policy (same uid and

@@ -31,16 +31,26 @@ import (
 // attributes describes req as kube-apiserver's admission.Attributes. The objects are copies
 // with kube's number types (CEL takes int64 and float64, not json.Number: registry.PlainNumbers).
 func attributes(req *webhooks.Request) admission.Attributes {
+	return attributesOf(req, registry.PlainNumbers)
+}
+
+// matchAttributes describes req for matching alone: its own maps, uncopied (the matcher reads
+// the object's labels, nothing else).
+func matchAttributes(req *webhooks.Request) admission.Attributes {
+	return attributesOf(req, func(m map[string]any) map[string]any { return m })
+}
+
+func attributesOf(req *webhooks.Request, content func(map[string]any) map[string]any) admission.Attributes {
 	var obj, old runtime.Object
 	if req.Object != nil && req.Operation != webhooks.Delete {
-		obj = &unstructured.Unstructured{Object: registry.PlainNumbers(req.Object)}
+		obj = &unstructured.Unstructured{Object: content(req.Object)}
 	}
 	if req.OldObject != nil {
-		old = &unstructured.Unstructured{Object: registry.PlainNumbers(req.OldObject)}
+		old = &unstructured.Unstructured{Object: content(req.OldObject)}
 	}
 	var opts runtime.Object
 	if req.Options != nil {
-		opts = &unstructured.Unstructured{Object: registry.PlainNumbers(req.Options)}
+		opts = &unstructured.Unstructured{Object: content(req.Options)}
 	}
 	u := &user.DefaultInfo{Name: req.UserInfo.Username, UID: req.UserInfo.UID, Groups: req.UserInfo.Groups}
 	if len(req.UserInfo.Extra) > 0 {

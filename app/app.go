@@ -24,6 +24,7 @@ import (
 	"github.com/opemu/opemu/metrics"
 	"github.com/opemu/opemu/namespaces"
 	"github.com/opemu/opemu/nodes"
+	"github.com/opemu/opemu/policies"
 	"github.com/opemu/opemu/rbac"
 	"github.com/opemu/opemu/reconciler"
 	"github.com/opemu/opemu/registry"
@@ -109,8 +110,9 @@ type App struct {
 	calls     *calls.Record // the record of calls; nil with CallHistory < 0
 	audit     *calls.Audit  // the audit log; nil without AuditLogPath
 	recorder  *events.Recorder
-	webhooks  *hooks.Admission // the admission webhooks configured in the API
-	rbac      *rbac.Authorizer // the authorizer with AuthorizationMode RBAC; nil otherwise
+	webhooks  *hooks.Admission   // the admission webhooks configured in the API
+	policies  *policies.Policies // the admission policies in CEL configured in the API
+	rbac      *rbac.Authorizer   // the authorizer with AuthorizationMode RBAC; nil otherwise
 	// newFaults
 	faults *faults.Engine
 	// newControllers: all nil or empty when the controllers are off.
@@ -123,9 +125,11 @@ type App struct {
 	follows    []func(context.Context)  // the watches of children that enqueue their owners (workloads.FollowChildren)
 	pods       *nodes.Pods              // the scheduler and the kubelets, with Nodes and controllers
 	disruption *disruption.Controller   // the PodDisruptionBudgets' status, with the controllers
-	collector  *gc.Collector            // also made when only the collector is on
-	ns         *namespaces.Controller   // the namespace controller, made with the collector
-	claims     *claims.Controller       // the pvc-protection controller, made with the collector
+	// policyStatus writes the ValidatingAdmissionPolicies' type checking, with the controllers
+	policyStatus *policies.StatusController
+	collector    *gc.Collector          // also made when only the collector is on
+	ns           *namespaces.Controller // the namespace controller, made with the collector
+	claims       *claims.Controller     // the pvc-protection controller, made with the collector
 	// newNodes
 	nodes *nodes.Nodes
 	// newElector: nil when election is off.
@@ -236,6 +240,7 @@ func (a *App) Run(ctx context.Context, ln net.Listener) error {
 	}
 	wg.Go(func() { _ = a.faults.Run(ctx) })
 	wg.Go(func() { _ = a.webhooks.Run(ctx) })
+	wg.Go(func() { _ = a.policies.Run(ctx) })
 	if a.hooks != nil {
 		wg.Go(func() { _ = a.hooks.Run(ctx) })
 	}
@@ -285,6 +290,7 @@ func (a *App) leadTerm(ctx context.Context) {
 	}
 	if a.disruption != nil {
 		wg.Go(func() { _ = a.disruption.Run(ctx) })
+		wg.Go(func() { _ = a.policyStatus.Run(ctx) })
 	}
 	if a.collector != nil {
 		wg.Go(func() { _ = a.collector.Run(ctx) })

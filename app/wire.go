@@ -28,12 +28,15 @@ import (
 	"github.com/opemu/opemu/metrics"
 	"github.com/opemu/opemu/namespaces"
 	"github.com/opemu/opemu/nodes"
+	"github.com/opemu/opemu/policies"
 	"github.com/opemu/opemu/rbac"
 	"github.com/opemu/opemu/reconciler"
 	"github.com/opemu/opemu/registry"
 	"github.com/opemu/opemu/server"
 	"github.com/opemu/opemu/snapshot"
+	"github.com/opemu/opemu/webhooks"
 	"github.com/opemu/opemu/workloads"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 )
 
 // The steps of New, in its order. Each fills the fields of App its name says and may use what
@@ -132,11 +135,19 @@ func (a *App) newWritePath(context.Context) error {
 	if err != nil {
 		return err
 	}
-	writeAdmission.Configured = a.webhooks
+	var authz authorizer.UnconditionalAuthorizer // nil: AlwaysAllow
 	if a.cfg.AuthorizationMode == AuthorizationRBAC {
 		a.rbac = rbac.New(a.reg.Client("opemu-rbac"))
 		writeAdmission.Validating = append(slices.Clip(writeAdmission.Validating), a.rbac.Escalation())
+		authz = a.rbac
 	}
+	// The admission policies in CEL run before the webhooks, as kube-apiserver orders its
+	// plugins (MutatingAdmissionPolicy before MutatingAdmissionWebhook, and likewise validating).
+	a.policies, err = policies.New(policies.Config{Client: a.reg.Client("opemu-policies"), Kinds: a.served, Authorizer: authz, Logger: a.log})
+	if err != nil {
+		return err
+	}
+	writeAdmission.Configured = webhooks.Configs{a.policies, a.webhooks}
 	// A deleted CRD's custom resources are deleted through the write path (crd/delete.go).
 	a.crds.UseClient(a.reg.Client("apiextensions-apiserver"))
 	return nil
@@ -214,6 +225,7 @@ func (a *App) newControllers(context.Context) error {
 		if a.disruption, err = disruption.New(disruption.Config{Client: a.reg.Client(disruption.Name), Tuning: a.tuning, Clock: a.clock}); err != nil {
 			return err
 		}
+		a.policyStatus = policies.NewStatusController(a.reg.Client(policies.StatusControllerName), a.served, a.log)
 		a.hooks, err = hooks.NewManager(hooks.Config{
 			Clients: func(manager string) hooks.Client { return a.reg.Client(manager) },
 			Kinds:   a.served, Events: a.recorder, Reserved: names, Tuning: a.tuning,

@@ -601,3 +601,49 @@ func defaultWebhook(failure **admissionregistrationv1.FailurePolicyType, match *
 		cc.Service.Port = ptr.To[int32](443)
 	}
 }
+
+// The admission policies' defaults, as kube-apiserver's admissionregistration/v1 defaulting
+// fills them: failurePolicy Fail, and the match resources' selectors, matchPolicy and scope.
+func defaultValidatingAdmissionPolicy(p *admissionregistrationv1.ValidatingAdmissionPolicy) {
+	if p.Spec.FailurePolicy == nil {
+		p.Spec.FailurePolicy = ptr.To(admissionregistrationv1.Fail)
+	}
+	defaultMatchResources(p.Spec.MatchConstraints)
+}
+
+func defaultValidatingAdmissionPolicyBinding(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	defaultMatchResources(b.Spec.MatchResources)
+}
+
+func defaultMutatingAdmissionPolicy(p *admissionregistrationv1.MutatingAdmissionPolicy) {
+	if p.Spec.FailurePolicy == nil {
+		p.Spec.FailurePolicy = ptr.To(admissionregistrationv1.Fail)
+	}
+	defaultMatchResources(p.Spec.MatchConstraints)
+}
+
+func defaultMutatingAdmissionPolicyBinding(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) {
+	defaultMatchResources(b.Spec.MatchResources)
+}
+
+func defaultMatchResources(m *admissionregistrationv1.MatchResources) {
+	if m == nil {
+		return
+	}
+	if m.MatchPolicy == nil {
+		m.MatchPolicy = ptr.To(admissionregistrationv1.Equivalent)
+	}
+	if m.NamespaceSelector == nil {
+		m.NamespaceSelector = &metav1.LabelSelector{}
+	}
+	if m.ObjectSelector == nil {
+		m.ObjectSelector = &metav1.LabelSelector{}
+	}
+	for _, rules := range [][]admissionregistrationv1.NamedRuleWithOperations{m.ResourceRules, m.ExcludeResourceRules} {
+		for i := range rules {
+			if rules[i].Scope == nil {
+				rules[i].Scope = ptr.To(admissionregistrationv1.AllScopes)
+			}
+		}
+	}
+}

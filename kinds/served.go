@@ -69,6 +69,16 @@ func servedTypes() []typed {
 			validate: validator(validateValidatingWebhookConfiguration)},
 		{obj: &admissionregistrationv1.MutatingWebhookConfiguration{}, cluster: true, extension: true, columns: webhookColumns(), defaults: defaulter(defaultMutatingWebhookConfiguration),
 			validate: validator(validateMutatingWebhookConfiguration)},
+		// The admission policies in CEL (package policies runs them); kube's type-checking
+		// controller writes a ValidatingAdmissionPolicy's status.
+		{obj: &admissionregistrationv1.ValidatingAdmissionPolicy{}, cluster: true, extension: true, status: true, defaults: defaulter(defaultValidatingAdmissionPolicy),
+			validate: validator(validateValidatingAdmissionPolicy)},
+		{obj: &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, cluster: true, extension: true, defaults: defaulter(defaultValidatingAdmissionPolicyBinding),
+			validate: validator(validateValidatingAdmissionPolicyBinding)},
+		{obj: &admissionregistrationv1.MutatingAdmissionPolicy{}, cluster: true, extension: true, defaults: defaulter(defaultMutatingAdmissionPolicy),
+			validate: validator(validateMutatingAdmissionPolicy)},
+		{obj: &admissionregistrationv1.MutatingAdmissionPolicyBinding{}, cluster: true, extension: true, defaults: defaulter(defaultMutatingAdmissionPolicyBinding),
+			validate: validator(validateMutatingAdmissionPolicyBinding)},
 	}
 }
 

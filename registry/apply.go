@@ -821,6 +821,10 @@ func managerOrUserAgent(manager, userAgent string) string {
 	return b.String()
 }
 
+// PlainNumbers returns a deep copy of m with json.Number values as int64 or float64, the number
+// types structured-merge-diff and CEL understand (the admission policies' objects).
+func PlainNumbers(m map[string]any) map[string]any { return plainNumbers(m) }
+
 // plainNumbers returns a copy of m with json.Number values (and the Go ints and float32 of an
 // in-process writer's map) as int64 or float64, the number types structured-merge-diff and
 // runtime.DeepCopyJSON understand.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -25,17 +26,22 @@ import (
 // allowed before any binding is read), as a user a RoleBinding allows (static token: the
 // authorizer's cost), and as a ServiceAccount a RoleBinding allows (its token: the JWT's
 // verification too). The store holds kube's bootstrap policy (54 ClusterRoleBindings) and the
-// binding.
+// binding. The policy arms are AlwaysAllow with one ValidatingAdmissionPolicy bound: matching
+// the ConfigMaps (its CEL runs on every create), or Deployments only (the cost of a policy
+// being there at all).
 func BenchmarkRBACWritePath(b *testing.B) {
 	for _, bc := range []struct {
-		name string
-		rbac bool
-		as   string // "", "admin", "user", "serviceaccount"
+		name   string
+		rbac   bool
+		as     string // "", "admin", "user", "serviceaccount"
+		policy string // "", "configmaps", "deployments": the resource a bound policy matches
 	}{
-		{"always-allow", false, ""},
-		{"rbac-admin", true, "admin"},
-		{"rbac-user", true, "user"},
-		{"rbac-serviceaccount", true, "serviceaccount"},
+		{"always-allow", false, "", ""},
+		{"always-allow-vap-matching", false, "", "configmaps"},
+		{"always-allow-vap-elsewhere", false, "", "deployments"},
+		{"rbac-admin", true, "admin", ""},
+		{"rbac-user", true, "user", ""},
+		{"rbac-serviceaccount", true, "serviceaccount", ""},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			caPEM, certPEM, keyPEM, err := certs.Generate([]string{"127.0.0.1"}, time.Now())
@@ -84,6 +90,9 @@ func BenchmarkRBACWritePath(b *testing.B) {
 				client = kubernetes.NewForConfigOrDie(ucfg)
 			}
 			cms := client.CoreV1().ConfigMaps("bench")
+			if bc.policy != "" {
+				bindPolicy(b, admin, bc.policy)
+			}
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
@@ -95,4 +104,44 @@ func BenchmarkRBACWritePath(b *testing.B) {
 			}
 		})
 	}
+}
+
+// bindPolicy stores a ValidatingAdmissionPolicy allowing at most 3 keys in a ConfigMap's data
+// (an object selector on the matched resource) and its Deny binding, and waits until it is in
+// force: for configmaps, until a dry-run create of 4 keys is refused.
+func bindPolicy(b *testing.B, admin kubernetes.Interface, resource string) {
+	ctx := context.Background()
+	group := ""
+	if resource == "deployments" {
+		group = "apps"
+	}
+	_, err := admin.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "few-keys"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{"v1"}, Resources: []string{resource}}}}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "!has(object.data) || object.data.size() <= 3"}},
+		}}, metav1.CreateOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, err = admin.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "few-keys"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "few-keys",
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}}}, metav1.CreateOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if resource != "configmaps" {
+		return
+	}
+	for start := time.Now(); time.Since(start) < 10*time.Second; time.Sleep(time.Millisecond) {
+		_, err := admin.CoreV1().ConfigMaps("bench").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe"},
+			Data: map[string]string{"a": "", "b": "", "c": "", "d": ""}}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return
+		}
+	}
+	b.Fatal("the policy is not in force after 10s")
 }

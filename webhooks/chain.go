@@ -199,3 +199,30 @@ func applyPatch(obj map[string]any, ops []PatchOperation) (_ map[string]any, err
 	}
 	return obj, nil
 }
+
+// Configs is several Configured in order, as one: each one's mutating handlers after the
+// previous one's, and likewise the validating (kube-apiserver's admission policies before its
+// webhooks).
+type Configs []Configured
+
+// Handlers concatenates the handlers of every Configured; it allocates only when more than one
+// holds handlers.
+func (cs Configs) Handlers() (mutating, validating []Named) {
+	for _, c := range cs {
+		m, v := c.Handlers()
+		mutating = concat(mutating, m)
+		validating = concat(validating, v)
+	}
+	return mutating, validating
+}
+
+// concat returns a followed by b, sharing whichever is the only non-empty one.
+func concat(a, b []Named) []Named {
+	switch {
+	case len(b) == 0:
+		return a
+	case len(a) == 0:
+		return b
+	}
+	return append(append(make([]Named, 0, len(a)+len(b)), a...), b...)
+}

@@ -28,7 +28,7 @@ package readme
 //   - When the README is done, nothing may be left running: every server, job or stream a
 //     block started must have been stopped by the README's own commands or by a stop marker.
 //   - Everything runs in namespaces of its own (unshare): its own loopback network, so the
-//     README's ports (3000, 3001-3003, 2379) are its own and never clash with another test or
+//     README's ports (3000, 3001-3004, 2379) are its own and never clash with another test or
 //     a developer's server, and its own /tmp; HOME is a scratch directory. Nothing else is
 //     rewritten: ports, paths and commands are the README's. The Go caches are the test's, and
 //     the module proxy is off (GOPROXY=off): the README must build from the module cache.
@@ -89,6 +89,14 @@ var expectations = map[string][]string{
 		"reason: NewReplicaSetAvailable", "configmap/settings created", "secret/creds created", "service/web created",
 		"job.batch/once created", "job.batch/once condition met", "deployment.apps/web   5/5     5            5",
 		"FIELD: strategy <DeploymentStrategy>", `deployment.apps "web" deleted`},
+	"kubectl -n shop create rolebinding operator --role=operator --serviceaccount=shop:operator": {
+		"no", `configmaps is forbidden: User "system:serviceaccount:shop:operator" cannot create resource "configmaps" in API group "" in the namespace "shop"`},
+	`curl -sk -H "Authorization: Bearer $SA_TOKEN" -H 'Content-Type: application/json' \`: {`"reason":"Forbidden"`, `"code":403`},
+	"kubectl -n shop auth can-i --list --as=system:serviceaccount:shop:operator":          {"yes", "configmap/settings created", "[get list watch create]"},
+	"kubectl apply -f examples/policies/max-replicas.yaml": {
+		"denied request: at most 5 replicas, not 7", "deployment.apps/web created",
+		"Warning: Validation failed for ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas': at most 5 replicas, not 8",
+		`{"observedGeneration":1,"typeChecking":{}}`},
 	"kubectl delete deployment api --cascade=orphan":                                                             {"api-a", "api-b", `deployment.apps "api" deleted`},
 	"USE_EXISTING_CLUSTER=true KUBECONFIG=/tmp/opemu.kubeconfig go test -count=1 ./examples/memcached-operator/": {"ok  \tgithub.com/opemu/opemu/examples/memcached-operator"},
 	// time and faults

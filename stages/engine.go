@@ -231,14 +231,37 @@ func (e *Engine) Follow(ctx context.Context, w Watcher, changed func()) {
 	})
 }
 
-// PlayPod plays the next Stage of pod (obj, decoded): the first pass at a resourceVersion
+// MaxChain bounds how many Stages one pass plays on an object: each write of a Stage matches
+// the object again at once (what kwok does on the write's event), and a Stage that keeps
+// matching its own result stops there until the object changes.
+const MaxChain = 16
+
+// PlayPod plays the Stages due on pod (obj, decoded): the first pass at a resourceVersion
 // matches it (by weight among several) and computes the delay on the clock; the pass when it
-// is due runs the Stage's steps. It returns how long until the matched Stage is due (zero:
-// played, or none matched) and whether the Pod was deleted.
+// is due runs the Stage's steps, then matches what they wrote, and so on while Stages are due
+// at once. It returns how long until the next matched Stage is due (zero: none matched) and
+// whether the Pod was deleted.
 func (e *Engine) PlayPod(ctx context.Context, obj *cache.Object, pod *corev1.Pod) (wait time.Duration, deleted bool, err error) {
 	if err := e.Load(ctx); err != nil {
 		return 0, false, err
 	}
+	for range MaxChain {
+		var next *cache.Object
+		wait, next, deleted, err = e.step(ctx, obj, pod)
+		if err != nil || wait > 0 || deleted || next == nil || next.ResourceVersion() == obj.ResourceVersion() {
+			return wait, deleted, err
+		}
+		obj, pod = next, &corev1.Pod{}
+		if err := json.Unmarshal(obj.Raw(), pod); err != nil {
+			return 0, false, err
+		}
+	}
+	return 0, false, nil
+}
+
+// step matches pod against the Stages, or plays the Stage matched at its resourceVersion when
+// it is due: it returns the wait, or what the Stage's last write stored (nil: no write).
+func (e *Engine) step(ctx context.Context, obj *cache.Object, pod *corev1.Pod) (time.Duration, *cache.Object, bool, error) {
 	key, now := obj.Key(), e.cfg.Clock.Now()
 	e.mu.Lock()
 	p, ok := e.plans[key]
@@ -247,8 +270,9 @@ func (e *Engine) PlayPod(ctx context.Context, obj *cache.Object, pod *corev1.Pod
 	ev := &lifecycle.Event{Labels: pod.Labels, Annotations: pod.Annotations, Data: pod}
 	if !ok || p.rv != obj.ResourceVersion() {
 		p = plan{rv: obj.ResourceVersion(), due: now}
+		var err error
 		if p.stage, err = lc.Match(ctx, ev); err != nil {
-			return 0, false, err
+			return 0, nil, false, err
 		}
 		if p.stage != nil {
 			d, _, err := p.stage.Delay(ctx, ev, now)
@@ -262,13 +286,14 @@ func (e *Engine) PlayPod(ctx context.Context, obj *cache.Object, pod *corev1.Pod
 		e.mu.Unlock()
 	}
 	if p.stage == nil {
-		return 0, false, nil
+		return 0, nil, false, nil
 	}
 	if wait := p.due.Sub(now); wait > 0 {
-		return wait, false, nil
+		return wait, nil, false, nil
 	}
-	if deleted, err = e.play(ctx, obj, pod, p.stage); err != nil {
-		return 0, deleted, err // the retry plays the Stage again
+	written, deleted, err := e.play(ctx, obj, pod, p.stage)
+	if err != nil {
+		return 0, nil, deleted, err // the retry plays the Stage again
 	}
 	e.mu.Lock()
 	if cur, ok := e.plans[key]; ok && cur.rv == p.rv {
@@ -276,13 +301,13 @@ func (e *Engine) PlayPod(ctx context.Context, obj *cache.Object, pod *corev1.Pod
 		e.plans[key] = cur
 	}
 	e.mu.Unlock()
-	return 0, deleted, nil
+	return 0, written, deleted, nil
 }
 
 // play runs stage's steps on pod, as kwok's pod controller does: an Event, finalizers (a JSON
 // patch), delete (with a grace period of 0), patches (rendered from their templates; a Pod's
 // are strategic merge patches unless they say otherwise).
-func (e *Engine) play(ctx context.Context, obj *cache.Object, pod *corev1.Pod, stage *lifecycle.Stage) (deleted bool, err error) {
+func (e *Engine) play(ctx context.Context, obj *cache.Object, pod *corev1.Pod, stage *lifecycle.Stage) (written *cache.Object, deleted bool, err error) {
 	key := obj.Key()
 	_, err = stage.DoSteps(0, slices.Clone(pod.Finalizers), pod, e.renderer,
 		func(se *internalversion.StageEvent) error {
@@ -295,20 +320,27 @@ func (e *Engine) play(ctx context.Context, obj *cache.Object, pod *corev1.Pod, s
 			return nil
 		},
 		func() error {
-			_, _, err := e.cfg.Client.DeleteWithGrace(ctx, key, cache.Preconditions{UID: obj.UID()}, 0)
-			if err != nil && !errors.Is(err, cache.ErrNotFound) {
+			_, removed, err := e.cfg.Client.DeleteWithGrace(ctx, key, cache.Preconditions{UID: obj.UID()}, 0)
+			switch {
+			case errors.Is(err, cache.ErrNotFound):
+				deleted = true
+			case err != nil:
 				return err
+			default:
+				deleted = removed // else its finalizers hold it
 			}
-			deleted = true
 			return nil
 		},
 		func(p *lifecycle.Patch) error {
-			_, err := e.cfg.Client.Patch(ctx, key, p.Subresource, string(p.Type), p.Data)
+			o, err := e.cfg.Client.Patch(ctx, key, p.Subresource, string(p.Type), p.Data)
+			if err == nil {
+				written = o
+			}
 			return err
 		},
 		func(*lifecycle.Apply) error {
 			return fmt.Errorf("stage %s: apply steps are not supported", stage.Name())
 		},
 	)
-	return deleted, err
+	return written, deleted, err
 }

@@ -85,7 +85,9 @@ func (r *rig) pod(name string, labels map[string]any, owner string) {
 	require.NoError(r.t, err)
 }
 
-func podKey(name string) cache.Key { return cache.Key{Resource: "pods", Namespace: "default", Name: name} }
+func podKey(name string) cache.Key {
+	return cache.Key{Resource: "pods", Namespace: "default", Name: name}
+}
 
 // play is one pass of the Engine over the Pod name: its wait, and the Pod after it (nil: gone).
 func (r *rig) play(name string) (time.Duration, *corev1.Pod) {

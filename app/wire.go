@@ -19,6 +19,7 @@ import (
 	"github.com/opemu/opemu/claims"
 	"github.com/opemu/opemu/crd"
 	"github.com/opemu/opemu/disruption"
+	"github.com/opemu/opemu/endpoints"
 	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/faults"
 	"github.com/opemu/opemu/gc"
@@ -189,6 +190,15 @@ func (a *App) newControllers(context.Context) error {
 			{name: "statefulset", gr: workloads.StatefulSetResource, r: workloads.NewStatefulSets(wc)},
 			{name: "job", gr: workloads.JobResource, r: workloads.NewJobs(wc)},
 		}
+		// kube-controller-manager's endpointslice and endpoint controllers, one controller
+		// over Services that hears of their Pods.
+		eps, err := endpoints.New(endpoints.Config{Slices: a.reg.Client(endpoints.SliceController), Endpoints: a.reg.Client(endpoints.EndpointsController), Events: a.recorder, Logger: a.log})
+		if err != nil {
+			return err
+		}
+		builtIns = append(builtIns, builtIn{name: "endpointslice", gr: endpoints.ServicesResource, r: eps, follow: func(ctx context.Context, enqueue func(cache.Key) bool) {
+			eps.FollowPods(ctx, a.store, enqueue)
+		}})
 		if len(a.nodes.Names()) > 0 {
 			// The scheduler and the Nodes' kubelets (package nodes), a controller over Pods.
 			// The kubelets play the kwok Stages stored in the API (package stages).
@@ -219,7 +229,6 @@ func (a *App) newControllers(context.Context) error {
 			}
 		}
 		a.ctrl = a.ctrls[0]
-		var err error
 		// The disruption controller keeps the PodDisruptionBudgets' status that evictions read.
 		if a.disruption, err = disruption.New(disruption.Config{Client: a.reg.Client(disruption.Name), Tuning: a.tuning, Clock: a.clock}); err != nil {
 			return err

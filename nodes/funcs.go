@@ -3,6 +3,8 @@ package nodes
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"text/template"
 
 	"github.com/opemu/opemu/cache"
@@ -68,14 +70,17 @@ func nonEmpty(s string) []string {
 // bound to these Nodes, so the next pass over each matches the Stages now stored.
 func (p *Pods) FollowStages(ctx context.Context, w Watcher, enqueue func(cache.Key) bool) {
 	p.stages.Follow(ctx, w, func() {
-		p.mu.Lock()
-		keys := make([]cache.Key, 0, len(p.placed))
-		for k := range p.placed {
-			keys = append(keys, k)
-		}
-		p.mu.Unlock()
-		for _, k := range keys {
-			enqueue(k)
-		}
+		enqueueKeys(p, func(p *Pods) map[cache.Key]placement { return p.placed }, enqueue)
 	})
+}
+
+// enqueueKeys enqueues the keys of the map of p that pick returns (read under p.mu; enqueued
+// outside it).
+func enqueueKeys[V any](p *Pods, pick func(*Pods) map[cache.Key]V, enqueue func(cache.Key) bool) {
+	p.mu.Lock()
+	keys := slices.Collect(maps.Keys(pick(p)))
+	p.mu.Unlock()
+	for _, k := range keys {
+		enqueue(k)
+	}
 }

@@ -392,14 +392,6 @@ type Watcher interface {
 // moves its unschedulable Pods back to its active queue on cluster events.
 func (p *Pods) FollowNodes(ctx context.Context, w Watcher, enqueue func(cache.Key) bool) {
 	cache.Follow(ctx, w, cache.WatchOptions{Resources: []cache.GroupResource{{Resource: "nodes"}}}, func(cache.Event) {
-		p.mu.Lock()
-		keys := make([]cache.Key, 0, len(p.waiting))
-		for k := range p.waiting {
-			keys = append(keys, k)
-		}
-		p.mu.Unlock()
-		for _, k := range keys {
-			enqueue(k)
-		}
+		enqueueKeys(p, func(p *Pods) map[cache.Key]struct{} { return p.waiting }, enqueue)
 	})
 }

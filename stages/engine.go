@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"text/template"
@@ -93,9 +94,7 @@ func New(cfg Config) (*Engine, error) {
 		"Now":       func() string { return cfg.Clock.Now().Format(time.RFC3339Nano) },
 		"StartTime": func() string { return start },
 	}
-	for name, f := range cfg.Funcs {
-		funcs[name] = f
-	}
+	maps.Copy(funcs, cfg.Funcs)
 	e := &Engine{cfg: cfg, renderer: gotpl.NewRenderer(funcs)}
 	e.Reset()
 	return e, nil
@@ -128,11 +127,7 @@ func (e *Engine) Forget(key cache.Key) {
 func (e *Engine) Invalid() map[string]string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	out := make(map[string]string, len(e.invalid))
-	for k, v := range e.invalid {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(e.invalid)
 }
 
 // Load reads the Stages stored in the API, unless they were read since the last change.

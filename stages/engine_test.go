@@ -28,7 +28,7 @@ var ctx = context.Background()
 // rig is a write path serving the Stage kind, an Engine over it on a fake clock, and the
 // Events it recorded.
 type rig struct {
-	t      *testing.T
+	t      testing.TB
 	client *registry.Client
 	clock  *clocktesting.FakeClock
 	engine *stages.Engine
@@ -55,7 +55,7 @@ var funcs = template.FuncMap{
 }
 
 // newRig: fixed, when not nil, are the Stages played (else those stored).
-func newRig(t *testing.T, fixed []*v1alpha1.Stage) *rig {
+func newRig(t testing.TB, fixed []*v1alpha1.Stage) *rig {
 	t.Helper()
 	c, err := stages.CRD()
 	require.NoError(t, err)
@@ -66,7 +66,7 @@ func newRig(t *testing.T, fixed []*v1alpha1.Stage) *rig {
 	return r
 }
 
-func defaults(t *testing.T, d stages.Delays) []*v1alpha1.Stage {
+func defaults(t testing.TB, d stages.Delays) []*v1alpha1.Stage {
 	t.Helper()
 	s, err := stages.Defaults(d)
 	require.NoError(t, err)

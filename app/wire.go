@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -19,6 +20,7 @@ import (
 	"github.com/opemu/opemu/claims"
 	"github.com/opemu/opemu/crd"
 	"github.com/opemu/opemu/disruption"
+	"github.com/opemu/opemu/endpoints"
 	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/faults"
 	"github.com/opemu/opemu/gc"
@@ -34,6 +36,7 @@ import (
 	"github.com/opemu/opemu/registry"
 	"github.com/opemu/opemu/server"
 	"github.com/opemu/opemu/snapshot"
+	"github.com/opemu/opemu/stages"
 	"github.com/opemu/opemu/webhooks"
 	"github.com/opemu/opemu/workloads"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -72,7 +75,8 @@ func (a *App) newStore(ctx context.Context) error {
 }
 
 // newKinds serves the built-in kinds (kinds.New, made with the store), the CRD kind, and the
-// built-in CRDs: the Application, Fault and Controller kinds.
+// built-in CRDs: the Application, Fault and Controller kinds, and kwok's Stage when the Nodes'
+// kubelets run (App.kubelets).
 func (a *App) newKinds(context.Context) error {
 	crds, err := crd.New(crd.Config{Kinds: a.served, Drop: a.store.DropResource, MaxCRDs: a.cfg.MaxCRDs, MaxCRDBytes: a.cfg.MaxCRDBytes, Logger: a.log})
 	if err != nil {
@@ -82,7 +86,15 @@ func (a *App) newKinds(context.Context) error {
 	if err := a.served.Add(crds.Kind()); err != nil {
 		return err
 	}
-	for _, c := range []*apiextv1.CustomResourceDefinition{application.CRD(), faults.CRD(), hooks.CRD()} {
+	builtIns := []*apiextv1.CustomResourceDefinition{application.CRD(), faults.CRD(), hooks.CRD()}
+	if a.kubelets() {
+		c, err := stages.CRD()
+		if err != nil {
+			return err
+		}
+		builtIns = append(builtIns, c)
+	}
+	for _, c := range builtIns {
 		if err := crds.AddBuiltIn(c); err != nil {
 			return err
 		}
@@ -194,15 +206,28 @@ func (a *App) newControllers(context.Context) error {
 			{name: "statefulset", gr: workloads.StatefulSetResource, r: workloads.NewStatefulSets(wc)},
 			{name: "job", gr: workloads.JobResource, r: workloads.NewJobs(wc)},
 		}
+		// kube-controller-manager's endpointslice and endpoint controllers, one controller
+		// over Services that hears of their Pods.
+		eps, err := endpoints.New(endpoints.Config{Slices: a.reg.Client(endpoints.SliceController), Endpoints: a.reg.Client(endpoints.EndpointsController), Events: a.recorder, Logger: a.log})
+		if err != nil {
+			return err
+		}
+		builtIns = append(builtIns, builtIn{name: "endpointslice", gr: endpoints.ServicesResource, r: eps, follow: func(ctx context.Context, enqueue func(cache.Key) bool) {
+			eps.FollowPods(ctx, a.store, enqueue)
+		}})
 		if len(a.nodes.Names()) > 0 {
 			// The scheduler and the Nodes' kubelets (package nodes), a controller over Pods.
-			pods, err := nodes.NewPods(nodes.PodsConfig{Client: a.reg.Client(nodes.SchedulerManager), Nodes: a.nodes, StartDelay: cfg.RolloutStep})
+			// The kubelets play the kwok Stages stored in the API (package stages).
+			pods, err := nodes.NewPods(nodes.PodsConfig{Client: a.reg.Client(nodes.SchedulerManager), Nodes: a.nodes, Events: a.recorder, StoredStages: true})
 			if err != nil {
 				return err
 			}
 			a.pods = pods
 			builtIns = append(builtIns, builtIn{name: "pod", gr: nodes.PodsResource, r: pods, follow: func(ctx context.Context, enqueue func(cache.Key) bool) {
-				pods.FollowNodes(ctx, a.store, enqueue) // a Node's change may fit a Pod that waits
+				var wg sync.WaitGroup
+				wg.Go(func() { pods.FollowStages(ctx, a.store, enqueue) }) // a Stage's change may move a Pod
+				pods.FollowNodes(ctx, a.store, enqueue)                    // a Node's change may fit a Pod that waits
+				wg.Wait()
 			}})
 		}
 		var names []string
@@ -220,7 +245,6 @@ func (a *App) newControllers(context.Context) error {
 			}
 		}
 		a.ctrl = a.ctrls[0]
-		var err error
 		// The disruption controller keeps the PodDisruptionBudgets' status that evictions read.
 		if a.disruption, err = disruption.New(disruption.Config{Client: a.reg.Client(disruption.Name), Tuning: a.tuning, Clock: a.clock}); err != nil {
 			return err
@@ -265,6 +289,10 @@ const (
 	kubeAPIServer       = "kube-apiserver"
 	namespaceController = "namespace-controller"
 )
+
+// kubelets reports whether the Nodes' kubelets run (Nodes, with the controllers): then kwok's
+// Stage kind is served and its default Pod stages are stored.
+func (a *App) kubelets() bool { return a.cfg.EnableController && a.cfg.Nodes > 0 }
 
 // newNodes makes the cluster's Nodes (Config.Nodes), whose kubelets write as "kubelet".
 func (a *App) newNodes(context.Context) (err error) {
@@ -353,6 +381,19 @@ func (a *App) settle(ctx context.Context) error {
 	}
 	if a.rbac != nil {
 		seeds = append(seeds, rbac.Bootstrap()...)
+	}
+	if a.kubelets() {
+		// kwok's default Pod stages, with ROLLOUT_STEP on pod-ready and JOB_DURATION on
+		// pod-complete; one that exists (replaced with kubectl apply) is kept.
+		defaults, err := stages.Defaults(stages.Delays{Ready: a.cfg.RolloutStep, Complete: a.cfg.JobDuration})
+		if err != nil {
+			return err
+		}
+		for _, s := range defaults {
+			if !a.exists(ctx, s) {
+				seeds = append(seeds, s)
+			}
+		}
 	}
 	if err := a.reg.Bootstrap(ctx, seeds...); err != nil {
 		return err

@@ -1,7 +1,8 @@
 // Package nodes is the cluster's Nodes (SPEC §22): a configurable number of fake Nodes that
 // register as kind's do, become Ready, and heartbeat as a kubelet does, on opemu's clock; and
 // Pods, the Reconciler that schedules Pods onto them as kube-scheduler's default filters would
-// and runs them as kwok's default pod-ready and pod-delete stages do. NotReady Nodes are later
+// and runs them through kwok's Stages (package stages: the Stages stored in the API, kwok's
+// default pod-ready, pod-complete and pod-delete unless replaced). NotReady Nodes are later
 // work.
 //
 // Names and labels are kind's, with opemu as the cluster's name: kind names the nodes of a

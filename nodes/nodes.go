@@ -147,7 +147,7 @@ func (n *Nodes) node(i int, now metav1.Time) *corev1.Node {
 			Allocatable: n.cfg.Capacity.DeepCopy(),
 			Conditions:  conditions(now),
 			Addresses: []corev1.NodeAddress{
-				{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("172.18.0.%d", 2+i%250)},
+				{Type: corev1.NodeInternalIP, Address: nodeIP(i)},
 				{Type: corev1.NodeHostName, Address: name},
 			},
 			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 10250}},

@@ -11,9 +11,10 @@ import (
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/reconciler"
 	"github.com/opemu/opemu/registry"
+	"github.com/opemu/opemu/stages"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
+	"sigs.k8s.io/kwok/pkg/apis/v1alpha1"
 )
 
 // PodClient is how the scheduler and the kubelets read and write Pods: the in-process API
@@ -22,6 +23,7 @@ type PodClient interface {
 	Get(ctx context.Context, key cache.Key) (*cache.Object, error)
 	List(ctx context.Context, gr cache.GroupResource, opts ...cache.ListOption) (cache.ListResult, error)
 	UpdateStatus(ctx context.Context, key cache.Key, obj map[string]any) (*cache.Object, error)
+	Patch(ctx context.Context, key cache.Key, sub, patchType string, body []byte) (*cache.Object, error)
 	Bind(ctx context.Context, key cache.Key, b registry.Binding) (*cache.Object, error)
 	DeleteWithGrace(ctx context.Context, key cache.Key, pre cache.Preconditions, grace int64) (*cache.Object, bool, error)
 }
@@ -47,11 +49,10 @@ const UnschedulableRetry = 10 * time.Second
 //     binding (registry.Client.Bind: spec.nodeName, PodScheduled=True); when none fits, the
 //     PodScheduled=False condition (reason Unschedulable, kube-scheduler's message) and another
 //     try after UnschedulableRetry;
-//   - bound to one of these Nodes, Pending: its kubelet runs it StartDelay after it was bound
-//     (Running, Ready, its containers running, a pod IP from the Node's CIDR), as kwok's
-//     pod-ready stage does;
-//   - being deleted on one of these Nodes: its kubelet removes it (a delete with a grace
-//     period of 0), as kwok's pod-delete stage does.
+//   - bound to one of these Nodes: its kubelet plays the kwok Stages stored in the API
+//     (stages.Engine: kwok's default pod-ready, pod-complete and pod-delete unless replaced),
+//     with the template functions NodeIP, NodeIPWith, NodeIPsWith, PodIPWith and PodIPsWith
+//     answering from these Nodes (a pod IP from the Node's CIDR, held while the Pod runs).
 //
 // What the bound Pods use is kept in memory per Node (rebuilt from a list of Pods on first use
 // in a term: Reset), so a pass costs no list.
@@ -59,13 +60,13 @@ type Pods struct {
 	cfg    PodsConfig
 	index  map[string]int // the Nodes' names → their index (pod CIDR 10.244.<index>.0/24)
 	client PodClient
+	stages *stages.Engine
 
 	// mu guards the rest.
 	mu     sync.Mutex
 	loaded bool
 	used   map[string]*usage // by Node
 	placed map[cache.Key]placement
-	due    map[cache.Key]time.Time // when a bound Pending Pod runs
 	// waiting are the Pods no Node fitted: a Node's change tries them again (FollowNodes).
 	waiting map[cache.Key]struct{}
 }
@@ -75,14 +76,16 @@ type PodsConfig struct {
 	Client PodClient
 	// Nodes are the Nodes whose Pods are scheduled and run here.
 	Nodes *Nodes
-	// StartDelay is how long a bound Pod takes to run and be Ready. Zero: at once.
+	// Events records the Stages' events. Nil: they are dropped.
+	Events stages.Recorder
+	// StoredStages plays the Stages stored in the API (the Stage kind is served). False: kwok's
+	// default Pod stages, built in, with StartDelay on pod-ready.
+	StoredStages bool
+	// StartDelay is pod-ready's delay in the built-in stages (StoredStages false). Zero: none.
 	StartDelay time.Duration
 }
 
-var (
-	_ reconciler.Reconciler = (*Pods)(nil)
-	_ reconciler.Scheduler  = (*Pods)(nil)
-)
+var _ reconciler.Reconciler = (*Pods)(nil)
 
 // NewPods returns the scheduler and kubelets of cfg.Nodes.
 func NewPods(cfg PodsConfig) (*Pods, error) {
@@ -93,31 +96,36 @@ func NewPods(cfg PodsConfig) (*Pods, error) {
 	for i, n := range cfg.Nodes.names {
 		p.index[n] = i
 	}
+	var fixed []*v1alpha1.Stage
+	if !cfg.StoredStages {
+		var err error
+		if fixed, err = stages.Defaults(stages.Delays{Ready: cfg.StartDelay}); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	p.stages, err = stages.New(stages.Config{Client: cfg.Client, Events: cfg.Events, Clock: cfg.Nodes.cfg.Clock, Funcs: p.funcs(), Fixed: fixed, Logger: cfg.Nodes.cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
 	p.Reset()
 	return p, nil
 }
 
-// Reset forgets what the bound Pods use (a new term lists them again) and when Pods are due.
+// Stages is the engine that plays the kwok Stages on these Nodes' Pods.
+func (p *Pods) Stages() *stages.Engine { return p.stages }
+
+// Reset forgets what the bound Pods use (a new term lists them again) and the Stages' plans.
 func (p *Pods) Reset() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.loaded, p.used, p.placed, p.due = false, map[string]*usage{}, map[cache.Key]placement{}, map[cache.Key]time.Time{}
+	p.loaded, p.used, p.placed = false, map[string]*usage{}, map[cache.Key]placement{}
 	p.waiting = map[cache.Key]struct{}{}
+	p.mu.Unlock()
+	p.stages.Reset()
 }
 
 // ForgetSchedules forgets when Pods are due (a clock set back).
-func (p *Pods) ForgetSchedules() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	clear(p.due)
-}
-
-// NotBefore is when the Pod at key is due to run (zero: now).
-func (p *Pods) NotBefore(key cache.Key) time.Time {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.due[key]
-}
+func (p *Pods) ForgetSchedules() { p.stages.ForgetSchedules() }
 
 // Reconcile does the next step of the Pod at key.
 func (p *Pods) Reconcile(ctx context.Context, key cache.Key) (reconciler.Result, error) {
@@ -127,6 +135,7 @@ func (p *Pods) Reconcile(ctx context.Context, key cache.Key) (reconciler.Result,
 	obj, err := p.client.Get(ctx, key)
 	if errors.Is(err, cache.ErrNotFound) {
 		p.release(key)
+		p.stages.Forget(key)
 		return reconciler.Result{}, nil
 	}
 	if err != nil {
@@ -153,26 +162,18 @@ func (p *Pods) Reconcile(ctx context.Context, key cache.Key) (reconciler.Result,
 	if _, ours := p.index[pod.Spec.NodeName]; !ours {
 		return reconciler.Result{}, nil // no kubelet here runs it
 	}
-	switch {
-	case obj.Deleting():
-		_, _, err := p.client.DeleteWithGrace(ctx, key, cache.Preconditions{UID: obj.UID()}, 0)
-		if err != nil && !errors.Is(err, cache.ErrNotFound) {
-			return reconciler.Result{}, err
-		}
-		p.release(key)
-		return reconciler.Result{}, nil
-	case pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed:
-		p.release(key)
-		return reconciler.Result{}, nil
-	case pod.Status.Phase == corev1.PodPending:
-		ip := p.account(key, &pod)
-		if wait := p.wait(key, now); wait > 0 {
-			return reconciler.Result{RequeueAfter: wait}, nil
-		}
-		return reconciler.Result{}, p.run(ctx, obj, &pod, ip, now)
+	finished := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+	if finished && !obj.Deleting() {
+		p.release(key) // what a finished Pod requested is free again
+	} else if !finished {
+		p.account(key, &pod)
 	}
-	p.account(key, &pod)
-	return reconciler.Result{}, nil
+	wait, deleted, err := p.stages.PlayPod(ctx, obj, &pod)
+	if deleted {
+		p.release(key)
+		p.stages.Forget(key)
+	}
+	return reconciler.Result{RequeueAfter: wait}, err
 }
 
 // schedule binds pod to the first Node that fits it, or says why none does. It returns the
@@ -230,7 +231,6 @@ func (p *Pods) schedule(ctx context.Context, obj *cache.Object, pod *corev1.Pod,
 		return nil, reconciler.Result{}, err
 	}
 	p.mu.Lock()
-	p.due[key] = now.Add(p.cfg.StartDelay)
 	delete(p.waiting, key)
 	p.mu.Unlock()
 	return bound, reconciler.Result{}, nil
@@ -254,43 +254,6 @@ func (p *Pods) unschedulable(ctx context.Context, obj *cache.Object, pod *corev1
 	return p.writeStatus(ctx, obj, pod)
 }
 
-// run is the kubelet starting pod: Running and Ready, its containers running since now.
-func (p *Pods) run(ctx context.Context, obj *cache.Object, pod *corev1.Pod, ip byte, now time.Time) error {
-	t := metav1.NewTime(now)
-	node := p.cfg.Nodes.node(p.index[pod.Spec.NodeName], t)
-	hostIP := node.Status.Addresses[0].Address
-	podIP := hostIP
-	if !pod.Spec.HostNetwork {
-		podIP = fmt.Sprintf("10.244.%d.%d", p.index[pod.Spec.NodeName]%256, ip)
-	}
-	st := &pod.Status
-	st.Phase = corev1.PodRunning
-	st.HostIP, st.HostIPs = hostIP, []corev1.HostIP{{IP: hostIP}}
-	st.PodIP, st.PodIPs = podIP, []corev1.PodIP{{IP: podIP}}
-	st.StartTime = &t
-	for _, typ := range []corev1.PodConditionType{corev1.PodReadyToStartContainers, corev1.PodInitialized, corev1.PodReady, corev1.ContainersReady, corev1.PodScheduled} {
-		st.Conditions = setCondition(st.Conditions, corev1.PodCondition{Type: typ, Status: corev1.ConditionTrue, LastTransitionTime: t})
-	}
-	st.ContainerStatuses = st.ContainerStatuses[:0]
-	for _, c := range pod.Spec.Containers {
-		st.ContainerStatuses = append(st.ContainerStatuses, corev1.ContainerStatus{
-			Name: c.Name, Image: c.Image, Ready: true, Started: ptr.To(true), RestartCount: 0,
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: t}},
-		})
-	}
-	st.InitContainerStatuses = st.InitContainerStatuses[:0]
-	for _, c := range pod.Spec.InitContainers {
-		st.InitContainerStatuses = append(st.InitContainerStatuses, corev1.ContainerStatus{
-			Name: c.Name, Image: c.Image, Ready: true, Started: ptr.To(false),
-			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", StartedAt: t, FinishedAt: t}},
-		})
-	}
-	p.mu.Lock()
-	delete(p.due, obj.Key())
-	p.mu.Unlock()
-	return p.writeStatus(ctx, obj, pod)
-}
-
 // writeStatus writes pod's status through the status subresource, conditional on obj's version.
 func (p *Pods) writeStatus(ctx context.Context, obj *cache.Object, pod *corev1.Pod) error {
 	pod.ResourceVersion = fmt.Sprint(obj.ResourceVersion())
@@ -300,22 +263,6 @@ func (p *Pods) writeStatus(ctx context.Context, obj *cache.Object, pod *corev1.P
 	}
 	_, err = p.client.UpdateStatus(ctx, obj.Key(), body)
 	return err
-}
-
-// wait is how long until the Pod at key is due to run: StartDelay after this process first
-// saw it bound.
-func (p *Pods) wait(key cache.Key, now time.Time) time.Duration {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	t, ok := p.due[key]
-	if !ok {
-		t = now.Add(p.cfg.StartDelay)
-		p.due[key] = t
-	}
-	if now.Before(t) {
-		return t.Sub(now)
-	}
-	return 0
 }
 
 // load accounts every bound, unfinished Pod on these Nodes, once per term.
@@ -393,7 +340,6 @@ func (p *Pods) usage(node string) *usage {
 func (p *Pods) release(key cache.Key) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.due, key)
 	delete(p.waiting, key)
 	pl, ok := p.placed[key]
 	if !ok {
@@ -446,14 +392,6 @@ type Watcher interface {
 // moves its unschedulable Pods back to its active queue on cluster events.
 func (p *Pods) FollowNodes(ctx context.Context, w Watcher, enqueue func(cache.Key) bool) {
 	cache.Follow(ctx, w, cache.WatchOptions{Resources: []cache.GroupResource{{Resource: "nodes"}}}, func(cache.Event) {
-		p.mu.Lock()
-		keys := make([]cache.Key, 0, len(p.waiting))
-		for k := range p.waiting {
-			keys = append(keys, k)
-		}
-		p.mu.Unlock()
-		for _, k := range keys {
-			enqueue(k)
-		}
+		enqueueKeys(p, func(p *Pods) map[cache.Key]struct{} { return p.waiting }, enqueue)
 	})
 }

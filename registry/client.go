@@ -251,3 +251,16 @@ func (c *Client) DeleteWithGrace(ctx context.Context, key cache.Key, pre cache.P
 	o.GracePeriodSeconds = &grace
 	return c.delete(ctx, t, pre, o)
 }
+
+// Patch patches the object at key, or its subresource sub ("status"), with body of patchType
+// (application/json-patch+json, merge-patch+json or strategic-merge-patch+json), as a PATCH
+// request does.
+func (c *Client) Patch(ctx context.Context, key cache.Key, sub, patchType string, body []byte) (*cache.Object, error) {
+	t, err := c.s.TargetOf(key)
+	if err != nil {
+		return nil, err
+	}
+	t.Sub = sub
+	res, err := c.s.Patch(ctx, t, patchType, body, c.options())
+	return res.Object, err
+}

@@ -1,8 +1,8 @@
 // Package nodes is the cluster's Nodes (SPEC §22): a configurable number of fake Nodes that
 // register as kind's do, become Ready, and heartbeat as a kubelet does, on opemu's clock; and
 // Pods, the Reconciler that schedules Pods onto them as kube-scheduler's default filters would
-// and runs them as kwok's default pod-ready and pod-delete stages do. NotReady Nodes are later
-// work.
+// and runs them as kwok's default pod-ready, pod-complete (a Job's Pods) and pod-delete stages
+// do. NotReady Nodes are later work.
 //
 // Names and labels are kind's, with opemu as the cluster's name: kind names the nodes of a
 // cluster <cluster>-control-plane, <cluster>-worker, <cluster>-worker2, ..., so the Nodes are

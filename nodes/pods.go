@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,7 +50,8 @@ const UnschedulableRetry = 10 * time.Second
 //     try after UnschedulableRetry;
 //   - bound to one of these Nodes, Pending: its kubelet runs it StartDelay after it was bound
 //     (Running, Ready, its containers running, a pod IP from the Node's CIDR), as kwok's
-//     pod-ready stage does;
+//     pod-ready stage does; a Job's Running Pod succeeds CompleteDelay after it started, as
+//     kwok's pod-complete stage does;
 //   - being deleted on one of these Nodes: its kubelet removes it (a delete with a grace
 //     period of 0), as kwok's pod-delete stage does.
 //
@@ -77,6 +79,8 @@ type PodsConfig struct {
 	Nodes *Nodes
 	// StartDelay is how long a bound Pod takes to run and be Ready. Zero: at once.
 	StartDelay time.Duration
+	// CompleteDelay is how long a Job's running Pod runs before it succeeds. Zero: at once.
+	CompleteDelay time.Duration
 }
 
 var (
@@ -170,9 +174,46 @@ func (p *Pods) Reconcile(ctx context.Context, key cache.Key) (reconciler.Result,
 			return reconciler.Result{RequeueAfter: wait}, nil
 		}
 		return reconciler.Result{}, p.run(ctx, obj, &pod, ip, now)
+	case pod.Status.Phase == corev1.PodRunning && ownedByJob(&pod):
+		p.account(key, &pod)
+		return p.complete(ctx, obj, &pod, now)
 	}
 	p.account(key, &pod)
 	return reconciler.Result{}, nil
+}
+
+// complete is the kubelet finishing a Job's running pod CompleteDelay after it started, as
+// kwok's default pod-complete stage does: Succeeded, its containers terminated (exit code 0,
+// reason Completed), no longer Ready (reason PodCompleted, as a kubelet says).
+func (p *Pods) complete(ctx context.Context, obj *cache.Object, pod *corev1.Pod, now time.Time) (reconciler.Result, error) {
+	if st := pod.Status.StartTime; st != nil {
+		if wait := st.Add(p.cfg.CompleteDelay).Sub(now); wait > 0 {
+			return reconciler.Result{RequeueAfter: wait}, nil
+		}
+	}
+	t := metav1.NewTime(now)
+	st := &pod.Status
+	st.Phase = corev1.PodSucceeded
+	for _, typ := range []corev1.PodConditionType{corev1.PodReady, corev1.ContainersReady} {
+		st.Conditions = setCondition(st.Conditions, corev1.PodCondition{Type: typ, Status: corev1.ConditionFalse, Reason: "PodCompleted", LastTransitionTime: t})
+	}
+	for i := range st.ContainerStatuses {
+		c := &st.ContainerStatuses[i]
+		started := t
+		if c.State.Running != nil {
+			started = c.State.Running.StartedAt
+		}
+		c.Ready, c.Started = false, ptr.To(false)
+		c.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", StartedAt: started, FinishedAt: t}}
+	}
+	p.release(obj.Key())
+	return reconciler.Result{}, p.writeStatus(ctx, obj, pod)
+}
+
+// ownedByJob: the Pod's controller is a Job.
+func ownedByJob(pod *corev1.Pod) bool {
+	ref := metav1.GetControllerOfNoCopy(pod)
+	return ref != nil && ref.Kind == "Job" && strings.HasPrefix(ref.APIVersion, "batch/")
 }
 
 // schedule binds pod to the first Node that fits it, or says why none does. It returns the

@@ -1,6 +1,7 @@
 package workloads
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"slices"
@@ -52,7 +53,9 @@ const (
 //     Pods; enough completions (SuccessCriteriaMet, then Complete, reason CompletionsReached,
 //     and completionTime) once no Pod is active; the final condition waits for every Pod to be
 //     counted and none to be terminating;
-//   - suspend deletes the active Pods (condition Suspended); resuming sets startTime again.
+//   - suspend deletes the active Pods (condition Suspended); resuming sets startTime again;
+//   - finished, being deleted or gone: its Pods' finalizers are removed (kube's
+//     syncOrphanPod), so that the collector can delete them.
 //
 // Its status: active, ready, terminating, succeeded, failed, startTime, completionTime,
 // completedIndexes, uncountedTerminatedPods, conditions; with kube's SuccessfulCreate,
@@ -116,8 +119,11 @@ type jobPass struct {
 func (r *Jobs) Reconcile(ctx context.Context, key cache.Key) (reconciler.Result, error) {
 	var job batchv1.Job
 	obj, gone, err := read(ctx, r.cfg.Client, key, &job)
-	if gone || err != nil {
+	if gone {
 		r.forget(key)
+		return reconciler.Result{}, r.releaseOrphans(ctx, key)
+	}
+	if err != nil {
 		return reconciler.Result{}, err
 	}
 	sel, err := metav1.LabelSelectorAsSelector(job.Spec.Selector)
@@ -137,6 +143,29 @@ func (r *Jobs) Reconcile(ctx context.Context, key cache.Key) (reconciler.Result,
 	}
 	err = p.sync(ctx)
 	return reconciler.Result{RequeueAfter: p.requeue}, err
+}
+
+// releaseOrphans takes the tracking finalizer off the Pods whose Job (key) is gone, so that
+// their deletion (the collector's, with the Job) completes, as kube's syncOrphanPod does.
+func (r *Jobs) releaseOrphans(ctx context.Context, key cache.Key) error {
+	l, err := r.cfg.Client.List(ctx, PodResource, cache.InNamespace(key.Namespace))
+	if err != nil {
+		return err
+	}
+	var orphans []*corev1.Pod
+	for _, o := range l.Items {
+		if !bytes.Contains(o.Raw(), []byte(jobTrackingFinalizer)) {
+			continue
+		}
+		if ref := controllerOf(o); ref == nil || ref.Kind != JobOwner.Kind || ref.APIVersion != JobOwner.APIVersion || ref.Name != key.Name {
+			continue
+		}
+		if pod, err := decodePod(o); err == nil && hasTrackingFinalizer(pod) {
+			orphans = append(orphans, pod)
+		}
+	}
+	p := &jobPass{r: r, key: key}
+	return p.removeFinalizers(ctx, orphans)
 }
 
 // sync is syncJob past its listing.

@@ -204,3 +204,29 @@ func TestJobSuspended(t *testing.T) {
 		assert.Equal(t, []string{"Job resumed"}, r.events.messages("Resumed"))
 	})
 }
+
+// TestJobDeletedReleasesPods: a Job being deleted lets its Pods go (their tracking finalizer
+// off), so that the collector can delete them.
+func TestJobDeletedReleasesPods(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newCluster(t)
+		defer r.stop()
+		r.create(jobKey("work"), newJob(2, 2, 6, batchv1.NonIndexedCompletion))
+		synctest.Wait()
+		pods := r.podNames("batch.kubernetes.io/job-name=work")
+		require.Len(t, pods, 2)
+		finalizers := func() (n int) {
+			for _, name := range pods {
+				var p corev1.Pod
+				r.get(podKey(name), &p)
+				n += len(p.Finalizers)
+			}
+			return n
+		}
+		require.Equal(t, 2, finalizers())
+		_, _, err := r.client.Delete(ctx, jobKey("work"), cache.Preconditions{})
+		require.NoError(t, err)
+		synctest.Wait()
+		assert.Zero(t, finalizers(), "the Job's deletion releases its Pods")
+	})
+}

@@ -104,6 +104,18 @@ func TestStatefulSetScaleUp(t *testing.T) {
 	}
 }
 
+// readyStatefulSet creates the StatefulSet db of three Pods, lets them all run and returns
+// its key.
+func (r *rig) readyStatefulSet() cache.Key {
+	key := stsKey("db")
+	r.create(key, newStatefulSet(3, appsv1.OrderedReadyPodManagement))
+	synctest.Wait()
+	for range 3 {
+		tick()
+	}
+	return key
+}
+
 // TestStatefulSetRollingUpdate: a new template replaces the Pods from the highest ordinal
 // down to the partition, one at a time; lowering the partition finishes the update, and the
 // update revision becomes the current one.
@@ -111,12 +123,7 @@ func TestStatefulSetRollingUpdate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newCluster(t)
 		defer r.stop()
-		key := stsKey("db")
-		r.create(key, newStatefulSet(3, appsv1.OrderedReadyPodManagement))
-		synctest.Wait()
-		for range 3 {
-			tick()
-		}
+		key := r.readyStatefulSet()
 		var s appsv1.StatefulSet
 		r.get(key, &s)
 		first := s.Status.CurrentRevision
@@ -178,12 +185,7 @@ func TestStatefulSetScaleDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newCluster(t)
 		defer r.stop()
-		key := stsKey("db")
-		r.create(key, newStatefulSet(3, appsv1.OrderedReadyPodManagement))
-		synctest.Wait()
-		for range 3 {
-			tick()
-		}
+		key := r.readyStatefulSet()
 		var before corev1.Pod
 		r.get(podKey("db-1"), &before)
 		r.setPodPhase("db-1", corev1.PodFailed)

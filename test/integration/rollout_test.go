@@ -156,7 +156,8 @@ spec:
 }
 
 // TestKubectlJobFails: a Job's Pod that fails (its status written as a kubelet would) fails
-// the Job past its backoffLimit, as kube's Job controller has it.
+// the Job past its backoffLimit, as kube's Job controller has it; a deleted Job's running Pod
+// is collected.
 func TestKubectlJobFails(t *testing.T) {
 	t.Parallel()
 	p := start(t, "ENABLE_LEADER_ELECTION=false", "ROLLOUT_STEP=0", "JOB_DURATION=1h")
@@ -184,6 +185,15 @@ spec:
 	assert.Equal(t, "1 BackoffLimitExceeded", k.Run("get", "job", "flaky", "-o", `jsonpath={.status.failed} {.status.conditions[?(@.type=="Failed")].reason}`))
 	assert.Empty(t, k.Run("get", "pod", pod, "-o", "jsonpath={.metadata.finalizers[*]}"), "counted: the finalizer is off")
 	assert.Regexp(t, `Warning\s+BackoffLimitExceeded\s+job/flaky\s+Job has reached the specified backoff limit`, k.Run("get", "events", "--field-selector", "involvedObject.name=flaky"))
+
+	// A running Job deleted (kubectl's background cascade): its Pod goes with it, its tracking
+	// finalizer taken off.
+	assert.Contains(t, k.Run("create", "job", "long", "--image=busybox:1.36", "--", "sleep", "3600"), "job.batch/long created")
+	assert.Contains(t, k.Run("wait", "--for=condition=Ready", "pod", "-l", "job-name=long", "--timeout=30s"), "condition met")
+	assert.Contains(t, k.Run("delete", "job", "long"), `job.batch "long" deleted`)
+	require.Eventually(t, func() bool {
+		return strings.TrimSpace(k.Run("get", "pods", "-l", "job-name=long", "-o", "name")) == ""
+	}, 30*time.Second, 50*time.Millisecond, "the deleted Job's Pod is collected")
 }
 
 // TestKubectlCascade: `kubectl delete --cascade=background|foreground|orphan` of a Deployment

@@ -173,7 +173,10 @@ func (p *Pods) Reconcile(ctx context.Context, key cache.Key) (reconciler.Result,
 		if wait := p.wait(key, now); wait > 0 {
 			return reconciler.Result{RequeueAfter: wait}, nil
 		}
-		return reconciler.Result{}, p.run(ctx, obj, &pod, ip, now)
+		if err := p.run(ctx, obj, &pod, ip, now); err != nil || !ownedByJob(&pod) {
+			return reconciler.Result{}, err
+		}
+		return reconciler.Result{RequeueAfter: max(p.cfg.CompleteDelay, time.Nanosecond)}, nil // its completion is due
 	case pod.Status.Phase == corev1.PodRunning && ownedByJob(&pod):
 		p.account(key, &pod)
 		return p.complete(ctx, obj, &pod, now)

@@ -72,7 +72,7 @@ func TestNewBoundedByItsContext(t *testing.T) {
 // is Invalid, saying why.
 func TestBuiltInControllerNamesAreReserved(t *testing.T) {
 	t.Parallel()
-	names := []string{"application", "deployment", "replicaset", "statefulset", "job"}
+	names := []string{"application", "deployment", "replicaset", "statefulset", "daemonset", "job"}
 	cfg := app.Config{EnableController: true, Logger: slog.New(slog.DiscardHandler)}
 	for _, name := range names {
 		cfg.Objects = append(cfg.Objects, map[string]any{

@@ -61,11 +61,11 @@ type Config struct {
 	// QueueQPS and QueueBurst size the token bucket of rate-limited requeues. Zero means 10 and 100.
 	QueueQPS   float64
 	QueueBurst int
-	// RolloutStep is the time between simulated readiness steps (Applications, StatefulSets),
-	// and how long a Pod bound to one of the Nodes takes to run and be Ready; zero is instant.
+	// RolloutStep is the time between simulated readiness steps of Applications, and how long
+	// a Pod bound to one of the Nodes takes to run and be Ready; zero is instant.
 	RolloutStep time.Duration
-	// JobDuration is how long each wave of a simulated Job's pods runs; zero completes Jobs at
-	// once.
+	// JobDuration is how long a Job's Pod runs on one of the Nodes before it succeeds; zero is
+	// instant.
 	JobDuration time.Duration
 	// WatchHistory is how many watch events are kept per resource. Zero means 10000.
 	WatchHistory int

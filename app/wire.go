@@ -185,7 +185,7 @@ func (a *App) newControllers(context.Context) error {
 	cfg := a.cfg
 	if cfg.EnableController {
 		app := application.New(application.Config{Client: a.reg.Client(application.Source), Events: a.recorder, RolloutStep: cfg.RolloutStep, Clock: a.clock})
-		wc := workloads.Config{Client: a.reg.Client("opemu-workloads"), Events: a.recorder, RolloutStep: cfg.RolloutStep, JobDuration: cfg.JobDuration, Clock: a.clock}
+		wc := workloads.Config{Client: a.reg.Client("opemu-workloads"), Events: a.recorder, Clock: a.clock}
 		type builtIn struct {
 			name string
 			gr   cache.GroupResource
@@ -199,12 +199,21 @@ func (a *App) newControllers(context.Context) error {
 				workloads.FollowChildren(ctx, a.store, gr, owner, enqueue)
 			}
 		}
+		daemonSets := workloads.NewDaemonSets(wc)
 		builtIns := []builtIn{
 			{name: "application", gr: application.Resource, r: app},
 			{name: "deployment", gr: workloads.DeploymentResource, r: workloads.NewDeployments(wc), follow: children(workloads.ReplicaSetResource, workloads.DeploymentOwner)},
 			{name: "replicaset", gr: workloads.ReplicaSetResource, r: workloads.NewReplicaSets(wc), follow: children(workloads.PodResource, workloads.ReplicaSetOwner)},
-			{name: "statefulset", gr: workloads.StatefulSetResource, r: workloads.NewStatefulSets(wc)},
-			{name: "job", gr: workloads.JobResource, r: workloads.NewJobs(wc)},
+			{name: "statefulset", gr: workloads.StatefulSetResource, r: workloads.NewStatefulSets(wc), follow: children(workloads.PodResource, workloads.StatefulSetOwner)},
+			{name: "daemonset", gr: workloads.DaemonSetResource, r: daemonSets, follow: func(ctx context.Context, enqueue func(cache.Key) bool) {
+				var wg sync.WaitGroup
+				wg.Go(func() {
+					workloads.FollowChildren(ctx, a.store, workloads.PodResource, workloads.DaemonSetOwner, enqueue)
+				})
+				daemonSets.FollowNodes(ctx, a.store, enqueue) // a Node's change may want or move their Pods
+				wg.Wait()
+			}},
+			{name: "job", gr: workloads.JobResource, r: workloads.NewJobs(wc), follow: children(workloads.PodResource, workloads.JobOwner)},
 		}
 		// kube-controller-manager's endpointslice and endpoint controllers, one controller
 		// over Services that hears of their Pods.

@@ -263,6 +263,33 @@ func statefulSetColumns() []Column {
 	}, containersColumns("spec.template.spec")...)
 }
 
+// controllerRevisionColumns are the printers' ControllerRevision columns: its controller as
+// <kind>.<group>/<name>, and its revision.
+func controllerRevisionColumns() []Column {
+	return []Column{
+		NameColumn,
+		column("Controller", "string", 0, "Controller of the object", func(obj map[string]any, _ time.Time) any {
+			for _, r := range listAt(obj, "metadata.ownerReferences") {
+				ref, _ := r.(map[string]any)
+				if c, _ := ref["controller"].(bool); !c {
+					continue
+				}
+				kind, _ := ref["kind"].(string)
+				apiVersion, _ := ref["apiVersion"].(string)
+				name, _ := ref["name"].(string)
+				kind = strings.ToLower(kind)
+				if group, _, ok := strings.Cut(apiVersion, "/"); ok {
+					kind += "." + group
+				}
+				return kind + "/" + name
+			}
+			return none
+		}),
+		docColumn("Revision", "string", 0, appsV1+"ControllerRevision", "revision", intCell("revision")),
+		ageColumn(),
+	}
+}
+
 func daemonSetColumns() []Column {
 	n := func(name, field string) Column {
 		return docColumn(name, "integer", 0, appsV1+"DaemonSetStatus", field, intCell("status."+field))

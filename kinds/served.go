@@ -50,6 +50,7 @@ func servedTypes() []typed {
 			defaults: defaulter(defaultReplicaSet), validate: validator(validateReplicaSet), validateUpdate: updateValidator(validateReplicaSetUpdate)},
 		{obj: &appsv1.StatefulSet{}, status: true, short: []string{"sts"}, all: true, scale: true, columns: statefulSetColumns(), defaults: defaulter(defaultStatefulSet), validate: validator(validateStatefulSet),
 			validateUpdate: updateValidator(validateStatefulSetUpdate), nameRule: NameIsDNSLabel},
+		{obj: &appsv1.ControllerRevision{}, columns: controllerRevisionColumns()},
 		{obj: &appsv1.DaemonSet{}, status: true, short: []string{"ds"}, all: true, columns: daemonSetColumns(), defaults: defaulter(defaultDaemonSet), validate: validator(validateDaemonSet),
 			validateUpdate: updateValidator(validateDaemonSetUpdate), prepareForCreate: firstTemplateGeneration, prepareForUpdate: nextTemplateGeneration},
 		{obj: &batchv1.Job{}, status: true, all: true, columns: jobColumns(), fields: []Field{{Name: "status.successful", Path: "status.succeeded"}}, defaults: defaulter(defaultJob), validate: validator(validateJob), validateCreate: validator(validateGeneratedSelector),

@@ -79,10 +79,13 @@ type PodsConfig struct {
 	// Events records the Stages' events. Nil: they are dropped.
 	Events stages.Recorder
 	// StoredStages plays the Stages stored in the API (the Stage kind is served). False: kwok's
-	// default Pod stages, built in, with StartDelay on pod-ready.
+	// default Pod stages, built in, with StartDelay on pod-ready and CompleteDelay on pod-complete.
 	StoredStages bool
 	// StartDelay is pod-ready's delay in the built-in stages (StoredStages false). Zero: none.
 	StartDelay time.Duration
+	// CompleteDelay is pod-complete's delay in the built-in stages (StoredStages false): how
+	// long a Job's running Pod runs before it succeeds. Zero: none.
+	CompleteDelay time.Duration
 }
 
 var _ reconciler.Reconciler = (*Pods)(nil)
@@ -99,7 +102,7 @@ func NewPods(cfg PodsConfig) (*Pods, error) {
 	var fixed []*v1alpha1.Stage
 	if !cfg.StoredStages {
 		var err error
-		if fixed, err = stages.Defaults(stages.Delays{Ready: cfg.StartDelay}); err != nil {
+		if fixed, err = stages.Defaults(stages.Delays{Ready: cfg.StartDelay, Complete: cfg.CompleteDelay}); err != nil {
 			return nil, err
 		}
 	}

@@ -103,7 +103,7 @@ func TestUnservedResourceIs404(t *testing.T) {
 		{"GET", "/api/v1/podtemplates", status},
 		{"GET", "/api/v1/namespaces/default/podtemplates/pt", status},
 		{"POST", "/api/v1/namespaces/default/podtemplates", status},
-		{"GET", "/apis/apps/v1/namespaces/default/controllerrevisions?watch=true", status},
+		{"GET", "/api/v1/namespaces/default/resourcequotas?watch=true", status},
 		{"GET", "/apis/apps/v2/deployments", status},
 		{"GET", "/apis/apps/v1/namespaces/default/deployments/d/nothing", status},
 		{"GET", "/api/v1/namespaces/default/configmaps/c/status/more", status},

@@ -2,6 +2,7 @@ package workloads_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -18,44 +19,62 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 )
 
-// newCluster is the write path with controllers over it, as app wires them: the Deployment
-// and ReplicaSet controllers (each hearing of its children), the scheduler and kubelets of
-// one Node, whose Pods run a virtual second after they are bound; inside a synctest bubble.
-func newCluster(t *testing.T) *rig {
+// newCluster is the write path with controllers over it, as app wires them: the Deployment,
+// ReplicaSet, StatefulSet, DaemonSet and Job controllers (each hearing of its children, the
+// DaemonSets of the Nodes), the scheduler and kubelets of one Node, whose Pods run a virtual
+// second after they are bound; inside a synctest bubble.
+func newCluster(t *testing.T) *rig { return newClusterOf(t, 1) }
+
+// jobPodRuntime is how long the kubelets leave a Job's Pod running: longer than any test, so
+// the tests drive their Pods' phases as a test of kube's Job controller would.
+const jobPodRuntime = time.Hour
+
+// newClusterOf is newCluster with count Nodes (opemu-control-plane, opemu-worker, ...).
+func newClusterOf(t *testing.T, count int) *rig {
 	t.Helper()
 	env := registrytest.New(t, registrytest.Options{})
 	rec := &recorder{}
-	cfg := workloads.Config{Client: env.Registry.Client("workloads"), Events: rec, RolloutStep: time.Second}
-	n, err := nodes.New(nodes.Config{Client: env.Registry.Client(nodes.Manager), Count: 1, Clock: clock.RealClock{}})
+	cfg := workloads.Config{Client: env.Registry.Client("workloads"), Events: rec}
+	n, err := nodes.New(nodes.Config{Client: env.Registry.Client(nodes.Manager), Count: count, Clock: clock.RealClock{}})
 	require.NoError(t, err)
 	require.NoError(t, n.Register(ctx))
-	pods, err := nodes.NewPods(nodes.PodsConfig{Client: env.Registry.Client(nodes.SchedulerManager), Nodes: n, StartDelay: time.Second})
+	pods, err := nodes.NewPods(nodes.PodsConfig{Client: env.Registry.Client(nodes.SchedulerManager), Nodes: n, StartDelay: time.Second, CompleteDelay: jobPodRuntime})
 	require.NoError(t, err)
+	daemonSets := workloads.NewDaemonSets(cfg)
 	cctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for _, c := range []struct {
-		gr       cache.GroupResource
-		r        reconciler.Reconciler
-		children cache.GroupResource
-		owner    workloads.Owner
+		gr    cache.GroupResource
+		r     reconciler.Reconciler
+		owner workloads.Owner
 	}{
-		{gr: workloads.DeploymentResource, r: workloads.NewDeployments(cfg), children: workloads.ReplicaSetResource, owner: workloads.DeploymentOwner},
-		{gr: workloads.ReplicaSetResource, r: workloads.NewReplicaSets(cfg), children: workloads.PodResource, owner: workloads.ReplicaSetOwner},
+		{gr: workloads.DeploymentResource, r: workloads.NewDeployments(cfg), owner: workloads.DeploymentOwner},
+		{gr: workloads.ReplicaSetResource, r: workloads.NewReplicaSets(cfg), owner: workloads.ReplicaSetOwner},
+		{gr: workloads.StatefulSetResource, r: workloads.NewStatefulSets(cfg), owner: workloads.StatefulSetOwner},
+		{gr: workloads.DaemonSetResource, r: daemonSets, owner: workloads.DaemonSetOwner},
+		{gr: workloads.JobResource, r: workloads.NewJobs(cfg), owner: workloads.JobOwner},
 		{gr: nodes.PodsResource, r: pods},
 	} {
-		c := c
 		ctrl, err := reconciler.New(reconciler.Config{Store: env.Storage, Resource: c.gr, Reconciler: c.r, Name: c.gr.Resource})
 		require.NoError(t, err)
 		wg.Go(func() { _ = ctrl.Run(cctx) })
-		if c.owner.Kind != "" {
-			wg.Go(func() { workloads.FollowChildren(cctx, env.Storage, c.children, c.owner, ctrl.Enqueue) })
+		children := workloads.PodResource
+		if c.owner == workloads.DeploymentOwner {
+			children = workloads.ReplicaSetResource
 		}
-		if c.gr == nodes.PodsResource {
+		if c.owner.Kind != "" {
+			wg.Go(func() { workloads.FollowChildren(cctx, env.Storage, children, c.owner, ctrl.Enqueue) })
+		}
+		switch c.gr {
+		case nodes.PodsResource:
 			wg.Go(func() { pods.FollowNodes(cctx, env.Storage, ctrl.Enqueue) })
+		case workloads.DaemonSetResource:
+			wg.Go(func() { daemonSets.FollowNodes(cctx, env.Storage, ctrl.Enqueue) })
 		}
 	}
 	return &rig{t: t, client: env.Registry.Client("test"), events: rec, stop: func() {
@@ -63,6 +82,40 @@ func newCluster(t *testing.T) *rig {
 		wg.Wait()
 		env.Storage.Close()
 	}}
+}
+
+// setPodPhase writes the phase of the Pod name (namespace default) through its status, as a
+// kubelet would.
+func (r *rig) setPodPhase(name string, phase corev1.PodPhase) {
+	r.t.Helper()
+	key := cache.Key{Resource: "pods", Namespace: "default", Name: name}
+	o, err := r.client.Get(ctx, key)
+	require.NoError(r.t, err)
+	m, err := o.Decode()
+	require.NoError(r.t, err)
+	m["status"].(map[string]any)["phase"] = string(phase)
+	_, err = r.client.UpdateStatus(ctx, key, m)
+	require.NoError(r.t, err)
+}
+
+// podNames lists the names of the Pods of namespace default whose labels sel selects ("":
+// all), sorted.
+func (r *rig) podNames(sel string) []string {
+	r.t.Helper()
+	opts := []cache.ListOption{cache.InNamespace("default")}
+	if sel != "" {
+		s, err := labels.Parse(sel)
+		require.NoError(r.t, err)
+		opts = append(opts, cache.MatchingLabels(s))
+	}
+	l, err := r.client.List(ctx, workloads.PodResource, opts...)
+	require.NoError(r.t, err)
+	var out []string
+	for _, o := range l.Items {
+		out = append(out, o.Key().Name)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // pods lists the Pods of namespace default.

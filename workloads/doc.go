@@ -6,15 +6,13 @@
 // Deployment makes ReplicaSets (named and labelled with kube's pod-template-hash, with its
 // revision annotations and history) and rolls them out within maxSurge and maxUnavailable; a
 // ReplicaSet creates and deletes Pods owned by it (the garbage collector takes them with it);
-// each counts its children in its status. Package nodes schedules and runs the Pods.
-// FollowChildren is how a controller hears of its children's changes.
+// each counts its children in its status. StatefulSets (Pods by ordinal, ControllerRevisions,
+// OrderedReady or Parallel, partitioned rolling updates), DaemonSets (a Pod per fitting Node)
+// and Jobs (completions, parallelism, backoffLimit, Indexed mode, the job-tracking finalizer)
+// are kube's controllers written again too, each making and deleting its Pods. Package nodes
+// schedules and runs the Pods. FollowChildren is how a controller hears of its children's
+// changes, DaemonSets.FollowNodes how the DaemonSet controller hears of the Nodes'.
 //
-// StatefulSets and Jobs are still simulated in status only: a StatefulSet is rolled out one
-// step per RolloutStep (its status counts and revisions), a Job completes after JobDuration
-// per wave of parallelism pods (succeeded, startTime, completionTime, the SuccessCriteriaMet
-// and Complete conditions); neither makes a Pod.
-//
-// Each reconciler is level-based (every pass reads the object and does the next due step); the
-// simulated ones keep only when the next step of each object is due. All are safe for
-// concurrent use.
+// Each reconciler is level-based: every pass lists the object's children and does the next
+// due step from them alone. All are safe for concurrent use.
 package workloads

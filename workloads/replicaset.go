@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -92,8 +91,7 @@ func (r *ReplicaSets) manage(ctx context.Context, obj *cache.Object, rs *appsv1.
 	case diff > 0:
 		slices.SortStableFunc(active, deletionOrder)
 		for _, p := range active[:diff] {
-			key := cache.Key{Resource: PodResource.Resource, Namespace: p.Namespace, Name: p.Name}
-			if _, _, err := r.cfg.Client.Delete(ctx, key, cache.Preconditions{UID: string(p.UID)}); err != nil && !errors.Is(err, cache.ErrNotFound) {
+			if err := deletePod(ctx, r.cfg.Client, p); err != nil {
 				return active, err
 			}
 			record(ctx, r.cfg, obj, "apps/v1", "ReplicaSet", replicaSetSource, "SuccessfulDelete", "Deleted pod: "+p.Name)
@@ -105,24 +103,7 @@ func (r *ReplicaSets) manage(ctx context.Context, obj *cache.Object, rs *appsv1.
 
 // createPod creates a Pod from rs's template, as kube's GetPodFromTemplate makes it.
 func (r *ReplicaSets) createPod(ctx context.Context, obj *cache.Object, rs *appsv1.ReplicaSet) (*corev1.Pod, error) {
-	t := rs.Spec.Template
-	pod := &corev1.Pod{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: rs.Name + "-", Namespace: rs.Namespace, Labels: t.Labels, Annotations: t.Annotations, Finalizers: t.Finalizers,
-			OwnerReferences: []metav1.OwnerReference{controllerRef(ReplicaSetOwner, rs.Name, obj.UID())},
-		},
-		Spec: t.Spec,
-	}
-	body, err := toMap(pod)
-	if err != nil {
-		return nil, reconciler.TerminalError(err)
-	}
-	created, err := r.cfg.Client.Create(ctx, cache.Key{Resource: PodResource.Resource, Namespace: rs.Namespace}, body)
-	if err != nil {
-		return nil, err
-	}
-	return decodePod(created)
+	return createPod(ctx, r.cfg.Client, podFromTemplate(&rs.Spec.Template, rs.Namespace, rs.Name+"-", controllerRef(ReplicaSetOwner, rs.Name, obj.UID())))
 }
 
 // replicaSetStatus is rs's status from its active Pods at now, and how long until a ready Pod

@@ -86,8 +86,8 @@ func settings() []setting {
 			return nil
 		}},
 		{"QUEUE_BURST", "queue-burst", "100", "token bucket burst", intInto(func(c *config) *int { return &c.QueueBurst }, 1)},
-		{"ROLLOUT_STEP", "rollout-step", "1s", "simulated rollout: time between readiness steps of Applications and StatefulSets, and how long a bound Pod takes to run and be Ready; 0 = instant", durationInto(func(c *config) *time.Duration { return &c.RolloutStep }, true)},
-		{"JOB_DURATION", "job-duration", "1s", "simulated Jobs: how long each wave of pods runs before it succeeds; 0 = instant", durationInto(func(c *config) *time.Duration { return &c.JobDuration }, true)},
+		{"ROLLOUT_STEP", "rollout-step", "1s", "simulated rollout: time between readiness steps of Applications, and how long a bound Pod takes to run and be Ready; 0 = instant", durationInto(func(c *config) *time.Duration { return &c.RolloutStep }, true)},
+		{"JOB_DURATION", "job-duration", "1s", "simulated Jobs: how long a Job's Pod runs on its Node before it succeeds; 0 = instant", durationInto(func(c *config) *time.Duration { return &c.JobDuration }, true)},
 		{"WATCH_HISTORY", "watch-history", "10000", "watch events kept per resource for resuming", intInto(func(c *config) *int { return &c.WatchHistory }, 1)},
 		{"WATCH_HISTORY_BYTES", "watch-history-bytes", "128MiB", "size of the watch history over all resources; older versions answer 410", sizeInto(func(c *config) *int64 { return &c.WatchHistoryBytes })},
 		{"STORE", "store", "memory", "memory (each process its own cluster) or etcd (replicas sharing one etcd)", func(c *config, v string) error {

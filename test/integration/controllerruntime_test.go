@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -37,7 +36,7 @@ func TestUnservedResourceToClients(t *testing.T) {
 	var st apierrors.APIStatus
 	require.ErrorAs(t, err, &st)
 	assert.Empty(t, st.Status().Details.Kind, "no resource named, as for a missing object")
-	_, err = cs.AppsV1().ControllerRevisions("default").Get(ctx, "x", metav1.GetOptions{})
+	_, err = cs.CoreV1().ResourceQuotas("default").Get(ctx, "x", metav1.GetOptions{})
 	assert.EqualError(t, err, "the server could not find the requested resource")
 
 	httpClient, err := rest.HTTPClientFor(cfg)
@@ -46,7 +45,7 @@ func TestUnservedResourceToClients(t *testing.T) {
 	require.NoError(t, err)
 	for _, gvk := range []schema.GroupVersionKind{
 		{Version: "v1", Kind: "PodTemplate"},
-		{Group: "apps", Version: "v1", Kind: "ControllerRevision"},
+		{Version: "v1", Kind: "ResourceQuota"},
 	} {
 		_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		assert.True(t, meta.IsNoMatchError(err), "%s: %v", gvk, err)
@@ -60,7 +59,7 @@ func TestUnservedResourceToClients(t *testing.T) {
 	require.NoError(t, err)
 	err = c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "x"}, &corev1.PodTemplate{})
 	assert.True(t, meta.IsNoMatchError(err), "%v", err)
-	err = c.List(ctx, &appsv1.ControllerRevisionList{})
+	err = c.List(ctx, &corev1.ResourceQuotaList{})
 	assert.True(t, meta.IsNoMatchError(err), "%v", err)
 }
 

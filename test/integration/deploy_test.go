@@ -12,7 +12,7 @@ import (
 // `kubectl apply -k --dry-run=server` against opemu, the default (opemu and its etcd) and the
 // external-etcd overlay, storing nothing; applied for real, with the two Secrets they read,
 // opemu's controllers roll them out: the Deployment's three Pods Running and Ready on a Node,
-// and the etcd StatefulSet's three members ready (simulated in status). (The same dry runs against kube-apiserver v1.37 are
+// and the etcd StatefulSet's three members (opemu-etcd-0, -1, -2) Running and Ready. (The same dry runs against kube-apiserver v1.37 are
 // recorded in the README; the oracle is not installed in CI.)
 func TestDeployManifests(t *testing.T) {
 	t.Parallel()
@@ -43,6 +43,8 @@ func TestDeployManifests(t *testing.T) {
 	require.Contains(t, k.Run("-n", "opemu", "rollout", "status", "statefulset/opemu-etcd", "--timeout=30s"), "roll out complete")
 	assert.Equal(t, "3/3", k.Run("-n", "opemu", "get", "deployment", "opemu", "-o", "jsonpath={.status.readyReplicas}/{.spec.replicas}"))
 	assert.Equal(t, "3/3", k.Run("-n", "opemu", "get", "statefulset", "opemu-etcd", "-o", "jsonpath={.status.readyReplicas}/{.spec.replicas}"))
+	assert.Equal(t, "opemu-etcd-0/Running opemu-etcd-1/Running opemu-etcd-2/Running", strings.TrimSpace(k.Run("-n", "opemu", "get", "pods",
+		"-l", "app.kubernetes.io/name=opemu-etcd", "-o", `jsonpath={range .items[*]}{.metadata.name}/{.status.phase} {end}`)), "the StatefulSet's Pods, by ordinal")
 	pods := k.Run("-n", "opemu", "get", "pods", "-l", "app.kubernetes.io/name=opemu,app.kubernetes.io/component=apiserver",
 		"-o", `jsonpath={range .items[*]}{.status.phase}/{.status.conditions[?(@.type=="Ready")].status}/{.spec.nodeName} {end}`)
 	assert.Len(t, strings.Fields(pods), 3, "the Deployment's three Pods: %s", pods)

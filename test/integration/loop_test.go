@@ -174,7 +174,7 @@ func TestControllerPauseStepResume(t *testing.T) {
 	assert.Equal(t, "nothing to step: the queue is empty", m["message"])
 	code, m = request.JSON(t, "POST", base+"/controller/step?controller=gc", "")
 	assert.Equal(t, http.StatusNotFound, code)
-	assert.Equal(t, `no controller named "gc" (controllers: application, deployment, endpointslice, job, pod, replicaset, statefulset)`, m["message"])
+	assert.Equal(t, `no controller named "gc" (controllers: application, daemonset, deployment, endpointslice, job, pod, replicaset, statefulset)`, m["message"])
 }
 
 // TestManualClockRetries: with CLOCK=manual, a failing Application is retried only when the

@@ -17,9 +17,11 @@ import (
 	"github.com/opemu/opemu/test/internal/request"
 )
 
-// TestKubectlRollout: kubectl sees Deployments and StatefulSets roll out and Jobs complete, as
-// on a cluster: `get -w` shows READY climb, `rollout status` returns success after a create, a
-// scale and a new image, `wait --for=condition=complete` returns for a Job.
+// TestKubectlRollout: kubectl sees Deployments, StatefulSets and DaemonSets roll out and Jobs
+// complete, as on a cluster: `get -w` shows READY climb, `rollout status` returns success after
+// a create, a scale and a new image, a StatefulSet's Pods are named by ordinal and scaled down
+// from the highest, a DaemonSet runs a Pod on the Node, `wait --for=condition=complete`
+// returns for a Job whose Pod completed.
 func TestKubectlRollout(t *testing.T) {
 	t.Parallel()
 	p := start(t, "ENABLE_LEADER_ELECTION=false", "ROLLOUT_STEP=200ms", "JOB_DURATION=300ms")
@@ -116,11 +118,82 @@ spec:
 	assert.Contains(t, k.Run("apply", "-f", manifest), "statefulset.apps/db created")
 	assert.Contains(t, k.Run("rollout", "status", "statefulset/db", "--timeout=30s"), "partitioned roll out complete: 2 new pods have been updated")
 	assert.Regexp(t, `db\s+2/2\s`, k.Run("get", "statefulset", "db"))
+	assert.Equal(t, "pod/db-0\npod/db-1", strings.TrimSpace(k.Run("get", "pods", "-l", "app=db", "-o", "name")), "Pods named by ordinal")
+	revision := k.Run("get", "statefulset", "db", "-o", "jsonpath={.status.currentRevision}")
+	assert.Regexp(t, `(?m)^`+revision+`\s+statefulset.apps/db\s+1\s`, k.Run("get", "controllerrevisions"))
+	assert.Equal(t, revision+" "+revision, k.Run("get", "pods", "-l", "app=db", "-o", "jsonpath={.items[*].metadata.labels.controller-revision-hash}"))
+	assert.Contains(t, k.Run("scale", "statefulset", "db", "--replicas=1"), "statefulset.apps/db scaled")
+	require.Eventually(t, func() bool {
+		return strings.TrimSpace(k.Run("get", "pods", "-l", "app=db", "-o", "name")) == "pod/db-0"
+	}, 30*time.Second, 50*time.Millisecond, "a scale down takes the highest ordinal")
+
+	manifest = filepath.Join(t.TempDir(), "ds.yaml")
+	require.NoError(t, os.WriteFile(manifest, []byte(`apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: agent
+spec:
+  selector:
+    matchLabels: {app: agent}
+  template:
+    metadata:
+      labels: {app: agent}
+    spec:
+      containers:
+      - name: agent
+        image: fluentd:1
+`), 0o600))
+	assert.Contains(t, k.Run("apply", "-f", manifest), "daemonset.apps/agent created")
+	assert.Contains(t, k.Run("rollout", "status", "daemonset/agent", "--timeout=30s"), `daemon set "agent" successfully rolled out`)
+	assert.Regexp(t, `agent\s+1\s+1\s+1\s+1\s+1\s`, k.Run("get", "daemonset", "agent"))
+	assert.Equal(t, "Running/opemu-control-plane", k.Run("get", "pods", "-l", "app=agent", "-o", "jsonpath={.items[*].status.phase}/{.items[*].spec.nodeName}"), "one Pod on the one Node")
 
 	assert.Contains(t, k.Run("create", "job", "once", "--image=busybox:1.36", "--", "echo", "hi"), "job.batch/once created")
 	assert.Contains(t, k.Run("wait", "--for=condition=complete", "job/once", "--timeout=30s"), "job.batch/once condition met")
 	assert.Regexp(t, `once\s+Complete\s+1/1\s+\d+m?s`, k.Run("get", "job", "once"))
 	assert.Regexp(t, `Normal\s+Completed\s+job/once\s+Job completed`, k.Run("get", "events", "--field-selector", "involvedObject.name=once"))
+	assert.Regexp(t, `once-[a-z0-9]{5}\s+0/1\s+Completed\s`, k.Run("get", "pods", "-l", "job-name=once"), "the Job's Pod ran to completion")
+}
+
+// TestKubectlJobFails: a Job's Pod that fails (its status written as a kubelet would) fails
+// the Job past its backoffLimit, as kube's Job controller has it; a deleted Job's running Pod
+// is collected.
+func TestKubectlJobFails(t *testing.T) {
+	t.Parallel()
+	p := start(t, "ENABLE_LEADER_ELECTION=false", "ROLLOUT_STEP=0", "JOB_DURATION=1h")
+	k := p.kubectl(t)
+	manifest := filepath.Join(t.TempDir(), "job.yaml")
+	require.NoError(t, os.WriteFile(manifest, []byte(`apiVersion: batch/v1
+kind: Job
+metadata:
+  name: flaky
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: c
+        image: busybox:1.36
+`), 0o600))
+	assert.Contains(t, k.Run("apply", "-f", manifest), "job.batch/flaky created")
+	assert.Contains(t, k.Run("wait", "--for=condition=Ready", "pod", "-l", "job-name=flaky", "--timeout=30s"), "condition met")
+	pod := k.Run("get", "pods", "-l", "job-name=flaky", "-o", "jsonpath={.items[0].metadata.name}")
+	assert.Equal(t, "batch.kubernetes.io/job-tracking", k.Run("get", "pod", pod, "-o", "jsonpath={.metadata.finalizers[*]}"))
+	k.Run("patch", "pod", pod, "--subresource=status", "--type=merge", "-p", `{"status":{"phase":"Failed"}}`)
+	assert.Contains(t, k.Run("wait", "--for=condition=failed", "job/flaky", "--timeout=30s"), "job.batch/flaky condition met")
+	assert.Equal(t, "1 BackoffLimitExceeded", k.Run("get", "job", "flaky", "-o", `jsonpath={.status.failed} {.status.conditions[?(@.type=="Failed")].reason}`))
+	assert.Empty(t, k.Run("get", "pod", pod, "-o", "jsonpath={.metadata.finalizers[*]}"), "counted: the finalizer is off")
+	assert.Regexp(t, `Warning\s+BackoffLimitExceeded\s+job/flaky\s+Job has reached the specified backoff limit`, k.Run("get", "events", "--field-selector", "involvedObject.name=flaky"))
+
+	// A running Job deleted (kubectl's background cascade): its Pod goes with it, its tracking
+	// finalizer taken off.
+	assert.Contains(t, k.Run("create", "job", "long", "--image=busybox:1.36", "--", "sleep", "3600"), "job.batch/long created")
+	assert.Contains(t, k.Run("wait", "--for=condition=Ready", "pod", "-l", "job-name=long", "--timeout=30s"), "condition met")
+	assert.Contains(t, k.Run("delete", "job", "long"), `job.batch "long" deleted`)
+	require.Eventually(t, func() bool {
+		return strings.TrimSpace(k.Run("get", "pods", "-l", "job-name=long", "-o", "name")) == ""
+	}, 30*time.Second, 50*time.Millisecond, "the deleted Job's Pod is collected")
 }
 
 // TestKubectlCascade: `kubectl delete --cascade=background|foreground|orphan` of a Deployment

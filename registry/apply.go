@@ -10,6 +10,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -464,10 +465,82 @@ func (s *Store) trackCreate(t Target, obj map[string]any, o Options) error {
 	if err != nil {
 		return nil
 	}
+	cp := managedCopy(t.Kind, obj)
+	var key createShapeKey
+	if shape, ok := createShape(t.Kind, cp); ok {
+		key = createShapeKey{kind: t.Kind, manager: writeManager(o), shape: shape}
+		if v, ok := s.createEntries.Load(key); ok {
+			metadataOf(obj)["managedFields"] = timedNow(v.([]any))
+			return nil
+		}
+	}
 	empty := &unstructured.Unstructured{Object: s.emptyObject(t.Kind)}
-	out := fm.UpdateNoErrors(empty, &unstructured.Unstructured{Object: managedCopy(t.Kind, obj)}, writeManager(o))
+	out := fm.UpdateNoErrors(empty, &unstructured.Unstructured{Object: cp}, writeManager(o))
 	setManagedFieldsOf(obj, out.(*unstructured.Unstructured).Object)
+	if entries, ok := metadataOf(obj)["managedFields"].([]any); ok && len(entries) == 1 && key.kind != nil && s.createShapes.Add(1) <= maxCreateShapes {
+		s.createEntries.Store(key, deepCopyValue(entries))
+	}
 	return nil
+}
+
+// maxCreateShapes bounds the entries trackCreate remembers per Registry (createEntries).
+const maxCreateShapes = 1024
+
+// createShapeKey names the managedFields of a create: its kind, manager and object's shape.
+type createShapeKey struct {
+	kind    *kinds.Kind
+	manager string
+	shape   string
+}
+
+// createShape is the shape of obj, a new custom resource as the field manager sees it
+// (managedCopy), when its managedFields depend on nothing else (ok false: they may): a custom
+// resource's types are deduced (every map granular, every list atomic) and its create is
+// compared with an object of no fields, so the fields a create owns are the paths of obj's map
+// keys, whatever their values but maps, lists and null. A create that carries managedFields of
+// its own keeps them, and is not shaped.
+func createShape(k *kinds.Kind, obj map[string]any) (string, bool) {
+	if k.TypeConverter != nil || k.ManagedTypes != nil {
+		return "", false
+	}
+	if _, sent := metadataOf(obj)["managedFields"]; sent {
+		return "", false
+	}
+	var b strings.Builder
+	appendShape(&b, obj)
+	return b.String(), true
+}
+
+// appendShape writes v's shape: a map as its keys, sorted and quoted, each with its value's
+// shape; a list, null or a scalar as one letter.
+func appendShape(b *strings.Builder, v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		keys := slices.Sorted(maps.Keys(v))
+		b.WriteByte('{')
+		for _, k := range keys {
+			b.WriteString(strconv.Quote(k))
+			appendShape(b, v[k])
+		}
+		b.WriteByte('}')
+	case []any:
+		b.WriteByte('l')
+	case nil:
+		b.WriteByte('n')
+	default:
+		b.WriteByte('s')
+	}
+}
+
+// timedNow is a copy of entries, the managedFields of one create, timed now.
+func timedNow(entries []any) []any {
+	out := deepCopyValue(entries).([]any)
+	for _, e := range out {
+		if m, ok := e.(map[string]any); ok {
+			m["time"] = time.Now().UTC().Format(time.RFC3339)
+		}
+	}
+	return out
 }
 
 // emptyObject is the live object a create is compared with, as kube-apiserver's create handler

@@ -113,3 +113,42 @@ func jsonOf(t *testing.T, v any) map[string]any {
 	require.NoError(t, json.Unmarshal(raw, &out))
 	return out
 }
+
+// TestCreateShapes holds the entries trackCreate remembers by shape to the field manager's: a
+// create of a custom resource shaped as an earlier one gets what a Registry that never saw it
+// computes, whatever its values; another shape is computed afresh.
+func TestCreateShapes(t *testing.T) {
+	widget := &kinds.Kind{Group: "example.com", Version: "v1", Kind: "Widget", Plural: "widgets", Namespaced: true}
+	o := Options{FieldManager: "writer"}
+	objs := []map[string]any{
+		widget1(),
+		withLabel(widget1()),
+		{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]any{"name": "v", "namespace": "ns"},
+			"spec": map[string]any{"replicas": 2.5, "image": "", "ports": []any{}}},
+		{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]any{"name": "v", "namespace": "ns", "labels": map[string]any{"a:b": "c"}},
+			"spec": map[string]any{"replicas": nil, "image": map[string]any{}, "ports": "x"}},
+		{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]any{"name": "v", "namespace": "ns"},
+			"spec": map[string]any{"replicas": json.Number("7"), "image": map[string]any{"a": true}, "ports": []any{map[string]any{"p": 1}}}},
+	}
+	cached := &Store{}
+	for _, first := range objs {
+		require.NoError(t, cached.trackCreate(Target{Kind: widget}, deepCopy(first), o))
+	}
+	for i, obj := range objs {
+		fresh := &Store{}
+		want, have := deepCopy(obj), deepCopy(obj)
+		require.NoError(t, fresh.trackCreate(Target{Kind: widget}, want, o))
+		require.NoError(t, cached.trackCreate(Target{Kind: widget}, have, o))
+		w := metadataOf(want)["managedFields"].([]any)[0].(map[string]any)
+		h := metadataOf(have)["managedFields"].([]any)[0].(map[string]any)
+		assert.Equal(t, w["fieldsV1"], h["fieldsV1"], "object %d", i)
+		assert.Equal(t, w["manager"], h["manager"])
+		assert.Equal(t, len(w), len(h), "the entry's members")
+	}
+	// Same shape, other values: remembered (five shapes, not more).
+	again := withLabel(widget1())
+	metadataOf(again)["labels"] = map[string]any{"app": "other"}
+	again["spec"].(map[string]any)["replicas"] = json.Number("9")
+	require.NoError(t, cached.trackCreate(Target{Kind: widget}, again, o))
+	assert.EqualValues(t, len(objs), cached.createShapes.Load())
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 	"github.com/opemu/opemu/cache"
@@ -59,6 +60,10 @@ type Store struct {
 	fieldManagers sync.Map // fieldManagerKey → *managedfields.FieldManager
 	// emptyObjects caches the object a create's ownership is computed against, per kind.
 	emptyObjects sync.Map // *kinds.Kind → map[string]any (never modified)
+	// createEntries caches the managedFields a create of a custom resource gives, by kind,
+	// manager and shape (createShape), at most maxCreateShapes of them.
+	createEntries sync.Map // createShapeKey → []any (never modified)
+	createShapes  atomic.Int64
 	// eventFieldSets caches the fieldsV1 (as the store encodes it) of the recorder's Events,
 	// which set the same fields but for two (eventManagedFields).
 	eventFieldSets sync.Map // string → []byte

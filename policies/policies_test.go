@@ -221,3 +221,43 @@ spec:
 	assert.Equal(t, "spec.validations[0].expression", w["fieldRef"])
 	assert.Contains(t, w["warning"], "apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'replicass'")
 }
+
+// TestValidatingPolicyReadsTheUsersGroups: request.userInfo carries the groups the user's
+// authenticator gave (a ServiceAccount's, a certificate's O), not only system:authenticated.
+func TestValidatingPolicyReadsTheUsersGroups(t *testing.T) {
+	r := newRig(t)
+	r.mustCreate(t, "", `
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: admins-only}
+spec:
+  matchConstraints:
+    resourceRules: [{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]
+  validations: [{expression: "'admins' in request.userInfo.groups", messageExpression: "request.userInfo.username + ' is not an admin'"}]
+`)
+	r.mustCreate(t, "", `{apiVersion: admissionregistration.k8s.io/v1, kind: ValidatingAdmissionPolicyBinding, metadata: {name: admins-only}, spec: {policyName: admins-only, validationActions: [Deny]}}`)
+	r.waitBound(t, 1, 0)
+	for _, tc := range []struct {
+		name    string
+		groups  []string
+		allowed bool
+	}{
+		{name: "alice", groups: []string{"admins", "system:authenticated"}, allowed: true},
+		{name: "bob", groups: []string{"developers", "system:authenticated"}},
+		{name: "carol"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := cache.Key{Resource: "configmaps", Namespace: "default", Name: tc.name}
+			target, err := r.env.Registry.TargetOf(key)
+			require.NoError(t, err)
+			obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": tc.name}}
+			_, err = r.env.Registry.Create(context.Background(), target, obj, registry.Options{User: tc.name, UserUID: tc.name + "-uid", UserGroups: tc.groups})
+			if tc.allowed {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.name+" is not an admin")
+		})
+	}
+}

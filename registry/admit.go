@@ -224,7 +224,11 @@ var (
 func userInfo(o Options) authenticationv1.UserInfo {
 	switch {
 	case o.User != "":
-		return authenticationv1.UserInfo{Username: o.User, Groups: authenticatedGroups}
+		groups := o.UserGroups
+		if len(groups) == 0 {
+			groups = authenticatedGroups
+		}
+		return authenticationv1.UserInfo{Username: o.User, UID: o.UserUID, Groups: groups}
 	case o.Internal:
 		return authenticationv1.UserInfo{Username: "system:opemu:" + o.FieldManager, Groups: internalGroups}
 	}

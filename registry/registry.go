@@ -137,6 +137,10 @@ type Options struct {
 	// User is the authenticated user making the write (the source of its Events); empty for
 	// anonymous requests and opemu's own writes.
 	User string
+	// UserUID and UserGroups are that user's uid and groups, as its authenticator gave them
+	// (the admission chain's userInfo); no groups: system:authenticated.
+	UserUID    string
+	UserGroups []string
 	// Internal marks a write by opemu itself (controller, recorder, elector): it records no
 	// Events of its own and may write read-only objects.
 	Internal bool

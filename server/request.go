@@ -216,7 +216,7 @@ func parseWriteOptions(c *echo.Context, kind string) (registry.Options, error) {
 	q := r.URL.Query()
 	o := registry.Options{FieldValidation: "Warn", UserAgent: r.UserAgent()}
 	if u, ok := UserFrom(r.Context()); ok {
-		o.User = u.Name
+		o.User, o.UserUID, o.UserGroups = u.Name, u.UID, u.Groups
 	}
 	if len(q) == 0 {
 		return o, nil // no options: the codec would decode none, which validate clean

@@ -171,6 +171,12 @@ func (e *Engine) Load(ctx context.Context) error {
 	return nil
 }
 
+// kwokCEL serializes what may touch easycel's process-wide type caches (kwok's CEL library
+// keeps maps without locks, written the first time it meets a Go type): building a Stage's CEL
+// environment (compile) and matching its selectors and delay. One per process, as the caches
+// are: every Engine of the process (testenv starts many) takes it.
+var kwokCEL sync.Mutex
+
 // compiled is one Stage ready to be played on objects of ref.
 type compiled struct {
 	ref   internalversion.StageResourceRef
@@ -193,6 +199,8 @@ func compile(ctx context.Context, s *v1alpha1.Stage) (*compiled, error) {
 	ref := in.Spec.ResourceRef
 	if ref == PodRef {
 		ev := &lifecycle.Event{Data: &corev1.Pod{}}
+		kwokCEL.Lock()
+		defer kwokCEL.Unlock()
 		if _, err := (lifecycle.Lifecycle{st}).Match(ctx, ev); err != nil {
 			return nil, err
 		}
@@ -266,14 +274,21 @@ func (e *Engine) step(ctx context.Context, obj *cache.Object, pod *corev1.Pod) (
 	if !ok || p.rv != obj.ResourceVersion() {
 		p = plan{rv: obj.ResourceVersion(), due: now}
 		var err error
-		if p.stage, err = lc.Match(ctx, ev); err != nil {
+		kwokCEL.Lock()
+		p.stage, err = lc.Match(ctx, ev)
+		var d time.Duration
+		if err == nil && p.stage != nil {
+			d, _, err = p.stage.Delay(ctx, ev, now)
+			if err != nil {
+				e.cfg.Logger.Warn("a Stage's delay", "stage", p.stage.Name(), "pod", key.Namespace+"/"+key.Name, "err", err)
+				err = nil
+			}
+		}
+		kwokCEL.Unlock()
+		if err != nil {
 			return 0, nil, false, err
 		}
 		if p.stage != nil {
-			d, _, err := p.stage.Delay(ctx, ev, now)
-			if err != nil {
-				e.cfg.Logger.Warn("a Stage's delay", "stage", p.stage.Name(), "pod", key.Namespace+"/"+key.Name, "err", err)
-			}
 			p.due = now.Add(max(d, 0))
 		}
 		e.mu.Lock()

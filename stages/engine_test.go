@@ -239,3 +239,39 @@ spec:
 	_, pod := r.play("q")
 	assert.Nil(t, pod, "without hold, never is the only Stage that matches: it deletes the Pod")
 }
+
+// TestPlayPodConcurrently: the kubelets' workers play different Pods at once (the controller
+// runs several), each to Running and, for a Job's, to Succeeded; the race detector watches the
+// Engine's and kwok's shared state.
+func TestPlayPodConcurrently(t *testing.T) {
+	r := newRig(t, defaults(t, stages.Delays{}))
+	const pods = 16
+	for i := range pods {
+		r.pod(fmt.Sprintf("p%d", i), map[string]any{"app": "a"}, "Job")
+	}
+	var wg sync.WaitGroup
+	phases := make([]corev1.PodPhase, pods)
+	for i := range pods {
+		wg.Go(func() {
+			name := fmt.Sprintf("p%d", i)
+			obj, err := r.client.Get(ctx, podKey(name))
+			if !assert.NoError(t, err) {
+				return
+			}
+			var pod corev1.Pod
+			if !assert.NoError(t, json.Unmarshal(obj.Raw(), &pod)) {
+				return
+			}
+			_, _, err = r.engine.PlayPod(ctx, obj, &pod)
+			assert.NoError(t, err)
+			obj, err = r.client.Get(ctx, podKey(name))
+			if assert.NoError(t, err) && assert.NoError(t, json.Unmarshal(obj.Raw(), &pod)) {
+				phases[i] = pod.Status.Phase
+			}
+		})
+	}
+	wg.Wait()
+	for i, ph := range phases {
+		assert.Equal(t, corev1.PodSucceeded, ph, "p%d: pod-ready then pod-complete, both without delay", i)
+	}
+}

@@ -18,8 +18,8 @@
 // The type-checking controller (status.go) writes a ValidatingAdmissionPolicy's
 // status.typeChecking as kube-controller-manager's does, with apiserver's TypeChecker.
 //
-// Audit: opemu keeps no audit log; the audit annotations a policy makes (auditAnnotations,
-// validationActions Audit) are logged at Info level.
+// Audit: the audit annotations a policy makes (auditAnnotations, validationActions Audit) are
+// logged at Info level; they do not reach the audit log of package calls yet.
 //
 // Concurrency: Policies is safe for concurrent use; Run blocks until its watch has stopped.
 package policies

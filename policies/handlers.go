@@ -135,7 +135,7 @@ type recorder []string
 
 func (r *recorder) AddWarning(_, text string) { *r = append(*r, text) }
 
-// logAudit logs the audit annotations a policy made (opemu has no audit log).
+// logAudit logs the audit annotations a policy made (they do not reach the audit log yet).
 func (p *Policies) logAudit(a admission.Attributes) {
 	g, ok := a.(admission.AnnotationsGetter)
 	if !ok {

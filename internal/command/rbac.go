@@ -44,14 +44,7 @@ func runRBAC(args []string, lookupEnv func(string) (string, bool), stdout, stder
 	if *user == "" {
 		return usage("--user is required")
 	}
-	u, err := url.Parse(*server)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usage("invalid --server %q: want a URL like http://127.0.0.1:3000", *server)
-	}
-	if *token, err = defaultToken(*token, env); err != nil {
-		return usage("%v", err)
-	}
-	client, err := snapshotClient(u, *caFile, env)
+	c, err := dialServer(*server, *token, *caFile, env)
 	if err != nil {
 		return usage("%v", err)
 	}
@@ -62,7 +55,7 @@ func runRBAC(args []string, lookupEnv func(string) (string, bool), stdout, stder
 	if *name != "" {
 		q.Set("name", *name)
 	}
-	body, err := snapshotCall{client: client, base: u, token: *token}.do(http.MethodGet, "/calls/rbac?"+q.Encode(), "", nil)
+	body, err := c.do(http.MethodGet, "/calls/rbac?"+q.Encode(), "", nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "opemu rbac: %v\n", err)
 		return 1

@@ -69,18 +69,10 @@ func runSnapshot(args []string, lookupEnv func(string) (string, bool), stdin io.
 	if _, err := snapshot.ParseFormat(*format); err != nil {
 		return usage("%v", err)
 	}
-	u, err := url.Parse(*server)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usage("invalid --server %q: want a URL like http://127.0.0.1:3000", *server)
-	}
-	if *token, err = defaultToken(*token, env); err != nil {
-		return usage("%v", err)
-	}
-	client, err := snapshotClient(u, *caFile, env)
+	c, err := dialServer(*server, *token, *caFile, env)
 	if err != nil {
 		return usage("%v", err)
 	}
-	c := snapshotCall{client: client, base: u, token: *token}
 	if verb == "save" {
 		err = c.save(files[0], *format, stdout, stderr)
 	} else {
@@ -91,6 +83,24 @@ func runSnapshot(args []string, lookupEnv func(string) (string, bool), stdin io.
 		return 1
 	}
 	return 0
+}
+
+// dialServer is the server a subcommand calls: --server (an http or https URL), --token
+// (default $TOKEN, else $TOKEN_FILE's first) and --certificate-authority. Its error is a usage
+// error.
+func dialServer(server, token, caFile string, env func(string) string) (snapshotCall, error) {
+	u, err := url.Parse(server)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return snapshotCall{}, fmt.Errorf("invalid --server %q: want a URL like http://127.0.0.1:3000", server)
+	}
+	if token, err = defaultToken(token, env); err != nil {
+		return snapshotCall{}, err
+	}
+	client, err := snapshotClient(u, caFile, env)
+	if err != nil {
+		return snapshotCall{}, err
+	}
+	return snapshotCall{client: client, base: u, token: token}, nil
 }
 
 // snapshotClient is the HTTP client for u: for https, trusting the CA of kubeconfigCA (else the

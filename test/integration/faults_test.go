@@ -345,8 +345,11 @@ func TestFaultsSpareTheController(t *testing.T) {
 	}, 10*time.Second, 20*time.Millisecond, "the controller rolled the Application out")
 	code, _ = request.JSON(t, "GET", api+"/web", "")
 	assert.Equal(t, http.StatusServiceUnavailable, code, "while clients are refused")
-	h := request.History(t, api, "web")
-	assert.Equal(t, "Running", h[len(h)-1].(map[string]any)["phase"])
+	// The Ready Event may be stored before the status write that goes with it is in the history.
+	require.Eventually(t, func() bool {
+		h := request.History(t, api, "web")
+		return h[len(h)-1].(map[string]any)["phase"] == "Running"
+	}, 10*time.Second, 20*time.Millisecond, "the history ends Running")
 	st := waitFaultHTTP(t, base, "everything", func(st map[string]any) bool { return st["injected"] == float64(2) })
 	assert.Equal(t, "Active", st["phase"], "two refused client requests, none of the controller's writes")
 }

@@ -282,6 +282,7 @@ func (r *Registry) prepare(c *apiextv1.CustomResourceDefinition, builtIn bool) (
 		e.bytes = sizeOf(c)
 	}
 	schemas := map[string]kinds.Schema{} // by version, served or not
+	tc := newTypes(c)
 	var lc kinds.Lifecycle
 	if !builtIn {
 		lc = objects{r: r, crd: c.Name, gr: k8sschema.GroupResource{Group: c.Spec.Group, Resource: c.Spec.Names.Plural}, terminating: c.DeletionTimestamp != nil}
@@ -292,7 +293,7 @@ func (r *Registry) prepare(c *apiextv1.CustomResourceDefinition, builtIn bool) (
 			Plural: c.Spec.Names.Plural, Singular: c.Spec.Names.Singular,
 			ShortNames: c.Spec.Names.ShortNames, Categories: c.Spec.Names.Categories,
 			Namespaced: c.Spec.Scope == apiextv1.NamespaceScoped, CRDName: c.Name, Lifecycle: lc,
-			Warning: deprecation(c.Spec.Group, c.Spec.Names.Kind, v),
+			Warning: deprecation(c.Spec.Group, c.Spec.Names.Kind, v), TypeConverter: tc,
 		}
 		k.Columns = []kinds.Column{kinds.NameColumn}
 		for _, pc := range v.AdditionalPrinterColumns {

@@ -87,8 +87,9 @@ type Kind struct {
 	// version). It may change obj, never old.
 	PrepareStatusUpdate func(obj, old map[string]any)
 	// TypeConverter, when set, gives the structured-merge-diff types server-side apply merges
-	// this kind's objects with (the real list and map keys). Nil means types deduced from the
-	// objects: maps granular, lists atomic.
+	// this kind's objects with (the real list and map keys): a built-in kind's from its Go type,
+	// a custom resource's from its CRD's schema (built on first use). Nil means types deduced
+	// from the objects: maps granular, lists atomic.
 	TypeConverter managedfields.TypeConverter
 	// ManagedTypes, when set, gives the types the ownership of plain writes (creates, updates,
 	// patches) is recorded with where TypeConverter is nil: a built-in kind whose objects carry

@@ -169,8 +169,8 @@ func decodeApplied(body, js []byte) (map[string]any, bool, error) {
 
 // checkAppliedFields refuses, with the 500 kube-apiserver's field manager gives, an applied
 // configuration of a custom resource with fields its schema does not declare (or that
-// ObjectMeta does not): opemu's field manager of custom resources deduces their types from the
-// objects, so it would take them. A built-in kind's field manager refuses them itself.
+// ObjectMeta does not). The field manager, typed by the CRD's schema, would refuse it too, but
+// lists the fields in the random order of a walk of Go maps; here their order is fixed.
 func checkAppliedFields(t Target, applied map[string]any) error {
 	bt := bodyTypeOf(t)
 	if !bt.custom {
@@ -254,10 +254,16 @@ func (s *Store) newFieldManager(k *kinds.Kind, sub string, tc managedfields.Type
 	}
 	var fm *managedfields.FieldManager
 	var err error
-	if tc != nil && sub != "scale" {
+	switch {
+	case tc != nil && sub != "scale" && k.BuiltIn():
 		fm, err = managedfields.NewDefaultFieldManager(tc, unstructuredConvertor{}, noDefaults{},
 			unstructuredCreater{}, gvk, gvk.GroupVersion(), sub, resetFields)
-	} else {
+	case tc != nil && sub != "scale":
+		// A custom resource typed by its CRD's schema, as kube-apiserver's custom resource
+		// handler makes its field managers: the request's version is the hub.
+		fm, err = managedfields.NewDefaultCRDFieldManager(tc, unstructuredConvertor{}, noDefaults{},
+			unstructuredCreater{}, gvk, gvk.GroupVersion(), sub, resetFields)
+	default:
 		fm, err = managedfields.NewDefaultCRDFieldManager(managedfields.NewDeducedTypeConverter(), unstructuredConvertor{}, noDefaults{},
 			unstructuredCreater{}, gvk, gvk.GroupVersion(), sub, resetFields)
 	}
@@ -495,41 +501,58 @@ type createShapeKey struct {
 
 // createShape is the shape of obj, a new custom resource as the field manager sees it
 // (managedCopy), when its managedFields depend on nothing else (ok false: they may): a custom
-// resource's types are deduced (every map granular, every list atomic) and its create is
-// compared with an object of no fields, so the fields a create owns are the paths of obj's map
-// keys, whatever their values but maps, lists and null. A create that carries managedFields of
-// its own keeps them, and is not shaped.
+// resource's create is compared with an object of no fields, and its types (deduced, or its
+// CRD's schema) are the same for every create of the kind, so the fields a create owns are
+// decided by the paths of obj's map keys and the kind of each value (map, list, null, string,
+// number, boolean), except in lists: an atomic list is one field, but the schema may make a
+// list a set or a map whose fields are its values or keys, so an object with a list typed by
+// a schema is not shaped. A create that carries managedFields of its own keeps them, and is
+// not shaped.
 func createShape(k *kinds.Kind, obj map[string]any) (string, bool) {
-	if k.TypeConverter != nil || k.ManagedTypes != nil {
+	custom := !k.BuiltIn() && k.ManagedTypes == nil
+	if !custom && (k.TypeConverter != nil || k.ManagedTypes != nil) {
 		return "", false
 	}
 	if _, sent := metadataOf(obj)["managedFields"]; sent {
 		return "", false
 	}
 	var b strings.Builder
-	appendShape(&b, obj)
+	if !appendShape(&b, obj, k.TypeConverter == nil) {
+		return "", false
+	}
 	return b.String(), true
 }
 
 // appendShape writes v's shape: a map as its keys, sorted and quoted, each with its value's
-// shape; a list, null or a scalar as one letter.
-func appendShape(b *strings.Builder, v any) {
+// shape; a list, null or a scalar as one letter. It reports false, having stopped, at a list
+// when lists is false.
+func appendShape(b *strings.Builder, v any, lists bool) bool {
 	switch v := v.(type) {
 	case map[string]any:
 		keys := slices.Sorted(maps.Keys(v))
 		b.WriteByte('{')
 		for _, k := range keys {
 			b.WriteString(strconv.Quote(k))
-			appendShape(b, v[k])
+			if !appendShape(b, v[k], lists) {
+				return false
+			}
 		}
 		b.WriteByte('}')
 	case []any:
+		if !lists {
+			return false
+		}
 		b.WriteByte('l')
 	case nil:
 		b.WriteByte('n')
-	default:
+	case string:
 		b.WriteByte('s')
+	case bool:
+		b.WriteByte('b')
+	default:
+		b.WriteByte('#')
 	}
+	return true
 }
 
 // timedNow is a copy of entries, the managedFields of one create, timed now.
@@ -656,7 +679,8 @@ func sameOwnerUpdate(t Target, live, next map[string]any, o Options) (entry map[
 	for _, f := range t.Kind.ManagedExtensions {
 		skip[f] = true
 	}
-	nested := t.Kind.TypeConverter == nil && t.Kind.ManagedTypes == nil
+	// A custom resource's schema has no unions: its maps are as granular as deduced ones.
+	nested := (t.Kind.TypeConverter == nil || !t.Kind.BuiltIn()) && t.Kind.ManagedTypes == nil
 	if !ownedChanges(live, next, owned, skip, nested, &changed) {
 		return nil, false
 	}

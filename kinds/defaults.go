@@ -119,6 +119,9 @@ func defaultDaemonSet(d *appsv1.DaemonSet) {
 }
 
 func defaultJob(j *batchv1.Job) {
+	if j.Spec.ManualSelector == nil {
+		j.Spec.ManualSelector = ptr.To(false)
+	}
 	defaultJobSpec(&j.Spec)
 	defaultJobLabels(j)
 }

@@ -91,6 +91,12 @@ type Kind struct {
 	// a custom resource's from its CRD's schema (built on first use). Nil means types deduced
 	// from the objects: maps granular, lists atomic.
 	TypeConverter managedfields.TypeConverter
+	// ManagedView, when set, adds to obj, the copy of an object a create or update's field
+	// manager compares (its object and metadata maps its own, the rest shared), what
+	// kube-apiserver's conversion of the object into the kind's version adds before its field
+	// manager sees it: a DaemonSet's template generation annotation, which apps/v1 always
+	// carries, so that the write that creates a DaemonSet owns it.
+	ManagedView func(obj map[string]any)
 	// ManagedTypes, when set, gives the types the ownership of plain writes (creates, updates,
 	// patches) is recorded with where TypeConverter is nil: a built-in kind whose objects carry
 	// fields its Go type lacks (ManagedExtensions, left out of its ownership), so that server-side

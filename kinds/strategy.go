@@ -114,6 +114,29 @@ func firstTemplateGeneration(obj map[string]any) {
 	}
 }
 
+// templateGenerationView is the DaemonSet's ManagedView: apps/v1's conversion from the
+// internal DaemonSet writes the template generation annotation whatever it is (0 when the
+// object has none yet), so kube-apiserver's field manager sees it on every create and update.
+func templateGenerationView(obj map[string]any) {
+	md, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		return
+	}
+	annotations, _ := md["annotations"].(map[string]any)
+	if _, has := annotations[templateGeneration]; has {
+		return
+	}
+	if md["annotations"] != nil && annotations == nil {
+		return // not a map: validation refuses it
+	}
+	next := make(map[string]any, len(annotations)+1)
+	for k, v := range annotations {
+		next[k] = v
+	}
+	next[templateGeneration] = "0"
+	md["annotations"] = next
+}
+
 // nextTemplateGeneration is the DaemonSet strategy's PrepareForUpdate: the template generation
 // is the stored one, plus one when the template changed.
 func nextTemplateGeneration(obj, old map[string]any) {

@@ -66,6 +66,8 @@ type typed struct {
 	warnings         func(any) []string
 	prepareForCreate func(obj map[string]any)
 	prepareForUpdate func(obj, old map[string]any)
+	// managedView is the Kind's ManagedView.
+	managedView func(obj map[string]any)
 	// afterStamp is the Kind's PrepareStamped.
 	afterStamp   func(obj map[string]any)
 	canonicalize func(obj map[string]any)
@@ -128,6 +130,7 @@ func (ts *typeSet) kind(d typed) *Kind {
 		PrepareForCreate: d.prepareForCreate,
 		PrepareForUpdate: d.prepareForUpdate,
 		PrepareStamped:   d.afterStamp,
+		ManagedView:      d.managedView,
 		Canonicalize:     d.canonicalize,
 		TypeConverter:    ts.smd.converter(),
 

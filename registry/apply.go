@@ -653,7 +653,7 @@ func (s *Store) trackUpdate(t Target, live, next map[string]any, o Options, prun
 // was, the write changing nothing). The recorder's aggregation of an Event and a controller's
 // updates of its own objects are such writes.
 func sameOwnerUpdate(t Target, live, next map[string]any, o Options) (entry map[string]any, ok bool) {
-	if t.Sub != "" && t.Sub != "status" {
+	if t.Sub != "" && t.Sub != "status" || t.Kind.ManagedView != nil {
 		return nil, false
 	}
 	lmd, nmd := metadataOf(live), metadataOf(next)
@@ -836,6 +836,9 @@ func managedCopy(k *kinds.Kind, obj map[string]any) map[string]any {
 			}
 		}
 		cp["metadata"] = md
+	}
+	if k.ManagedView != nil {
+		k.ManagedView(cp)
 	}
 	return cp
 }

@@ -1012,3 +1012,25 @@ func (unstructuredCreater) New(gvk schema.GroupVersionKind) (runtime.Object, err
 	u.SetGroupVersionKind(gvk)
 	return u, nil
 }
+
+// TrackAnswer records in obj, what a create of t.Kind answers without storing it (an access
+// or token review, a TokenRequest), decoded and defaulted, the managedFields kube-apiserver's
+// create handler records for every create, stored or not: its fields are the write's
+// manager's (its field manager, or its user agent), an Update with t.Sub as its subresource.
+// zero is the kind's Go zero value, the object a create is compared with; the kind's types are
+// deduced from the objects (t.Kind.TypeConverter is not used), which for these kinds, without
+// keyed lists, are the field sets of their Go types. An object that cannot be tracked is left
+// as it is.
+func (s *Store) TrackAnswer(t Target, zero runtime.Object, obj map[string]any, o Options) {
+	fm, err := s.newFieldManager(t.Kind, t.Sub, nil, false)
+	if err != nil {
+		return
+	}
+	empty, err := runtime.DefaultUnstructuredConverter.ToUnstructured(zero)
+	if err != nil {
+		return
+	}
+	empty["apiVersion"], empty["kind"] = t.Kind.GroupVersion(), t.Kind.Kind
+	out := fm.UpdateNoErrors(&unstructured.Unstructured{Object: empty}, &unstructured.Unstructured{Object: plainNumbers(obj)}, writeManager(o))
+	setManagedFieldsOf(obj, out.(*unstructured.Unstructured).Object)
+}

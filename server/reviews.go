@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"slices"
 
 	"github.com/labstack/echo/v5"
@@ -14,6 +15,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -60,6 +62,7 @@ func (s *Server) selfSubjectAccessReview(c *echo.Context) error {
 	if err := s.decodeReview(c, reviewKinds[0], &r); err != nil {
 		return err
 	}
+	r.ManagedFields = s.trackReview(c, reviewKinds[0], "", &r)
 	ctx := c.Request().Context()
 	u := reviewUser(ctx)
 	st, err := s.accessReview(ctx, &user.DefaultInfo{Name: u.Username, UID: u.UID, Groups: u.Groups}, r.Spec.ResourceAttributes, r.Spec.NonResourceAttributes)
@@ -76,6 +79,7 @@ func (s *Server) subjectAccessReview(c *echo.Context) error {
 	if err := s.decodeReview(c, reviewKinds[3], &r); err != nil {
 		return err
 	}
+	r.ManagedFields = s.trackReview(c, reviewKinds[3], "", &r)
 	if err := validateSubject(r.Spec); err != nil {
 		return err
 	}
@@ -95,6 +99,7 @@ func (s *Server) localSubjectAccessReview(c *echo.Context) error {
 	if err := s.decodeReview(c, reviewKinds[4], &r); err != nil {
 		return err
 	}
+	r.ManagedFields = s.trackReview(c, reviewKinds[4], "", &r)
 	ns := c.Param("namespace")
 	if r.Namespace == "" {
 		r.Namespace = ns
@@ -182,6 +187,7 @@ func (s *Server) tokenReview(c *echo.Context) error {
 	if err := s.decodeReview(c, reviewKinds[5], &r); err != nil {
 		return err
 	}
+	r.ManagedFields = s.trackReview(c, reviewKinds[5], "", &r)
 	if r.Spec.Token == "" {
 		return apierrors.NewInvalid(schema.GroupKind{Group: "authentication.k8s.io", Kind: "TokenReview"}, "",
 			field.ErrorList{field.Required(field.NewPath("spec", "token"), "")})
@@ -277,6 +283,30 @@ func (s *Server) decodeReview(c *echo.Context, k *kinds.Kind, into any) error {
 		return badRequest("the body is not a %s: %v", k.Kind, err)
 	}
 	return nil
+}
+
+// trackReview returns the managedFields kube-apiserver's create handler gives r, a review (or
+// a TokenRequest: sub "token") of kind k just decoded and defaulted, before its storage
+// answers it: the fields the request set are its manager's (the field manager, or the user
+// agent), an Update. The access reviews, TokenReview and TokenRequest answer with them; the
+// reviews that answer a new object (SelfSubjectRulesReview, SelfSubjectReview) carry none.
+func (s *Server) trackReview(c *echo.Context, k *kinds.Kind, sub string, r runtime.Object) []metav1.ManagedFieldsEntry {
+	o, err := parseWriteOptions(c, createOpts)
+	if err != nil {
+		return nil
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(r)
+	if err != nil {
+		return nil
+	}
+	zero := reflect.New(reflect.TypeOf(r).Elem()).Interface().(runtime.Object)
+	s.cfg.Registry.TrackAnswer(registry.Target{Kind: k, Sub: sub}, zero, obj, o)
+	md, _ := obj["metadata"].(map[string]any)
+	var tracked metav1.ObjectMeta
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"managedFields": md["managedFields"]}, &tracked); err != nil {
+		return nil
+	}
+	return tracked.ManagedFields
 }
 
 // methodNotAllowed answers a verb a resource does not take (GET on a review).

@@ -34,10 +34,12 @@ func (s *Server) tokenRequest(c *echo.Context) error {
 	if err := s.decodeReview(c, tokenRequestKind, &r); err != nil {
 		return err
 	}
-	ttl := defaultTokenTTL
-	if r.Spec.ExpirationSeconds != nil {
-		ttl = time.Duration(*r.Spec.ExpirationSeconds) * time.Second
+	if r.Spec.ExpirationSeconds == nil {
+		def := int64(defaultTokenTTL / time.Second) // authentication/v1's default
+		r.Spec.ExpirationSeconds = &def
 	}
+	managed := s.trackReview(c, tokenRequestKind, "token", &r)
+	ttl := time.Duration(*r.Spec.ExpirationSeconds) * time.Second
 	if ttl < minTokenTTL {
 		// Named "" as kube-apiserver names it (the request's body has no name).
 		return apierrors.NewInvalid(schema.GroupKind{Group: "authentication.k8s.io", Kind: "TokenRequest"}, "",
@@ -57,7 +59,7 @@ func (s *Server) tokenRequest(c *echo.Context) error {
 	}
 	secs := int64(ttl / time.Second)
 	r.Spec.ExpirationSeconds = &secs
-	r.ObjectMeta = metav1.ObjectMeta{Name: t.Key.Name, Namespace: t.Key.Namespace, UID: types.UID(sa.UID()), CreationTimestamp: metav1.NewTime(now)}
+	r.ObjectMeta = metav1.ObjectMeta{Name: t.Key.Name, Namespace: t.Key.Namespace, UID: types.UID(sa.UID()), CreationTimestamp: metav1.NewTime(now), ManagedFields: managed}
 	r.Status = authenticationv1.TokenRequestStatus{Token: token, ExpirationTimestamp: metav1.NewTime(exp)}
 	return c.JSON(http.StatusCreated, &r)
 }

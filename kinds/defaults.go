@@ -435,9 +435,6 @@ func defaultService(svc *corev1.Service) {
 	if s.InternalTrafficPolicy == nil && (external || s.Type == corev1.ServiceTypeClusterIP) {
 		s.InternalTrafficPolicy = ptr.To(corev1.ServiceInternalTrafficPolicyCluster)
 	}
-	if s.Type == corev1.ServiceTypeExternalName {
-		s.InternalTrafficPolicy = nil // kube-apiserver drops it on every read
-	}
 	if s.Type == corev1.ServiceTypeLoadBalancer && s.AllocateLoadBalancerNodePorts == nil {
 		s.AllocateLoadBalancerNodePorts = ptr.To(true)
 	}

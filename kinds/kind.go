@@ -80,7 +80,9 @@ type Kind struct {
 	Canonicalize func(obj map[string]any)
 	// PrepareForUpdate, when set, fills what the kind's API strategy fills on update from the
 	// stored object old (e.g. a Service keeps its allocated clusterIP when the update omits
-	// it). It may change obj, never old.
+	// it). It runs where kube-apiserver's BeforeUpdate does: after defaulting, the write's
+	// managedFields and mutating admission, before validation, so what it fills is nobody's.
+	// It may change obj, never old.
 	PrepareForUpdate func(obj, old map[string]any)
 	// PrepareStatusUpdate, when set, fills what a /status write leaves out, as the defaults of
 	// the kind's request decoding would (a CRD's emptied status.storedVersions is its storage

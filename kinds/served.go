@@ -211,6 +211,8 @@ func allocateService(obj map[string]any) {
 		typ = string(corev1.ServiceTypeClusterIP)
 	}
 	if typ == string(corev1.ServiceTypeExternalName) {
+		// Not an ExternalName Service's (kube-apiserver drops it on every read).
+		delete(spec, "internalTrafficPolicy")
 		return
 	}
 	ip, _ := spec["clusterIP"].(string)

@@ -172,7 +172,7 @@ func parseGeneration(s string) int64 {
 }
 
 // sameTemplate compares the pod templates of an update and of the stored object, with the
-// update's defaulted as the stored one was (PrepareForUpdate runs before defaulting).
+// update's defaulted as the stored one was.
 func sameTemplate(obj, old map[string]any) bool {
 	var next, prev appsv1.DaemonSet
 	if fromMap(obj, &next) != nil || fromMap(old, &prev) != nil {

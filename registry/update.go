@@ -101,15 +101,17 @@ func (s *Store) update(ctx context.Context, t Target, o Options, mutate MutateFu
 				delete(next, "status")
 			}
 		}
-		if t.Sub == "" && t.Kind.PrepareForUpdate != nil {
-			t.Kind.PrepareForUpdate(next, cur)
-		}
 		md := metadataOf(next)
 		md["name"] = t.Key.Name
 		if t.Kind.Namespaced {
 			md["namespace"] = t.Key.Namespace
 		}
 		stamp := func() (err error) {
+			// As kube-apiserver's BeforeUpdate: after the field manager and mutating
+			// admission, before validation (what the strategy fills is nobody's).
+			if t.Sub == "" && t.Kind.PrepareForUpdate != nil {
+				t.Kind.PrepareForUpdate(next, cur)
+			}
 			removing, err = stampUpdate(t, curObj, cur, next)
 			return err
 		}

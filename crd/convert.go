@@ -48,6 +48,10 @@ type versions struct {
 	group string
 	// conv is the unsafe converter: it converts its argument in place (the callers own theirs).
 	conv runtime.ObjectConvertor
+	// safe is the converter that copies first, which field managers get (they convert what
+	// they only read), for a webhook's conversion; nil for strategy None, which rewrites
+	// apiVersion only, as the field managers' own convertor does.
+	safe runtime.ObjectConvertor
 	// schemas are the schemas of the CRD's versions, by apiVersion: a stored object is
 	// defaulted with its own version's on every read.
 	schemas map[string]kinds.Schema
@@ -65,11 +69,15 @@ func (r *Registry) converterFor(c *apiextv1.CustomResourceDefinition, schemas ma
 	if c.Spec.Conversion == nil {
 		return nil, errors.New("no conversion")
 	}
-	_, unsafe, err := r.factory.NewConverter(c)
+	safe, unsafe, err := r.factory.NewConverter(c)
 	if err != nil {
 		return nil, err
 	}
-	return &versions{group: c.Spec.Group, conv: unsafe, schemas: schemas, decoded: c.Spec.Conversion.Strategy == apiextv1.WebhookConverter}, nil
+	v := &versions{group: c.Spec.Group, conv: unsafe, schemas: schemas, decoded: c.Spec.Conversion.Strategy == apiextv1.WebhookConverter}
+	if v.decoded {
+		v.safe = safe
+	}
+	return v, nil
 }
 
 // to converts obj (its own: it may be changed) into version and returns the result.

@@ -332,6 +332,9 @@ func (r *Registry) prepare(c *apiextv1.CustomResourceDefinition, builtIn bool) (
 		return nil, fmt.Errorf("crd %s: %w", c.Name, err)
 	}
 	for _, k := range e.served {
+		if conv != nil {
+			k.ManagedConvertor = conv.safe
+		}
 		k.StorageVersion = e.storage.Version
 		if conv != nil && k != e.storage {
 			conv.view(k, e.storage)
@@ -340,6 +343,7 @@ func (r *Registry) prepare(c *apiextv1.CustomResourceDefinition, builtIn bool) (
 	if conv != nil {
 		// Objects written before the storage version moved are in a former one.
 		e.storage.Upgrade = conv.reader(e.storage)
+		e.storage.ManagedConvertor = conv.safe
 	}
 	e.storage.StorageVersion = e.storage.Version
 	return e, nil

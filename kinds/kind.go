@@ -93,6 +93,12 @@ type Kind struct {
 	// a custom resource's from its CRD's schema (built on first use). Nil means types deduced
 	// from the objects: maps granular, lists atomic.
 	TypeConverter managedfields.TypeConverter
+	// ManagedConvertor, when set, converts the kind's objects between the versions of its
+	// resource for its field managers, which compare an object in the version of each
+	// managedFields entry (a CRD's conversion webhook, as kube-apiserver's custom resource
+	// handler gives its field managers). Nil means only apiVersion changes, as a CRD's None
+	// strategy converts.
+	ManagedConvertor runtime.ObjectConvertor
 	// ManagedView, when set, adds to obj, the copy of an object a create or update's field
 	// manager compares (its object and metadata maps its own, the rest shared), what
 	// kube-apiserver's conversion of the object into the kind's version adds before its field

@@ -260,8 +260,13 @@ func (s *Store) newFieldManager(k *kinds.Kind, sub string, tc managedfields.Type
 			unstructuredCreater{}, gvk, gvk.GroupVersion(), sub, resetFields)
 	case tc != nil && sub != "scale":
 		// A custom resource typed by its CRD's schema, as kube-apiserver's custom resource
-		// handler makes its field managers: the request's version is the hub.
-		fm, err = managedfields.NewDefaultCRDFieldManager(tc, unstructuredConvertor{}, noDefaults{},
+		// handler makes its field managers: the request's version is the hub, and entries of
+		// other versions are compared through the CRD's conversion.
+		var conv runtime.ObjectConvertor = unstructuredConvertor{}
+		if k.ManagedConvertor != nil {
+			conv = k.ManagedConvertor
+		}
+		fm, err = managedfields.NewDefaultCRDFieldManager(tc, conv, noDefaults{},
 			unstructuredCreater{}, gvk, gvk.GroupVersion(), sub, resetFields)
 	default:
 		fm, err = managedfields.NewDefaultCRDFieldManager(managedfields.NewDeducedTypeConverter(), unstructuredConvertor{}, noDefaults{},

@@ -140,12 +140,21 @@ func (a *Audit) Write(c *Call) {
 		write(auditv1.StageResponseComplete, c.Start.Add(c.Latency))
 	default:
 		write(auditv1.StageRequestReceived, c.Start)
+		// Admission's annotations join the event after the stage RequestReceived, as
+		// kube-apiserver's admission adds them to its audit context.
+		for k, v := range c.Annotations {
+			if _, taken := ev.Annotations[k]; !taken {
+				ev.Annotations[k] = v
+			}
+		}
 		write(auditv1.StageResponseComplete, c.Start.Add(c.Latency))
 	}
 }
 
 // Event is c as kube-apiserver's audit.k8s.io/v1 Event at level (Metadata, or Request with
-// the request body when c has one); its Stage is for the caller to set.
+// the request body when c has one), as at its stage RequestReceived (the authorizer's
+// annotations, not yet admission's: Write adds c.Annotations for the later stages); its Stage
+// is for the caller to set.
 func Event(c *Call, level auditinternal.Level) *auditv1.Event {
 	ev := &auditv1.Event{
 		TypeMeta:                 metav1.TypeMeta{APIVersion: auditv1.SchemeGroupVersion.String(), Kind: "Event"},

@@ -65,6 +65,11 @@ type Call struct {
 	// audit log's level Request); the ring never keeps them.
 	Body     []byte
 	BodyType string
+	// Annotations are the audit annotations admission made for the call (AddAnnotations):
+	// a ValidatingAdmissionPolicy's auditAnnotations as "<policy>/<key>", and the failures of
+	// its Audit action as "validation.policy.admission.k8s.io/validation_failure". Passed to
+	// the record's Sink (the audit log's Events carry them); the ring never keeps them.
+	Annotations map[string]string
 }
 
 // IsResource reports whether c was a call about a resource (not /healthz, /version, ...).

@@ -1,6 +1,9 @@
 package calls
 
-import "context"
+import (
+	"context"
+	"sync"
+)
 
 type reconcileKey struct{}
 
@@ -14,4 +17,40 @@ func WithReconcile(ctx context.Context, key string) context.Context {
 func ReconcileOf(ctx context.Context) string {
 	k, _ := ctx.Value(reconcileKey{}).(string)
 	return k
+}
+
+type annotationsKey struct{}
+
+// annotations collects a request's audit annotations into its Call.
+type annotations struct {
+	mu   sync.Mutex
+	call *Call
+}
+
+// WithAnnotations returns ctx carrying c, the Call of the request ctx serves, for
+// AddAnnotations: the server gives it to the writes it records. c.Annotations must not be
+// read until the request's admission has returned.
+func WithAnnotations(ctx context.Context, c *Call) context.Context {
+	return context.WithValue(ctx, annotationsKey{}, &annotations{call: c})
+}
+
+// AddAnnotations adds m to the audit annotations of the call ctx serves (WithAnnotations), as
+// kube-apiserver's admission adds an admission plugin's to the request's audit event; it does
+// nothing when ctx carries no call. A key already added keeps its first value (kube-apiserver
+// refuses to overwrite one). Safe for concurrent use.
+func AddAnnotations(ctx context.Context, m map[string]string) {
+	a, ok := ctx.Value(annotationsKey{}).(*annotations)
+	if !ok || len(m) == 0 {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.call.Annotations == nil {
+		a.call.Annotations = make(map[string]string, len(m))
+	}
+	for k, v := range m {
+		if _, dup := a.call.Annotations[k]; !dup {
+			a.call.Annotations[k] = v
+		}
+	}
 }

@@ -68,8 +68,8 @@ func (r *Record) Finish(c *Call) {
 	})
 }
 
-// put gives c to the sink, then, without its body and under the lock, stores it and sends it
-// to the subscribers.
+// put gives c to the sink, then, without its body and annotations and under the lock, stores
+// it and sends it to the subscribers.
 func (r *Record) put(c *Call, store func()) {
 	if r == nil {
 		return
@@ -77,8 +77,8 @@ func (r *Record) put(c *Call, store func()) {
 	if r.sink != nil {
 		r.sink(c)
 	}
-	body, bodyType := c.Body, c.BodyType
-	c.Body, c.BodyType = nil, ""
+	body, bodyType, annotations := c.Body, c.BodyType, c.Annotations
+	c.Body, c.BodyType, c.Annotations = nil, "", nil
 	r.mu.Lock()
 	store()
 	if r.nsubs.Load() > 0 {
@@ -87,7 +87,7 @@ func (r *Record) put(c *Call, store func()) {
 		}
 	}
 	r.mu.Unlock()
-	c.Body, c.BodyType = body, bodyType
+	c.Body, c.BodyType, c.Annotations = body, bodyType, annotations
 }
 
 // Last returns the ID of the latest call (0 when none).

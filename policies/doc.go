@@ -18,8 +18,9 @@
 // The type-checking controller (status.go) writes a ValidatingAdmissionPolicy's
 // status.typeChecking as kube-controller-manager's does, with apiserver's TypeChecker.
 //
-// Audit: the audit annotations a policy makes (auditAnnotations, validationActions Audit) are
-// logged at Info level; they do not reach the audit log of package calls yet.
+// Audit: the audit annotations a policy makes (auditAnnotations, validationActions Audit) go to
+// the request's call (calls.AddAnnotations), whose audit log Event carries them as
+// kube-apiserver's does.
 //
 // Concurrency: Policies is safe for concurrent use; Run blocks until its watch has stopped.
 package policies

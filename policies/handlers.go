@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/opemu/opemu/calls"
 	"github.com/opemu/opemu/kinds"
 	"github.com/opemu/opemu/webhooks"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apiserver/pkg/admission/plugin/policy/mutating"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	auditinternal "k8s.io/apiserver/pkg/apis/audit"
+	"k8s.io/apiserver/pkg/audit"
 	"k8s.io/apiserver/pkg/warning"
 )
 
@@ -44,9 +46,27 @@ func (h *validatingHandler) Handle(ctx context.Context, req *webhooks.Request) w
 	})
 	a := attributes(req)
 	var warnings recorder
-	err := h.dispatcher.Dispatch(warning.WithWarningRecorder(ctx, &warnings), a, h.p.oi, hooks)
-	h.p.logAudit(a)
+	// kube-apiserver's audit decorator gathers the annotations the policies make (their
+	// auditAnnotations as "<policy>/<key>", an Audit action's failures as
+	// "validation.policy.admission.k8s.io/validation_failure") into the audit context; from
+	// there they go to the request's call, whose audit log Event carries them.
+	actx := audit.WithAuditContext(warning.WithWarningRecorder(ctx, &warnings))
+	_ = audit.AuditContextFrom(actx).Init(audit.RequestAuditConfig{Level: auditinternal.LevelMetadata}, nil)
+	dispatch := validator(func(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+		return h.dispatcher.Dispatch(ctx, a, o, hooks)
+	})
+	err := admission.WithAudit(dispatch).(admission.ValidationInterface).Validate(actx, a, h.p.oi)
+	calls.AddAnnotations(ctx, audit.AuditContextFrom(actx).GetEventAnnotations())
 	return verdict(err, warnings)
+}
+
+// validator is one request's dispatch as an admission plugin (for admission.WithAudit).
+type validator func(context.Context, admission.Attributes, admission.ObjectInterfaces) error
+
+func (validator) Handles(admission.Operation) bool { return true }
+
+func (v validator) Validate(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+	return v(ctx, a, o)
 }
 
 // mutatingHandler runs every bound MutatingAdmissionPolicy on a request, through apiserver's
@@ -134,17 +154,6 @@ func verdict(err error, warnings recorder) webhooks.Response {
 type recorder []string
 
 func (r *recorder) AddWarning(_, text string) { *r = append(*r, text) }
-
-// logAudit logs the audit annotations a policy made (they do not reach the audit log yet).
-func (p *Policies) logAudit(a admission.Attributes) {
-	g, ok := a.(admission.AnnotationsGetter)
-	if !ok {
-		return
-	}
-	for k, v := range g.GetAnnotations(auditinternal.LevelMetadata) {
-		p.log.Info("admission policy audit annotation", "key", k, "value", v, "resource", a.GetResource().String(), "namespace", a.GetNamespace(), "name", a.GetName())
-	}
-}
 
 // typeConverters gives the mutating dispatcher the structured-merge-diff types of a kind
 // (apply configurations merge by them): a built-in kind's from its Go type, a custom

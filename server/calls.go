@@ -18,10 +18,11 @@ import (
 // a failure's reason) on callOf(c).
 
 // callKey is the echo.Context store key of the request's *calls.Call. (The context's store is
-// kept across requests, so setting it allocates nothing.)
+// kept across requests, so setting it allocates nothing; echo clears it before the context's
+// next request, and nothing reads it after observe returns, so endCall leaves it set.)
 const callKey = "opemu.call"
 
-// callPool recycles the Calls of requests: the ring keeps a copy of each.
+// callPool recycles the Calls of requests, zeroed (the ring keeps a copy of each).
 var callPool = sync.Pool{New: func() any { return new(calls.Call) }}
 
 // recorded reports whether requests to path go in the record: everything but the record's own
@@ -48,7 +49,7 @@ func (s *Server) beginCall(c *echo.Context, start time.Time) *calls.Call {
 		return nil
 	}
 	call := callPool.Get().(*calls.Call)
-	*call = calls.Call{Start: start}
+	call.Start = start
 	c.Set(callKey, call)
 	return call
 }
@@ -63,7 +64,6 @@ func callOf(c *echo.Context) *calls.Call {
 // a watch recorded when it opened, its end).
 func (s *Server) endCall(c *echo.Context, call *calls.Call, code int, latency time.Duration) {
 	fillCall(c, call, code, latency)
-	c.Set(callKey, nil)
 	if call.Open {
 		call.Open = false
 		s.cfg.Calls.Finish(call)
@@ -94,14 +94,31 @@ func fillCall(c *echo.Context, call *calls.Call, code int, latency time.Duration
 	if u, ok := UserFrom(r.Context()); ok {
 		call.User, call.UID, call.Groups = u.Name, u.UID, u.Groups
 	}
-	call.UserAgent = r.Header.Get("User-Agent")
+	if ua := r.Header["User-Agent"]; len(ua) > 0 { // the canonical key: Header.Get would canonicalize it again
+		call.UserAgent = ua[0]
+	}
 	call.SourceIP = r.RemoteAddr
 	call.RequestURI = r.RequestURI
-	call.Resource = c.Param("resource")
+	var group, version, namespace, sub, name string
+	for _, p := range c.PathValues() { // one pass, not a search per name
+		switch p.Name {
+		case "resource":
+			call.Resource = p.Value
+		case "group":
+			group = p.Value
+		case "version":
+			version = p.Value
+		case "namespace":
+			namespace = p.Value
+		case "sub":
+			sub = p.Value
+		case "name":
+			name = p.Value
+		}
+	}
 	if call.Resource != "" {
-		call.APIGroup, call.APIVersion = c.Param("group"), c.Param("version")
-		call.Namespace, call.Subresource = c.Param("namespace"), c.Param("sub")
-		if name := c.Param("name"); name != "" {
+		call.APIGroup, call.APIVersion, call.Namespace, call.Subresource = group, version, namespace, sub
+		if name != "" {
 			call.Name = name // else the name of the object a create made (noteObject)
 		}
 		if isWrite(r.Method) && strings.Contains(r.URL.RawQuery, "fieldManager=") {

@@ -401,6 +401,11 @@ func (s *Server) limit(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 		defer cancel()
+		if isWrite(r.Method) {
+			if call := callOf(c); call != nil {
+				ctx = calls.WithAnnotations(ctx, call) // admission's audit annotations (SPEC §21)
+			}
+		}
 		c.SetRequest(r.WithContext(ctx))
 		return next(c)
 	}

@@ -16,12 +16,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -307,6 +309,100 @@ rules:
 		}
 	}
 	assert.Equal(t, members(t, kubeLine), members(t, ourLine))
+}
+
+// TestCallsAuditAnnotations: the audit annotations a ValidatingAdmissionPolicy makes (its
+// auditAnnotations, as "<policy>/<key>", and the failures of an Audit binding, as
+// "validation.policy.admission.k8s.io/validation_failure") are in the annotations of the
+// call's audit Event from the stage ResponseComplete, as kube-apiserver's admission puts them
+// in its audit context (k8s.io/apiserver's admission/audit.go); RequestReceived, logged before
+// admission, has none.
+func TestCallsAuditAnnotations(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "audit.log")
+	policy := filepath.Join(dir, "policy.yaml")
+	require.NoError(t, os.WriteFile(policy, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n"), 0o600))
+	opts := testenv.Options{}
+	opts.Server.AuditLogPath, opts.Server.AuditPolicyFile = path, policy
+	env := testenv.New(t, opts)
+	cfg := rest.CopyConfig(env.Config)
+	cfg.UserAgent = "calls-annotations/v1"
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	ctx := t.Context()
+	_, err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-passwords"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}}}}}},
+			Validations:      []admissionregistrationv1.Validation{{Expression: "!has(object.data) || !('password' in object.data)", Message: "no passwords in ConfigMaps"}},
+			AuditAnnotations: []admissionregistrationv1.AuditAnnotation{{Key: "keys", ValueExpression: "string(has(object.data) ? size(object.data) : 0)"}},
+		}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "no-passwords-audit"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "no-passwords",
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit}}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	completed := func(name string) []auditv1.Event {
+		var out []auditv1.Event
+		for _, ev := range readAudit(t, path, "calls-annotations") {
+			if ev.ObjectRef != nil && ev.ObjectRef.Resource == "configmaps" && ev.ObjectRef.Name == name {
+				out = append(out, ev)
+			}
+		}
+		return out
+	}
+	// The policy takes effect from a watch: probe with dry runs until one is annotated.
+	assert.Eventually(t, func() bool {
+		_, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe"}},
+			metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		require.NoError(t, err)
+		for _, ev := range completed("probe") {
+			if ev.Annotations["no-passwords/keys"] != "" {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 5*time.Millisecond, "the policy annotates a create")
+
+	for name, data := range map[string]map[string]string{"plain": {"a": "1"}, "leaky": {"password": "x", "user": "u"}} {
+		_, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}, metav1.CreateOptions{})
+		require.NoError(t, err, "an Audit binding does not deny")
+	}
+	const failureKey = "validation.policy.admission.k8s.io/validation_failure"
+	for name, want := range map[string]struct {
+		keys     string
+		failures []validating.ValidationFailureValue
+	}{
+		"plain": {keys: "1"},
+		"leaky": {keys: "2", failures: []validating.ValidationFailureValue{{Message: "no passwords in ConfigMaps", Policy: "no-passwords",
+			Binding: "no-passwords-audit", ExpressionIndex: 0, ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit}}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			events := completed(name)
+			require.Len(t, events, 2)
+			received, complete := events[0], events[1]
+			assert.Equal(t, "RequestReceived", string(received.Stage))
+			assert.NotContains(t, received.Annotations, "no-passwords/keys", "logged before admission")
+			assert.Equal(t, "ResponseComplete", string(complete.Stage))
+			assert.Equal(t, received.AuditID, complete.AuditID)
+			assert.Equal(t, int32(201), complete.ResponseStatus.Code)
+			assert.Equal(t, "allow", complete.Annotations["authorization.k8s.io/decision"])
+			assert.Equal(t, want.keys, complete.Annotations["no-passwords/keys"])
+			if want.failures == nil {
+				assert.NotContains(t, complete.Annotations, failureKey)
+				return
+			}
+			var failures []validating.ValidationFailureValue
+			require.NoError(t, json.Unmarshal([]byte(complete.Annotations[failureKey]), &failures), complete.Annotations[failureKey])
+			assert.Equal(t, want.failures, failures)
+		})
+	}
+	// The ring keeps no annotations (the audit log's Sink alone gets them).
+	for _, c := range env.Calls(calls.Filter{Agent: "calls-annotations", Name: "leaky"}) {
+		assert.Nil(t, c.Annotations)
+	}
 }
 
 // members are the top-level members of a JSON object, and those of its user, objectRef and

@@ -238,6 +238,16 @@ func (a *App) newControllers(context.Context) error {
 				pods.FollowNodes(ctx, a.store, enqueue)                    // a Node's change may fit a Pod that waits
 				wg.Wait()
 			}})
+			// kube-controller-manager's node lifecycle controller (with taint eviction and the
+			// pod GC of deleted Nodes), a controller over Nodes that hears of their Pods.
+			lifecycle, err := nodes.NewLifecycle(nodes.LifecycleConfig{Client: a.reg.Client(nodes.LifecycleManager), Events: a.recorder, Clock: a.clock, Logger: a.log})
+			if err != nil {
+				return err
+			}
+			a.lifecycle = lifecycle
+			builtIns = append(builtIns, builtIn{name: "node", gr: nodes.NodesResource, r: lifecycle, follow: func(ctx context.Context, enqueue func(cache.Key) bool) {
+				lifecycle.Follow(ctx, a.store, enqueue)
+			}})
 		}
 		var names []string
 		for _, c := range builtIns {

@@ -214,6 +214,7 @@ func (a *App) newControllers(context.Context) error {
 				wg.Wait()
 			}},
 			{name: "job", gr: workloads.JobResource, r: workloads.NewJobs(wc), follow: children(workloads.PodResource, workloads.JobOwner)},
+			{name: "cronjob", gr: workloads.CronJobResource, r: workloads.NewCronJobs(wc), follow: children(workloads.JobResource, workloads.CronJobOwner)},
 		}
 		// kube-controller-manager's endpointslice and endpoint controllers, one controller
 		// over Services that hears of their Pods.

@@ -25,7 +25,7 @@ import (
 )
 
 // newCluster is the write path with controllers over it, as app wires them: the Deployment,
-// ReplicaSet, StatefulSet, DaemonSet and Job controllers (each hearing of its children, the
+// ReplicaSet, StatefulSet, DaemonSet, Job and CronJob controllers (each hearing of its children, the
 // DaemonSets of the Nodes), the scheduler and kubelets of one Node, whose Pods run a virtual
 // second after they are bound, and the node lifecycle controller; inside a synctest bubble.
 func newCluster(t *testing.T) *rig { return newClusterOf(t, 1) }
@@ -61,6 +61,7 @@ func newClusterOf(t *testing.T, count int) *rig {
 		{gr: workloads.StatefulSetResource, r: workloads.NewStatefulSets(cfg), owner: workloads.StatefulSetOwner},
 		{gr: workloads.DaemonSetResource, r: daemonSets, owner: workloads.DaemonSetOwner},
 		{gr: workloads.JobResource, r: workloads.NewJobs(cfg), owner: workloads.JobOwner},
+		{gr: workloads.CronJobResource, r: workloads.NewCronJobs(cfg), owner: workloads.CronJobOwner},
 		{gr: nodes.PodsResource, r: pods},
 		{gr: nodes.NodesResource, r: lifecycle},
 	} {
@@ -68,8 +69,11 @@ func newClusterOf(t *testing.T, count int) *rig {
 		require.NoError(t, err)
 		wg.Go(func() { _ = ctrl.Run(cctx) })
 		children := workloads.PodResource
-		if c.owner == workloads.DeploymentOwner {
+		switch c.owner {
+		case workloads.DeploymentOwner:
 			children = workloads.ReplicaSetResource
+		case workloads.CronJobOwner:
+			children = workloads.JobResource
 		}
 		if c.owner.Kind != "" {
 			wg.Go(func() { workloads.FollowChildren(cctx, env.Storage, children, c.owner, ctrl.Enqueue) })

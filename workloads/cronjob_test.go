@@ -49,7 +49,7 @@ func TestCronJob(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newCluster(t)
 		defer r.stop()
-		start := time.Now() // 2000-01-01T00:00:00Z in the bubble
+		start := time.Now()       // 2000-01-01T00:00:00Z in the bubble
 		at := func(minutes int) { // a second after the minute (kube's requeue pads 100 ms)
 			time.Sleep(time.Until(start.Add(time.Duration(minutes)*time.Minute + time.Second)))
 			synctest.Wait()

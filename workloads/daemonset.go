@@ -60,7 +60,7 @@ const (
 //
 // With kube's SuccessfulCreate and SuccessfulDelete Events. A Pod's change enqueues its
 // DaemonSet (FollowChildren), a Node's every DaemonSet (FollowNodes). maxSurge is not
-// applied (a rolling update deletes before it creates); orphans are not adopted.
+// applied (a rolling update deletes before it creates); orphan Pods its selector selects are adopted.
 type DaemonSets struct {
 	cfg Config
 }
@@ -106,7 +106,7 @@ func (r *DaemonSets) Reconcile(ctx context.Context, key cache.Key) (reconciler.R
 			nodes = append(nodes, &n)
 		}
 	}
-	pods, err := listOwned(ctx, r.cfg.Client, PodResource, key.Namespace, sel, obj.UID(), decodePod)
+	pods, err := claimOwned(ctx, r.cfg.Client, claim{Children: PodResource, Owner: DaemonSetOwner, Obj: obj, Selector: sel}, decodePod)
 	if err != nil {
 		return reconciler.Result{}, err
 	}

@@ -130,7 +130,7 @@ func (r *Jobs) Reconcile(ctx context.Context, key cache.Key) (reconciler.Result,
 	if err != nil || sel.Empty() {
 		return reconciler.Result{}, nil
 	}
-	pods, err := listOwned(ctx, r.cfg.Client, PodResource, key.Namespace, sel, obj.UID(), decodePod)
+	pods, err := claimOwned(ctx, r.cfg.Client, claim{Children: PodResource, Owner: JobOwner, Obj: obj, Selector: sel, Finalizer: batchv1.JobTrackingFinalizer}, decodePod)
 	if err != nil {
 		return reconciler.Result{}, err
 	}

@@ -109,7 +109,11 @@ func (r *StatefulSets) Reconcile(ctx context.Context, key cache.Key) (reconciler
 	if err != nil || sel.Empty() {
 		return reconciler.Result{}, nil
 	}
-	pods, err := listOwned(ctx, r.cfg.Client, PodResource, key.Namespace, sel, obj.UID(), decodePod)
+	pods, err := claimOwned(ctx, r.cfg.Client, claim{Children: PodResource, Owner: StatefulSetOwner, Obj: obj, Selector: sel,
+		Adoptable: func(o *cache.Object) bool {
+			m := statefulPodName.FindStringSubmatch(o.Key().Name)
+			return m != nil && m[1] == set.Name
+		}}, decodePod)
 	if err != nil {
 		return reconciler.Result{}, err
 	}

@@ -35,6 +35,8 @@ type Client interface {
 	Delete(ctx context.Context, key cache.Key, pre cache.Preconditions) (*cache.Object, bool, error)
 	// DeletePropagating deletes with a propagation policy (the CronJob controller deletes its
 	// Jobs in the background: a Job's own default orphans its Pods).
+	// Patch patches (adoption and release of children: strategic merge patches of metadata).
+	Patch(ctx context.Context, key cache.Key, sub, patchType string, body []byte) (*cache.Object, error)
 	DeletePropagating(ctx context.Context, key cache.Key, pre cache.Preconditions, policy metav1.DeletionPropagation) (*cache.Object, bool, error)
 }
 

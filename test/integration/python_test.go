@@ -77,3 +77,52 @@ func TestPythonClient(t *testing.T) {
 	require.Contains(t, steps, "namespace-watch")
 	assert.Equal(t, []any{[]any{"ADDED", name}}, steps["namespace-watch"]["events"])
 }
+
+// TestPythonPods runs testdata/python_pods.py against opemu with its Nodes and controllers:
+// what the client's own e2e tests do with Pods (create one, read it until it leaves Pending,
+// list, delete it and see it go), a Job whose Pod runs, a Deployment waited for until its
+// replicas are ready, and the Nodes read. exec is a declared difference: it fails at once.
+func TestPythonPods(t *testing.T) {
+	t.Parallel()
+	python := requirePythonClient(t)
+	p := start(t, "ENABLE_LEADER_ELECTION=false", "ROLLOUT_STEP=100ms")
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, "testdata/python_pods.py", kubeconfigFile(t, p))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "python_pods.py:\nstdout:\n%s\nstderr:\n%s", out, &stderr)
+
+	steps := map[string]map[string]any{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &m), "line %q", sc.Text())
+		steps[m["step"].(string)] = m
+	}
+	require.Contains(t, steps, "pod", "stdout:\n%s", out)
+	pod := steps["pod"]
+	assert.Equal(t, "Pending", pod["created_phase"])
+	assert.Equal(t, "Running", pod["phase"])
+	assert.Equal(t, []any{"True"}, pod["ready"])
+	assert.Equal(t, "opemu-control-plane", pod["node"])
+	assert.Regexp(t, `^10\.244\.0\.\d+$`, pod["ip"])
+	assert.Equal(t, true, pod["started"])
+	require.Contains(t, steps, "exec")
+	assert.NotNil(t, steps["exec"]["error"], "exec is not served")
+	t.Logf("exec: %v", steps["exec"])
+	require.Contains(t, steps, "all-pods")
+	assert.Positive(t, steps["all-pods"]["count"])
+	assert.Contains(t, steps, "pod-deleted")
+	require.Contains(t, steps, "job")
+	assert.Equal(t, 1.0, steps["job"]["running"])
+	require.Contains(t, steps, "deployment")
+	assert.Equal(t, 2.0, steps["deployment"]["ready"])
+	assert.Equal(t, 2.0, steps["deployment"]["available"])
+	assert.Equal(t, []any{"Running", "Running"}, steps["deployment"]["phases"])
+	require.Contains(t, steps, "nodes")
+	assert.Equal(t, []any{"opemu-control-plane"}, steps["nodes"]["names"])
+	assert.Equal(t, true, steps["nodes"]["labelled"])
+	assert.Equal(t, []any{"True"}, steps["nodes"]["ready"])
+}

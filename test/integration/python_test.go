@@ -50,22 +50,8 @@ func TestPythonClient(t *testing.T) {
 	t.Parallel()
 	python := requirePythonClient(t)
 	p := start(t, "ENABLE_CONTROLLER=false", "ENABLE_LEADER_ELECTION=false")
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, python, "testdata/python_client.py", kubeconfigFile(t, p))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "python_client.py:\nstdout:\n%s\nstderr:\n%s", out, &stderr)
-
-	steps := map[string]map[string]any{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		var m map[string]any
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &m), "line %q", sc.Text())
-		steps[m["step"].(string)] = m
-	}
-	require.Contains(t, steps, "watch", "stdout:\n%s", out)
+	steps := runPython(t, python, "python_client.py", p, 90*time.Second)
+	require.Contains(t, steps, "watch")
 	assert.Equal(t, []any{[]any{"ADDED", "py-app", 1.0}, []any{"MODIFIED", "py-app", 2.0}}, steps["watch"]["events"])
 	assert.NotEmpty(t, steps["watch"]["resourceVersion"])
 	require.Contains(t, steps, "resume")
@@ -86,22 +72,8 @@ func TestPythonPods(t *testing.T) {
 	t.Parallel()
 	python := requirePythonClient(t)
 	p := start(t, "ENABLE_LEADER_ELECTION=false", "ROLLOUT_STEP=100ms")
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, python, "testdata/python_pods.py", kubeconfigFile(t, p))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "python_pods.py:\nstdout:\n%s\nstderr:\n%s", out, &stderr)
-
-	steps := map[string]map[string]any{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		var m map[string]any
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &m), "line %q", sc.Text())
-		steps[m["step"].(string)] = m
-	}
-	require.Contains(t, steps, "pod", "stdout:\n%s", out)
+	steps := runPython(t, python, "python_pods.py", p, 120*time.Second)
+	require.Contains(t, steps, "pod")
 	pod := steps["pod"]
 	assert.Equal(t, "Pending", pod["created_phase"])
 	assert.Equal(t, "Running", pod["phase"])
@@ -125,4 +97,26 @@ func TestPythonPods(t *testing.T) {
 	assert.Equal(t, []any{"opemu-control-plane"}, steps["nodes"]["names"])
 	assert.Equal(t, true, steps["nodes"]["labelled"])
 	assert.Equal(t, []any{"True"}, steps["nodes"]["ready"])
+}
+
+// runPython runs testdata/script against p within limit and returns the steps it printed (one
+// JSON object a line, keyed by its "step").
+func runPython(t *testing.T, python, script string, p *server, limit time.Duration) map[string]map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, python, filepath.Join("testdata", script), kubeconfigFile(t, p))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "%s:\nstdout:\n%s\nstderr:\n%s", script, out, &stderr)
+	steps := map[string]map[string]any{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &m), "line %q", sc.Text())
+		steps[m["step"].(string)] = m
+	}
+	t.Logf("%s printed:\n%s", script, out)
+	return steps
 }

@@ -88,6 +88,9 @@ type daemonSetPass struct {
 func (r *DaemonSets) Reconcile(ctx context.Context, key cache.Key) (reconciler.Result, error) {
 	var ds appsv1.DaemonSet
 	obj, gone, err := read(ctx, r.cfg.Client, key, &ds)
+	if gone {
+		r.cfg.claims.forget(key)
+	}
 	if gone || err != nil {
 		return reconciler.Result{}, err
 	}
@@ -106,7 +109,7 @@ func (r *DaemonSets) Reconcile(ctx context.Context, key cache.Key) (reconciler.R
 			nodes = append(nodes, &n)
 		}
 	}
-	pods, err := claimOwned(ctx, r.cfg.Client, claim{Children: PodResource, Owner: DaemonSetOwner, Obj: obj, Selector: sel}, decodePod)
+	pods, err := claimOwned(ctx, r.cfg.Client, r.cfg.claims, claim{Children: PodResource, Owner: DaemonSetOwner, Obj: obj, Selector: sel}, decodePod)
 	if err != nil {
 		return reconciler.Result{}, err
 	}

@@ -78,6 +78,9 @@ type deploymentPass struct {
 func (r *Deployments) Reconcile(ctx context.Context, key cache.Key) (reconciler.Result, error) {
 	var d appsv1.Deployment
 	obj, gone, err := read(ctx, r.cfg.Client, key, &d)
+	if gone {
+		r.cfg.claims.forget(key)
+	}
 	if gone || err != nil {
 		return reconciler.Result{}, err
 	}
@@ -89,7 +92,7 @@ func (r *Deployments) Reconcile(ctx context.Context, key cache.Key) (reconciler.
 	if err != nil || sel.Empty() {
 		return reconciler.Result{}, nil // kube's controller selects nothing for an empty selector
 	}
-	rsList, err := claimOwned(ctx, r.cfg.Client, claim{Children: ReplicaSetResource, Owner: DeploymentOwner, Obj: obj, Selector: sel}, decodeReplicaSet)
+	rsList, err := claimOwned(ctx, r.cfg.Client, r.cfg.claims, claim{Children: ReplicaSetResource, Owner: DeploymentOwner, Obj: obj, Selector: sel}, decodeReplicaSet)
 	if err != nil {
 		return reconciler.Result{}, err
 	}

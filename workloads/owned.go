@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 
 	"github.com/opemu/opemu/cache"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -157,37 +158,31 @@ type claim struct {
 
 // claimOwned is kube's ControllerRefManager (ClaimPods, ClaimReplicaSets) for the controller
 // of cl, which k8s.io/kubernetes keeps unimportable: of the objects of cl.Children in its
-// namespace, those it controls and its selector selects are its; those it controls that the
-// selector no longer selects are released, unless it is being deleted (its reference removed by
-// a strategic merge patch conditional on their uid); orphans the selector selects are adopted
-// (a controller reference with blockOwnerDeletion added the same way) unless it or they are
-// being deleted. It returns its children (the adopted ones as patched), decoded; one that
-// cannot be decoded is skipped, one gone meanwhile is not an error.
-func claimOwned[T any](ctx context.Context, c Client, cl claim, decode func(*cache.Object) (T, error)) ([]T, error) {
+// namespace that its selector selects, those it controls are its and orphans are adopted (a
+// controller reference with blockOwnerDeletion added by a strategic merge patch conditional on
+// their uid, as kube's patch) unless it or they are being deleted; those it controlled at its
+// last pass (mem) that its selector no longer selects are released (the reference removed the
+// same way) unless it is being deleted. Listing by the selector keeps a pass as cheap as before
+// adoption; kube lists the whole namespace from its informer's cache instead. It returns its
+// children (the adopted ones as patched), decoded; one that cannot be decoded is skipped, one
+// gone meanwhile is not an error.
+func claimOwned[T any](ctx context.Context, c Client, mem *claims, cl claim, decode func(*cache.Object) (T, error)) ([]T, error) {
 	k := cl.Obj.Key()
-	l, err := c.List(ctx, cl.Children, cache.InNamespace(k.Namespace))
+	l, err := c.List(ctx, cl.Children, cache.InNamespace(k.Namespace), cache.MatchingLabels(cl.Selector))
 	if err != nil {
 		return nil, err
 	}
-	uid := []byte(cl.Obj.UID())
+	uid := cl.Obj.UID()
+	owned := make(map[cache.Key]struct{}, len(l.Items))
 	out := make([]T, 0, len(l.Items))
 	for _, o := range l.Items {
-		ours, orphan := false, true
+		var ref *metav1.OwnerReference
 		if bytes.Contains(o.Raw(), []byte(`"controller":true`)) {
-			ref := controllerOf(o)
-			orphan = ref == nil
-			ours = ref != nil && bytes.Equal([]byte(ref.UID), uid)
+			ref = controllerOf(o)
 		}
 		switch {
-		case ours && cl.Selector.Matches(o.Labels()):
-		case ours:
-			if !cl.Obj.Deleting() {
-				if err := releaseChild(ctx, c, cl, o); err != nil {
-					return nil, err
-				}
-			}
-			continue
-		case orphan && !cl.Obj.Deleting() && !o.Deleting() && cl.Selector.Matches(o.Labels()) && (cl.Adoptable == nil || cl.Adoptable(o)):
+		case ref != nil && string(ref.UID) == uid:
+		case ref == nil && !cl.Obj.Deleting() && !o.Deleting() && (cl.Adoptable == nil || cl.Adoptable(o)):
 			adopted, err := adoptChild(ctx, c, cl, o)
 			if err != nil {
 				return nil, err
@@ -199,13 +194,64 @@ func claimOwned[T any](ctx context.Context, c Client, cl claim, decode func(*cac
 		default:
 			continue
 		}
+		owned[o.Key()] = struct{}{}
 		v, err := decode(o)
 		if err != nil {
 			continue
 		}
 		out = append(out, v)
 	}
+	for _, key := range mem.swap(k, owned) {
+		if cl.Obj.Deleting() {
+			break
+		}
+		o, err := c.Get(ctx, key)
+		if errors.Is(err, cache.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if ref := controllerOf(o); ref == nil || string(ref.UID) != uid || cl.Selector.Matches(o.Labels()) {
+			continue
+		}
+		if err := releaseChild(ctx, c, cl, o); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
+}
+
+// claims remembers, per controller, the children it controlled at its last pass: how a pass
+// finds the ones relabelled out of its selector without listing the namespace. Safe for
+// concurrent use; the zero value is not (newClaims).
+type claims struct {
+	mu    sync.Mutex
+	owned map[cache.Key]map[cache.Key]struct{}
+}
+
+func newClaims() *claims { return &claims{owned: map[cache.Key]map[cache.Key]struct{}{}} }
+
+// swap records now as the children of the controller at owner and returns those it had that
+// now lacks.
+func (m *claims) swap(owner cache.Key, now map[cache.Key]struct{}) []cache.Key {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var gone []cache.Key
+	for k := range m.owned[owner] {
+		if _, ok := now[k]; !ok {
+			gone = append(gone, k)
+		}
+	}
+	m.owned[owner] = now
+	return gone
+}
+
+// forget drops what is remembered of the controller at owner (it is gone).
+func (m *claims) forget(owner cache.Key) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.owned, owner)
 }
 
 // adoptChild adds the controller reference of cl's controller to o (and cl.Finalizer), as

@@ -39,6 +39,9 @@ func NewReplicaSets(cfg Config) *ReplicaSets { return &ReplicaSets{cfg: cfg.with
 func (r *ReplicaSets) Reconcile(ctx context.Context, key cache.Key) (reconciler.Result, error) {
 	var rs appsv1.ReplicaSet
 	obj, gone, err := read(ctx, r.cfg.Client, key, &rs)
+	if gone {
+		r.cfg.claims.forget(key)
+	}
 	if gone || err != nil {
 		return reconciler.Result{}, err
 	}
@@ -46,7 +49,7 @@ func (r *ReplicaSets) Reconcile(ctx context.Context, key cache.Key) (reconciler.
 	if err != nil {
 		return reconciler.Result{}, reconciler.TerminalError(err)
 	}
-	pods, err := claimOwned(ctx, r.cfg.Client, claim{Children: PodResource, Owner: ReplicaSetOwner, Obj: obj, Selector: sel, Adoptable: activePod}, decodePod)
+	pods, err := claimOwned(ctx, r.cfg.Client, r.cfg.claims, claim{Children: PodResource, Owner: ReplicaSetOwner, Obj: obj, Selector: sel, Adoptable: activePod}, decodePod)
 	if err != nil {
 		return reconciler.Result{}, err
 	}

@@ -53,12 +53,15 @@ type Config struct {
 	// Clock stamps status times and times minReadySeconds and Jobs' backoff. Nil means the
 	// real clock.
 	Clock clock.PassiveClock
+
+	claims *claims // the children each controller controlled at its last pass (claimOwned)
 }
 
 func (c Config) withDefaults() Config {
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
 	}
+	c.claims = newClaims() // each controller's own
 	return c
 }
 

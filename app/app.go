@@ -124,6 +124,7 @@ type App struct {
 	schedules  []scheduleForgetter      // the built-in reconcilers that keep when each object's next step is due
 	follows    []func(context.Context)  // the watches of children that enqueue their owners (workloads.FollowChildren)
 	pods       *nodes.Pods              // the scheduler and the kubelets, with Nodes and controllers
+	lifecycle  *nodes.Lifecycle         // the node lifecycle controller, with Nodes and controllers
 	disruption *disruption.Controller   // the PodDisruptionBudgets' status, with the controllers
 	// policyStatus writes the ValidatingAdmissionPolicies' type checking, with the controllers
 	policyStatus *policies.StatusController
@@ -281,6 +282,7 @@ func (a *App) leadTerm(ctx context.Context) {
 	var wg sync.WaitGroup
 	if a.pods != nil {
 		a.pods.Reset() // what the bound Pods use is listed again
+		a.lifecycle.Reset()
 	}
 	for _, c := range a.ctrls {
 		wg.Go(func() { _ = c.Run(ctx) })

@@ -214,6 +214,7 @@ func (a *App) newControllers(context.Context) error {
 				wg.Wait()
 			}},
 			{name: "job", gr: workloads.JobResource, r: workloads.NewJobs(wc), follow: children(workloads.PodResource, workloads.JobOwner)},
+			{name: "cronjob", gr: workloads.CronJobResource, r: workloads.NewCronJobs(wc), follow: children(workloads.JobResource, workloads.CronJobOwner)},
 		}
 		// kube-controller-manager's endpointslice and endpoint controllers, one controller
 		// over Services that hears of their Pods.
@@ -237,6 +238,16 @@ func (a *App) newControllers(context.Context) error {
 				wg.Go(func() { pods.FollowStages(ctx, a.store, enqueue) }) // a Stage's change may move a Pod
 				pods.FollowNodes(ctx, a.store, enqueue)                    // a Node's change may fit a Pod that waits
 				wg.Wait()
+			}})
+			// kube-controller-manager's node lifecycle controller (with taint eviction and the
+			// pod GC of deleted Nodes), a controller over Nodes that hears of their Pods.
+			lifecycle, err := nodes.NewLifecycle(nodes.LifecycleConfig{Client: a.reg.Client(nodes.LifecycleManager), Events: a.recorder, Clock: a.clock, Logger: a.log})
+			if err != nil {
+				return err
+			}
+			a.lifecycle = lifecycle
+			builtIns = append(builtIns, builtIn{name: "node", gr: nodes.NodesResource, r: lifecycle, follow: func(ctx context.Context, enqueue func(cache.Key) bool) {
+				lifecycle.Follow(ctx, a.store, enqueue)
 			}})
 		}
 		var names []string

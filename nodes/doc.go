@@ -2,8 +2,10 @@
 // register as kind's do, become Ready, and heartbeat as a kubelet does, on opemu's clock; and
 // Pods, the Reconciler that schedules Pods onto them as kube-scheduler's default filters would
 // and runs them through kwok's Stages (package stages: the Stages stored in the API, kwok's
-// default pod-ready, pod-complete and pod-delete unless replaced). NotReady Nodes are later
-// work.
+// default pod-ready, pod-complete and pod-delete unless replaced); and Lifecycle, kube's node
+// lifecycle controller with its taint eviction and the pod GC of deleted Nodes. A Node's
+// kubelet is stopped or made not ready by its KubeletAnnotation, as a user would stop a real
+// one: its Pods then follow as on a cluster.
 //
 // Names and labels are kind's, with opemu as the cluster's name: kind names the nodes of a
 // cluster <cluster>-control-plane, <cluster>-worker, <cluster>-worker2, ..., so the Nodes are
@@ -20,6 +22,7 @@
 // the kubelets' heartbeat: every 10 s each Node's Lease is renewed (renewTime, duration 40 s,
 // owned by the Node), and the Node's status is written when its conditions are not what the
 // kubelet reports or when it last reported 5 minutes ago (lastHeartbeatTime), as a kubelet's
-// nodeStatusReportFrequency has it. A Node someone deleted is not brought back until the next
+// nodeStatusReportFrequency has it (a kubelet stopped beats no more; one not ready reports
+// Ready=False, KubeletNotReady). A Node someone deleted is not brought back until the next
 // Register (a kubelet registers when it starts).
 package nodes

@@ -31,11 +31,14 @@ func (n *Nodes) Run(ctx context.Context) error {
 }
 
 // Beat is one heartbeat of every Node's kubelet: its status when due (Report), then its Lease.
-// A Node that does not exist is skipped (it is not registered again); a failed write waits for
-// the next beat.
+// A Node that does not exist is skipped (it is not registered again), and so is one whose
+// kubelet is stopped (KubeletAnnotation); a failed write waits for the next beat.
 func (n *Nodes) Beat(ctx context.Context) {
 	for _, name := range n.names {
 		uid, err := n.report(ctx, name)
+		if errors.Is(err, errStopped) {
+			continue
+		}
 		if err == nil {
 			_, err = n.renew(ctx, name, uid)
 		}
@@ -45,8 +48,12 @@ func (n *Nodes) Beat(ctx context.Context) {
 	}
 }
 
+// errStopped is report's answer for a Node whose kubelet is stopped.
+var errStopped = errors.New("the kubelet is stopped")
+
 // report writes the Node's status when its conditions are not the ones its kubelet reports, or
-// when the last report is ReportInterval old, and returns the Node's uid.
+// when the last report is ReportInterval old, and returns the Node's uid; errStopped when its
+// kubelet is stopped (KubeletAnnotation), writing nothing.
 func (n *Nodes) report(ctx context.Context, name string) (string, error) {
 	obj, err := n.cfg.Client.Get(ctx, nodeKey(name))
 	if err != nil {
@@ -56,11 +63,16 @@ func (n *Nodes) report(ctx context.Context, name string) (string, error) {
 	if err := decode(obj, &node); err != nil {
 		return "", err
 	}
+	state := node.Annotations[KubeletAnnotation]
+	if state == KubeletStopped {
+		return "", errStopped
+	}
+	ready := state != KubeletNotReady
 	now := metav1.NewTime(n.cfg.Clock.Now())
-	if !n.due(node.Status.Conditions, now.Time) {
+	if !n.due(node.Status.Conditions, now.Time, ready) {
 		return obj.UID(), nil
 	}
-	node.Status.Conditions = merge(node.Status.Conditions, conditions(now))
+	node.Status.Conditions = merge(node.Status.Conditions, conditions(now, ready))
 	body, err := toMap(&node)
 	if err != nil {
 		return "", err
@@ -69,10 +81,10 @@ func (n *Nodes) report(ctx context.Context, name string) (string, error) {
 	return obj.UID(), err
 }
 
-// due reports whether a kubelet would write these conditions at now: one it reports is missing
-// or says otherwise, or its Ready heartbeat is ReportInterval old.
-func (n *Nodes) due(have []corev1.NodeCondition, now time.Time) bool {
-	for _, want := range conditions(metav1.Time{}) {
+// due reports whether a kubelet would write these conditions at now: one it reports (ready or
+// not) is missing or says otherwise, or its Ready heartbeat is ReportInterval old.
+func (n *Nodes) due(have []corev1.NodeCondition, now time.Time, ready bool) bool {
+	for _, want := range conditions(metav1.Time{}, ready) {
 		c := condition(have, want.Type)
 		if c == nil || c.Status != want.Status || c.Reason != want.Reason || c.Message != want.Message {
 			return true

@@ -43,6 +43,19 @@ const (
 	ReportInterval = 5 * time.Minute
 )
 
+// KubeletAnnotation on a Node breaks its simulated kubelet, as a user of a real cluster would
+// by stopping a kubelet or its container runtime: KubeletStopped stops it (no status, no Lease
+// renewed, no Pod of the Node moved: the node lifecycle controller then finds the Node
+// unreachable), KubeletNotReady keeps it beating but reporting Ready=False. Removing it (or
+// any other value) starts the kubelet again.
+const KubeletAnnotation = "nodes.opemu.dev/kubelet"
+
+// The values of KubeletAnnotation.
+const (
+	KubeletStopped  = "Stopped"
+	KubeletNotReady = "NotReady"
+)
+
 // KubeletVersion is the version the Nodes report: the Kubernetes whose API opemu serves.
 const KubeletVersion = "v1.37.2"
 
@@ -145,7 +158,7 @@ func (n *Nodes) node(i int, now metav1.Time) *corev1.Node {
 		Status: corev1.NodeStatus{
 			Capacity:    n.cfg.Capacity.DeepCopy(),
 			Allocatable: n.cfg.Capacity.DeepCopy(),
-			Conditions:  conditions(now),
+			Conditions:  conditions(now, true),
 			Addresses: []corev1.NodeAddress{
 				{Type: corev1.NodeInternalIP, Address: nodeIP(i)},
 				{Type: corev1.NodeHostName, Address: name},
@@ -158,16 +171,21 @@ func (n *Nodes) node(i int, now metav1.Time) *corev1.Node {
 	}
 }
 
-// conditions are what a healthy kubelet reports, heartbeat and transition at now.
-func conditions(now metav1.Time) []corev1.NodeCondition {
+// conditions are what a kubelet reports, heartbeat and transition at now: healthy, or (ready
+// false) with its container runtime down, as a kubelet words it.
+func conditions(now metav1.Time, ready bool) []corev1.NodeCondition {
 	c := func(typ corev1.NodeConditionType, status corev1.ConditionStatus, reason, message string) corev1.NodeCondition {
 		return corev1.NodeCondition{Type: typ, Status: status, Reason: reason, Message: message, LastHeartbeatTime: now, LastTransitionTime: now}
+	}
+	readyCondition := c(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status")
+	if !ready {
+		readyCondition = c(corev1.NodeReady, corev1.ConditionFalse, "KubeletNotReady", "container runtime is down")
 	}
 	return []corev1.NodeCondition{
 		c(corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
 		c(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
 		c(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-		c(corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"),
+		readyCondition,
 	}
 }
 

@@ -69,6 +69,10 @@ type Pods struct {
 	placed map[cache.Key]placement
 	// waiting are the Pods no Node fitted: a Node's change tries them again (FollowNodes).
 	waiting map[cache.Key]struct{}
+	// down are the Nodes whose kubelet is stopped or not ready (KubeletAnnotation), and held
+	// the Pods on them a pass left as they were: the kubelet's start enqueues them again.
+	down map[string]bool
+	held map[cache.Key]string // by the Node they are on
 }
 
 // PodsConfig configures Pods. Client and Nodes are required.
@@ -122,7 +126,7 @@ func (p *Pods) Stages() *stages.Engine { return p.stages }
 func (p *Pods) Reset() {
 	p.mu.Lock()
 	p.loaded, p.used, p.placed = false, map[string]*usage{}, map[cache.Key]placement{}
-	p.waiting = map[cache.Key]struct{}{}
+	p.waiting, p.down, p.held = map[cache.Key]struct{}{}, map[string]bool{}, map[cache.Key]string{}
 	p.mu.Unlock()
 	p.stages.Reset()
 }
@@ -170,6 +174,9 @@ func (p *Pods) Reconcile(ctx context.Context, key cache.Key) (reconciler.Result,
 		p.release(key) // what a finished Pod requested is free again
 	} else if !finished {
 		p.account(key, &pod)
+	}
+	if p.hold(key, pod.Spec.NodeName) {
+		return reconciler.Result{}, nil // its kubelet does nothing until it starts again
 	}
 	wait, deleted, err := p.stages.PlayPod(ctx, obj, &pod)
 	if deleted {
@@ -276,6 +283,13 @@ func (p *Pods) load(ctx context.Context) error {
 	if loaded {
 		return nil
 	}
+	nl, err := p.client.List(ctx, cache.GroupResource{Resource: "nodes"})
+	if err != nil {
+		return err
+	}
+	for _, o := range nl.Items {
+		p.noteNode(o)
+	}
 	l, err := p.client.List(ctx, PodsResource)
 	if err != nil {
 		return err
@@ -344,6 +358,7 @@ func (p *Pods) release(key cache.Key) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.waiting, key)
+	delete(p.held, key)
 	pl, ok := p.placed[key]
 	if !ok {
 		return
@@ -392,9 +407,57 @@ type Watcher interface {
 
 // FollowNodes watches the Nodes until ctx is done and, on every change of one (cordoned,
 // uncordoned, tainted, relabelled, added), enqueues the Pods no Node fitted, as kube-scheduler
-// moves its unschedulable Pods back to its active queue on cluster events.
+// moves its unschedulable Pods back to its active queue on cluster events; and when a Node's
+// kubelet starts again (KubeletAnnotation), the Pods it held.
 func (p *Pods) FollowNodes(ctx context.Context, w Watcher, enqueue func(cache.Key) bool) {
-	cache.Follow(ctx, w, cache.WatchOptions{Resources: []cache.GroupResource{{Resource: "nodes"}}}, func(cache.Event) {
+	cache.Follow(ctx, w, cache.WatchOptions{Resources: []cache.GroupResource{{Resource: "nodes"}}}, func(ev cache.Event) {
+		if ev.Type == cache.Deleted {
+			p.mu.Lock()
+			delete(p.down, ev.Object.Key().Name)
+			p.mu.Unlock()
+		} else if started := p.noteNode(ev.Object); started != nil {
+			for _, k := range started {
+				enqueue(k)
+			}
+		}
 		enqueueKeys(p, func(p *Pods) map[cache.Key]struct{} { return p.waiting }, enqueue)
 	})
+}
+
+// noteNode notes whether the kubelet of the Node obj runs (KubeletAnnotation) and, when it
+// starts again, returns the Pods it held.
+func (p *Pods) noteNode(obj *cache.Object) []cache.Key {
+	name := obj.Key().Name
+	state := obj.Annotation(KubeletAnnotation)
+	down := state == KubeletStopped || state == KubeletNotReady
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	was := p.down[name]
+	if down {
+		p.down[name] = true
+		return nil
+	}
+	delete(p.down, name)
+	if !was {
+		return nil
+	}
+	var out []cache.Key
+	for k, n := range p.held {
+		if n == name {
+			out = append(out, k)
+			delete(p.held, k)
+		}
+	}
+	return out
+}
+
+// hold reports whether the kubelet of node is down, and then holds the Pod at key.
+func (p *Pods) hold(key cache.Key, node string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.down[node] {
+		return false
+	}
+	p.held[key] = node
+	return true
 }

@@ -25,9 +25,9 @@ import (
 )
 
 // newCluster is the write path with controllers over it, as app wires them: the Deployment,
-// ReplicaSet, StatefulSet, DaemonSet and Job controllers (each hearing of its children, the
+// ReplicaSet, StatefulSet, DaemonSet, Job and CronJob controllers (each hearing of its children, the
 // DaemonSets of the Nodes), the scheduler and kubelets of one Node, whose Pods run a virtual
-// second after they are bound; inside a synctest bubble.
+// second after they are bound, and the node lifecycle controller; inside a synctest bubble.
 func newCluster(t *testing.T) *rig { return newClusterOf(t, 1) }
 
 // jobPodRuntime is how long the kubelets leave a Job's Pod running: longer than any test, so
@@ -45,9 +45,12 @@ func newClusterOf(t *testing.T, count int) *rig {
 	require.NoError(t, n.Register(ctx))
 	pods, err := nodes.NewPods(nodes.PodsConfig{Client: env.Registry.Client(nodes.SchedulerManager), Nodes: n, StartDelay: time.Second, CompleteDelay: jobPodRuntime})
 	require.NoError(t, err)
+	lifecycle, err := nodes.NewLifecycle(nodes.LifecycleConfig{Client: env.Registry.Client(nodes.LifecycleManager), Events: rec})
+	require.NoError(t, err)
 	daemonSets := workloads.NewDaemonSets(cfg)
 	cctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	wg.Go(func() { _ = n.Run(cctx) }) // the kubelets' heartbeats
 	for _, c := range []struct {
 		gr    cache.GroupResource
 		r     reconciler.Reconciler
@@ -58,14 +61,19 @@ func newClusterOf(t *testing.T, count int) *rig {
 		{gr: workloads.StatefulSetResource, r: workloads.NewStatefulSets(cfg), owner: workloads.StatefulSetOwner},
 		{gr: workloads.DaemonSetResource, r: daemonSets, owner: workloads.DaemonSetOwner},
 		{gr: workloads.JobResource, r: workloads.NewJobs(cfg), owner: workloads.JobOwner},
+		{gr: workloads.CronJobResource, r: workloads.NewCronJobs(cfg), owner: workloads.CronJobOwner},
 		{gr: nodes.PodsResource, r: pods},
+		{gr: nodes.NodesResource, r: lifecycle},
 	} {
 		ctrl, err := reconciler.New(reconciler.Config{Store: env.Storage, Resource: c.gr, Reconciler: c.r, Name: c.gr.Resource})
 		require.NoError(t, err)
 		wg.Go(func() { _ = ctrl.Run(cctx) })
 		children := workloads.PodResource
-		if c.owner == workloads.DeploymentOwner {
+		switch c.owner {
+		case workloads.DeploymentOwner:
 			children = workloads.ReplicaSetResource
+		case workloads.CronJobOwner:
+			children = workloads.JobResource
 		}
 		if c.owner.Kind != "" {
 			wg.Go(func() { workloads.FollowChildren(cctx, env.Storage, children, c.owner, ctrl.Enqueue) })
@@ -75,6 +83,8 @@ func newClusterOf(t *testing.T, count int) *rig {
 			wg.Go(func() { pods.FollowNodes(cctx, env.Storage, ctrl.Enqueue) })
 		case workloads.DaemonSetResource:
 			wg.Go(func() { daemonSets.FollowNodes(cctx, env.Storage, ctrl.Enqueue) })
+		case nodes.NodesResource:
+			wg.Go(func() { lifecycle.Follow(cctx, env.Storage, ctrl.Enqueue) })
 		}
 	}
 	return &rig{t: t, client: env.Registry.Client("test"), events: rec, stop: func() {

@@ -60,7 +60,7 @@ const (
 //
 // With kube's SuccessfulCreate and SuccessfulDelete Events. A Pod's change enqueues its
 // DaemonSet (FollowChildren), a Node's every DaemonSet (FollowNodes). maxSurge is not
-// applied (a rolling update deletes before it creates); orphans are not adopted.
+// applied (a rolling update deletes before it creates); orphan Pods its selector selects are adopted.
 type DaemonSets struct {
 	cfg Config
 }
@@ -88,6 +88,9 @@ type daemonSetPass struct {
 func (r *DaemonSets) Reconcile(ctx context.Context, key cache.Key) (reconciler.Result, error) {
 	var ds appsv1.DaemonSet
 	obj, gone, err := read(ctx, r.cfg.Client, key, &ds)
+	if gone {
+		r.cfg.claims.forget(key)
+	}
 	if gone || err != nil {
 		return reconciler.Result{}, err
 	}
@@ -106,7 +109,7 @@ func (r *DaemonSets) Reconcile(ctx context.Context, key cache.Key) (reconciler.R
 			nodes = append(nodes, &n)
 		}
 	}
-	pods, err := listOwned(ctx, r.cfg.Client, PodResource, key.Namespace, sel, obj.UID(), decodePod)
+	pods, err := claimOwned(ctx, r.cfg.Client, r.cfg.claims, claim{Children: PodResource, Owner: DaemonSetOwner, Obj: obj, Selector: sel}, decodePod)
 	if err != nil {
 		return reconciler.Result{}, err
 	}

@@ -57,7 +57,7 @@ var annotationsNotCopied = map[string]bool{
 // unavailable, terminating), with kube's Available and Progressing conditions and its
 // ScalingReplicaSet Events. The Deployment's revision annotation follows its new ReplicaSet's.
 // A ReplicaSet's change enqueues its Deployment (FollowChildren). progressDeadlineSeconds never
-// runs out; orphaned ReplicaSets are not adopted.
+// runs out; orphaned ReplicaSets its selector selects are adopted.
 type Deployments struct {
 	cfg Config
 }
@@ -78,6 +78,9 @@ type deploymentPass struct {
 func (r *Deployments) Reconcile(ctx context.Context, key cache.Key) (reconciler.Result, error) {
 	var d appsv1.Deployment
 	obj, gone, err := read(ctx, r.cfg.Client, key, &d)
+	if gone {
+		r.cfg.claims.forget(key)
+	}
 	if gone || err != nil {
 		return reconciler.Result{}, err
 	}
@@ -89,7 +92,7 @@ func (r *Deployments) Reconcile(ctx context.Context, key cache.Key) (reconciler.
 	if err != nil || sel.Empty() {
 		return reconciler.Result{}, nil // kube's controller selects nothing for an empty selector
 	}
-	rsList, err := listOwned(ctx, r.cfg.Client, ReplicaSetResource, key.Namespace, sel, obj.UID(), decodeReplicaSet)
+	rsList, err := claimOwned(ctx, r.cfg.Client, r.cfg.claims, claim{Children: ReplicaSetResource, Owner: DeploymentOwner, Obj: obj, Selector: sel}, decodeReplicaSet)
 	if err != nil {
 		return reconciler.Result{}, err
 	}

@@ -121,6 +121,7 @@ func (r *Jobs) Reconcile(ctx context.Context, key cache.Key) (reconciler.Result,
 	obj, gone, err := read(ctx, r.cfg.Client, key, &job)
 	if gone {
 		r.forget(key)
+		r.cfg.claims.forget(key)
 		return reconciler.Result{}, r.releaseOrphans(ctx, key)
 	}
 	if err != nil {
@@ -130,7 +131,7 @@ func (r *Jobs) Reconcile(ctx context.Context, key cache.Key) (reconciler.Result,
 	if err != nil || sel.Empty() {
 		return reconciler.Result{}, nil
 	}
-	pods, err := listOwned(ctx, r.cfg.Client, PodResource, key.Namespace, sel, obj.UID(), decodePod)
+	pods, err := claimOwned(ctx, r.cfg.Client, r.cfg.claims, claim{Children: PodResource, Owner: JobOwner, Obj: obj, Selector: sel, Finalizer: batchv1.JobTrackingFinalizer}, decodePod)
 	if err != nil {
 		return reconciler.Result{}, err
 	}

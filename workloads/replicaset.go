@@ -39,6 +39,9 @@ func NewReplicaSets(cfg Config) *ReplicaSets { return &ReplicaSets{cfg: cfg.with
 func (r *ReplicaSets) Reconcile(ctx context.Context, key cache.Key) (reconciler.Result, error) {
 	var rs appsv1.ReplicaSet
 	obj, gone, err := read(ctx, r.cfg.Client, key, &rs)
+	if gone {
+		r.cfg.claims.forget(key)
+	}
 	if gone || err != nil {
 		return reconciler.Result{}, err
 	}
@@ -46,7 +49,7 @@ func (r *ReplicaSets) Reconcile(ctx context.Context, key cache.Key) (reconciler.
 	if err != nil {
 		return reconciler.Result{}, reconciler.TerminalError(err)
 	}
-	pods, err := listOwned(ctx, r.cfg.Client, PodResource, key.Namespace, sel, obj.UID(), decodePod)
+	pods, err := claimOwned(ctx, r.cfg.Client, r.cfg.claims, claim{Children: PodResource, Owner: ReplicaSetOwner, Obj: obj, Selector: sel, Adoptable: activePod}, decodePod)
 	if err != nil {
 		return reconciler.Result{}, err
 	}
@@ -169,6 +172,13 @@ func deletionOrder(a, b *corev1.Pod) int {
 // deleted (kube's IsPodActive).
 func podActive(p *corev1.Pod) bool {
 	return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp == nil
+}
+
+// activePod is podActive of a stored Pod: the Pods a ReplicaSet claims (kube's
+// FilterActivePods before ClaimPods).
+func activePod(o *cache.Object) bool {
+	p, err := decodePod(o)
+	return err == nil && podActive(p)
 }
 
 // podReadyCondition is p's Ready condition, nil when it has none.

@@ -99,6 +99,9 @@ type statefulSetPass struct {
 func (r *StatefulSets) Reconcile(ctx context.Context, key cache.Key) (reconciler.Result, error) {
 	var set appsv1.StatefulSet
 	obj, gone, err := read(ctx, r.cfg.Client, key, &set)
+	if gone {
+		r.cfg.claims.forget(key)
+	}
 	if gone || err != nil {
 		return reconciler.Result{}, err
 	}
@@ -109,7 +112,11 @@ func (r *StatefulSets) Reconcile(ctx context.Context, key cache.Key) (reconciler
 	if err != nil || sel.Empty() {
 		return reconciler.Result{}, nil
 	}
-	pods, err := listOwned(ctx, r.cfg.Client, PodResource, key.Namespace, sel, obj.UID(), decodePod)
+	pods, err := claimOwned(ctx, r.cfg.Client, r.cfg.claims, claim{Children: PodResource, Owner: StatefulSetOwner, Obj: obj, Selector: sel,
+		Adoptable: func(o *cache.Object) bool {
+			m := statefulPodName.FindStringSubmatch(o.Key().Name)
+			return m != nil && m[1] == set.Name
+		}}, decodePod)
 	if err != nil {
 		return reconciler.Result{}, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/events"
 	"github.com/opemu/opemu/reconciler"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 )
 
@@ -32,6 +33,11 @@ type Client interface {
 	Update(ctx context.Context, key cache.Key, obj map[string]any) (*cache.Object, error)
 	UpdateStatus(ctx context.Context, key cache.Key, obj map[string]any) (*cache.Object, error)
 	Delete(ctx context.Context, key cache.Key, pre cache.Preconditions) (*cache.Object, bool, error)
+	// DeletePropagating deletes with a propagation policy (the CronJob controller deletes its
+	// Jobs in the background: a Job's own default orphans its Pods).
+	// Patch patches (adoption and release of children: strategic merge patches of metadata).
+	Patch(ctx context.Context, key cache.Key, sub, patchType string, body []byte) (*cache.Object, error)
+	DeletePropagating(ctx context.Context, key cache.Key, pre cache.Preconditions, policy metav1.DeletionPropagation) (*cache.Object, bool, error)
 }
 
 // EventRecorder records Events (*events.Recorder implements it).
@@ -47,12 +53,15 @@ type Config struct {
 	// Clock stamps status times and times minReadySeconds and Jobs' backoff. Nil means the
 	// real clock.
 	Clock clock.PassiveClock
+
+	claims *claims // the children each controller controlled at its last pass (claimOwned)
 }
 
 func (c Config) withDefaults() Config {
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
 	}
+	c.claims = newClaims() // each controller's own
 	return c
 }
 

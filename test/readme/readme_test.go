@@ -100,8 +100,13 @@ var expectations = map[string][]string{
 	"kubectl delete deployment api --cascade=orphan":                                                             {"api-a", "api-b", `deployment.apps "api" deleted`},
 	"USE_EXISTING_CLUSTER=true KUBECONFIG=/tmp/opemu.kubeconfig go test -count=1 ./examples/memcached-operator/": {"ok  \tgithub.com/opemu/opemu/examples/memcached-operator"},
 	// time and faults
-	"CLOCK=manual go run .":                                {"msg=listening"},
-	"curl -X POST $B/controller/pause":                     {`"result":"error"`, `"message":"nothing to step: no key is due; 1 waiting, the next due in 1s`, `"phase":"Running"`},
+	"CLOCK=manual go run .":            {"msg=listening"},
+	"curl -X POST $B/controller/pause": {`"result":"error"`, `"message":"nothing to step: no key is due; 1 waiting, the next due in 1s`, `"phase":"Running"`},
+	"kubectl annotate node opemu-control-plane nodes.opemu.dev/kubelet=Stopped": {
+		"opemu-control-plane   NotReady", `"key":"node.kubernetes.io/unreachable"`, "Terminating", "Pending",
+		"Marking for deletion Pod default/cart-", `deployment "cart" successfully rolled out`},
+	"kubectl create cronjob tick --image=busybox:1.36 --schedule='*/5 * * * *' -- date": {
+		"cronjob.batch/tick created", "cronjob.batch/tick condition met", "Created job tick-", `cronjob.batch "tick" deleted`},
 	"kubectl apply -f examples/faults/throttle-lists.yaml": {"HTTP/1.1 429 Too Many Requests", `injected by Fault \"throttle-lists\"`, `"type":"ERROR"`, "fault.faults.opemu.dev/web-status-conflicts created"},
 	// snapshots
 	"./opemu snapshot save /tmp/demo.yaml": {"saved", "restored", `application.cloudnative.elide.dev "demo" deleted`},

@@ -1,6 +1,7 @@
 package claims
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -78,6 +79,9 @@ func (c *Controller) watchPods(ctx context.Context) {
 	cache.Follow(ctx, c.cfg.Client, cache.WatchOptions{Resources: []cache.GroupResource{pods}}, func(ev cache.Event) {
 		if ev.Type == cache.Added || ev.Object == nil {
 			return // a new pod holds claims; it frees none
+		}
+		if raw := ev.Object.Raw(); !bytes.Contains(raw, persistentVolumeClaimField) && !bytes.Contains(raw, ephemeralField) {
+			return // no volume names a claim (claimNames): no decode
 		}
 		pod, err := decodePod(ev.Object)
 		if err != nil {
@@ -159,6 +163,12 @@ func decodePod(o *cache.Object) (*podRef, error) {
 	}
 	return &podRef{Namespace: o.Key().Namespace, Name: o.Key().Name, Spec: pod.Spec, Status: pod.Status}, nil
 }
+
+// The JSON fields of a Pod's volumes that name a claim (claimNames), as stored.
+var (
+	persistentVolumeClaimField = []byte(`"persistentVolumeClaim":`)
+	ephemeralField             = []byte(`"ephemeral":`)
+)
 
 // claimNames are the claims a pod uses: its persistentVolumeClaim volumes' and the claims its
 // ephemeral volumes make (<pod>-<volume>).

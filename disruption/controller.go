@@ -93,12 +93,13 @@ func (c *Controller) watchPods(ctx context.Context) {
 		if ev.Object == nil {
 			return
 		}
-		var pod corev1.Pod
-		if json.Unmarshal(ev.Object.Raw(), &pod) != nil {
+		// The budgets first: a namespace without one (most Pods' namespace) costs no decode.
+		l, err := c.cfg.Client.List(ctx, budgets, cache.InNamespace(ev.Object.Key().Namespace))
+		if err != nil || len(l.Items) == 0 {
 			return
 		}
-		l, err := c.cfg.Client.List(ctx, budgets, cache.InNamespace(pod.Namespace))
-		if err != nil {
+		var pod corev1.Pod
+		if json.Unmarshal(ev.Object.Raw(), &pod) != nil {
 			return
 		}
 		for _, o := range l.Items {

@@ -173,18 +173,24 @@ func (r cpuReading) since(before cpuReading, seconds float64, ops int) sideCPU {
 
 // processCPUSeconds reads process_cpu_seconds_total from a Prometheus text endpoint.
 func processCPUSeconds(ctx context.Context, url string) (float64, error) {
+	return metricValue(ctx, url, "process_cpu_seconds_total")
+}
+
+// metricValue reads the value of the unlabelled metric name from a Prometheus text endpoint.
+func metricValue(ctx context.Context, url, name string) (float64, error) {
 	c := newClient(1, 10*time.Second)
 	defer closeClient(c)
 	body, err := do(ctx, c, http.MethodGet, url, "", nil, true)
 	if err != nil {
-		return 0, fmt.Errorf("reading the CPU used from %s: %w", url, err)
+		return 0, fmt.Errorf("reading %s from %s: %w", name, url, err)
 	}
+	prefix := []byte(name + " ")
 	for line := range bytes.Lines(body) {
-		if v, ok := bytes.CutPrefix(line, []byte("process_cpu_seconds_total ")); ok {
+		if v, ok := bytes.CutPrefix(line, prefix); ok {
 			return strconv.ParseFloat(string(bytes.TrimSpace(v)), 64)
 		}
 	}
-	return 0, fmt.Errorf("no process_cpu_seconds_total in %s", url)
+	return 0, fmt.Errorf("no %s in %s", name, url)
 }
 
 // storedTemplate reads one Application opemu stored in ns and returns its JSON without

@@ -109,6 +109,25 @@ func TestModes(t *testing.T) {
 				assert.Zero(t, res.Ready)
 				assert.True(t, res.TimedOut)
 			}},
+		{name: "pods", args: []string{"-mode=pods", "-target", ctrlURL, "-n", "40", "-deployments", "4", "-idle", "0", "-timeout", "30s"},
+			check: func(t *testing.T, out []byte) {
+				res := decode[podsResult](t, out)
+				assert.Equal(t, 110, res.NodePods, "one untainted Node of 110 Pods")
+				assert.Equal(t, 40, res.Running)
+				assert.Equal(t, 40, res.Deleted)
+				assert.Zero(t, res.CreateErrors+res.DeleteErrors)
+				assert.Empty(t, res.TimedOut)
+				assert.Positive(t, res.RunningPerSec)
+				assert.Positive(t, res.DeletedPerSec)
+				assert.Positive(t, res.RSSIdleMiB)
+				assert.GreaterOrEqual(t, res.RunningSeconds, res.CreatedSeconds)
+				assert.GreaterOrEqual(t, res.Events, 3*40, "each Pod's ADDED, Running and DELETED at least")
+			}},
+		{name: "pods refuses more Pods than the Nodes hold", args: []string{"-mode=pods", "-target", ctrlURL, "-n", "111"},
+			wantErr: true,
+			check: func(t *testing.T, out []byte) {
+				assert.Empty(t, out, "nothing is created")
+			}},
 		{name: "fanout", args: []string{"-mode=fanout", "-target", ctrlURL, "-clients", "20", "-rate", "20", "-duration", "1s"},
 			check: func(t *testing.T, out []byte) {
 				res := decode[fanoutResult](t, out)
@@ -156,6 +175,8 @@ func TestRunRejects(t *testing.T) {
 		{name: "stray argument", args: []string{"extra"}},
 		{name: "unreachable target", args: []string{"-target", dead, "-n", "1"}},
 		{name: "unreachable e2e target", args: []string{"-mode=e2e", "-target", dead, "-n", "1"}},
+		{name: "more Deployments than Pods", args: []string{"-mode=pods", "-n", "2", "-deployments", "3"}},
+		{name: "unreachable pods target", args: []string{"-mode=pods", "-target", dead, "-n", "1"}},
 		{name: "unreachable fanout target", args: []string{"-mode=fanout", "-target", dead, "-clients", "1"}},
 	}
 	for _, tc := range tests {

@@ -6,6 +6,7 @@
 //	go run ./examples/load -mode=e2e    -target http://127.0.0.1:3000 -n 1000
 //	go run ./examples/load -mode=fanout -target http://127.0.0.1:3000 -clients 1000 -rate 20
 //	go run ./examples/load -mode=etcd   -target http://127.0.0.1:3000 -etcd http://127.0.0.1:2379 -rounds 3
+//	go run ./examples/load -mode=pods   -target http://127.0.0.1:3000 -n 10000 -deployments 1
 //
 // Each mode prints a table, or with -json one JSON object, and exits non-zero when a request
 // failed or the mode's goal (every object Ready, every change delivered) was not met. The load
@@ -60,9 +61,12 @@ type options struct {
 	timeout   time.Duration
 	clients   int
 	objects   int
-	drain     time.Duration
-	stallWait time.Duration
-	json      bool
+	// deployments and idle are the pods mode's.
+	deployments int
+	idle        time.Duration
+	drain       time.Duration
+	stallWait   time.Duration
+	json        bool
 	// runID makes this run's namespaces differ from those of earlier runs against the same server.
 	runID string
 }
@@ -94,6 +98,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		res, err = runFanout(ctx, o)
 	case "etcd":
 		res, err = runEtcdFloor(ctx, o)
+	case "pods":
+		res, err = runPods(ctx, o)
 	}
 	if err != nil {
 		return err
@@ -112,14 +118,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.mode, "mode", "api", "api, ab, e2e, fanout or etcd")
-	fs.StringVar(&o.target, "target", "http://127.0.0.1:3000", "server URL (api, e2e, fanout, etcd)")
+	fs.StringVar(&o.mode, "mode", "api", "api, ab, e2e, fanout, etcd or pods")
+	fs.StringVar(&o.target, "target", "http://127.0.0.1:3000", "server URL (api, e2e, fanout, etcd, pods)")
 	fs.StringVar(&o.etcd, "etcd", "http://127.0.0.1:2379", "etcd: the etcd the target stores in, for the raw puts of the floor")
 	fs.StringVar(&o.a, "a", "http://127.0.0.1:3000", "ab: server A (opemu)")
 	fs.StringVar(&o.b, "b", "http://127.0.0.1:3001", "ab: server B (the baseline)")
 	fs.IntVar(&o.conns, "conns", 8, "concurrent keep-alive clients, each sending one request at a time")
 	fs.DurationVar(&o.duration, "duration", 0, "api/ab/etcd: length of each phase (default 5s unless -n); fanout: how long changes are made (default 10s)")
-	fs.IntVar(&o.n, "n", 0, "api/ab/etcd: requests per phase instead of -duration; e2e: Applications to create (default 1000)")
+	fs.IntVar(&o.n, "n", 0, "api/ab/etcd: requests per phase instead of -duration; e2e: Applications to create (default 1000); pods: Pods (default 10000)")
 	fs.IntVar(&o.listN, "list-n", 0, "api/ab with -n: requests in the list phase (default -n)")
 	fs.IntVar(&o.listLimit, "list-limit", 0, "api/ab: ?limit= on each list (0: none)")
 	fs.IntVar(&o.listItems, "list-items", 0, "api/ab: list a namespace seeded (untimed) with this many objects instead of the create phase's namespace, so A and B list the same size")
@@ -127,7 +133,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.namespace, "namespace", "load", "namespace prefix; each run and round gets <prefix>-<run id>-<round>")
 	fs.IntVar(&o.rounds, "rounds", 3, "ab, etcd: rounds, each running A then B")
 	fs.Float64Var(&o.rate, "rate", 0, "e2e: creates per second (0: as fast as -conns allows); fanout: changes per second (default 20)")
-	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "e2e: time for every Application to become Ready; fanout: time for every client to connect")
+	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "e2e: time for every Application to become Ready; fanout: time for every client to connect; pods: time for every Pod to be Running and Ready, and again to be deleted")
+	fs.IntVar(&o.deployments, "deployments", 1, "pods: Deployments the -n Pods are spread over")
+	fs.DurationVar(&o.idle, "idle", 3*time.Second, "pods: how long every Pod runs idle before the server's RSS is read")
 	fs.IntVar(&o.clients, "clients", 1000, "fanout: SSE clients (plus one stalled client)")
 	fs.IntVar(&o.objects, "objects", 10, "fanout: Applications the changes are spread over")
 	fs.DurationVar(&o.drain, "drain", 5*time.Second, "fanout: time after the last change for every client to receive it")
@@ -189,15 +197,22 @@ func (o *options) validate() error {
 		if o.clients < 1 || o.objects < 1 {
 			return errors.New("-clients and -objects must be at least 1")
 		}
+	case "pods":
+		if o.n == 0 {
+			o.n = 10000
+		}
+		if o.deployments < 1 || o.deployments > o.n {
+			return errors.New("-deployments must be at least 1 and at most -n")
+		}
 	default:
-		return fmt.Errorf("unknown -mode %q: use api, ab, e2e, fanout or etcd", o.mode)
+		return fmt.Errorf("unknown -mode %q: use api, ab, e2e, fanout, etcd or pods", o.mode)
 	}
 	switch {
 	case o.conns < 1:
 		return errors.New("-conns must be at least 1")
 	case o.rounds < 1:
 		return errors.New("-rounds must be at least 1")
-	case o.duration < 0 || o.n < 0 || o.rate < 0 || o.timeout <= 0 || o.drain < 0 || o.stallWait < 0:
+	case o.duration < 0 || o.n < 0 || o.rate < 0 || o.timeout <= 0 || o.drain < 0 || o.stallWait < 0 || o.idle < 0:
 		return errors.New("durations, counts and rates must not be negative")
 	}
 	return nil

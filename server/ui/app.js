@@ -62,6 +62,7 @@ async function connect() {
   faults.clear();
   hooks.clear();
   story.reset();
+  document.dispatchEvent(new Event("opemu:relist"));
   render();
   renderFaults();
   renderHooks();
@@ -91,6 +92,8 @@ function handle(ev, id) {
     return;
   }
   const o = ev.object;
+  // The panels in their own files (tree.js) follow the same stream.
+  document.dispatchEvent(new CustomEvent("opemu:watch", { detail: ev }));
   const k = keyOf(o);
   const old = objects.get(k) || previous.get(k);
   const news = !(ev.type === "ADDED" && startRV && Number(id) <= startRV);

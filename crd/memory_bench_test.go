@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/opemu/opemu/crd"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/json"
 )
 
@@ -87,4 +89,45 @@ func liveHeap() int64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
+}
+
+// BenchmarkWideCRDTypes types an object of each of 50 registered CRDs of 56 KB (wideCRD):
+// the first write of each builds its structured-merge-diff types (crd/types.go). It reports
+// what that costs once per CRD (ns/CRD) and the live heap the types keep (bytes/CRD, after a
+// GC), beyond what registering kept.
+func BenchmarkWideCRDTypes(b *testing.B) {
+	const n = 50
+	defs := make([]*apiextv1.CustomResourceDefinition, n)
+	for i := range defs {
+		defs[i] = wideCRD(b, i)
+	}
+	var kept []*crd.Registry
+	var perCRD, nsPerCRD float64
+	for b.Loop() {
+		r, ks := newRegistry(b)
+		for _, c := range defs {
+			if _, errs, err := r.Register(c); err != nil || len(errs) > 0 {
+				b.Fatal(err, errs)
+			}
+		}
+		before := liveHeap()
+		start := time.Now()
+		for _, c := range defs {
+			k, ok := ks.ForKind(c.Spec.Group+"/v1", "Widget")
+			if !ok || k.TypeConverter == nil {
+				b.Fatalf("%s: no kind with types", c.Name)
+			}
+			obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": c.Spec.Group + "/v1", "kind": "Widget",
+				"metadata": map[string]any{"name": "w"}, "spec": map[string]any{"f1": []any{"a"}}}}
+			if _, err := k.TypeConverter.ObjectToTyped(obj); err != nil {
+				b.Fatal(err)
+			}
+		}
+		nsPerCRD = float64(time.Since(start).Nanoseconds()) / n
+		perCRD = float64(liveHeap()-before) / n
+		kept = append(kept[:0], r)
+	}
+	runtime.KeepAlive(kept)
+	b.ReportMetric(nsPerCRD, "ns/CRD")
+	b.ReportMetric(perCRD, "bytes/CRD")
 }

@@ -282,7 +282,7 @@ func (r *Registry) prepare(c *apiextv1.CustomResourceDefinition, builtIn bool) (
 		e.bytes = sizeOf(c)
 	}
 	schemas := map[string]kinds.Schema{} // by version, served or not
-	tc := newTypes(c)
+	tc := newTypes(c, builtIn)
 	var lc kinds.Lifecycle
 	if !builtIn {
 		lc = objects{r: r, crd: c.Name, gr: k8sschema.GroupResource{Group: c.Spec.Group, Resource: c.Spec.Names.Plural}, terminating: c.DeletionTimestamp != nil}

@@ -1,6 +1,9 @@
 package crd
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -26,7 +29,8 @@ import (
 // that needs it: a CRD that is never written to costs nothing, and neither does start-up.
 // Safe for concurrent use.
 type types struct {
-	crd *apiextv1.CustomResourceDefinition // read-only once given
+	crd     *apiextv1.CustomResourceDefinition // read-only once given
+	builtIn bool                               // its models may be compiled in (builtInModels)
 
 	once sync.Once
 	tc   managedfields.TypeConverter
@@ -35,8 +39,10 @@ type types struct {
 var _ managedfields.TypeConverter = (*types)(nil)
 
 // newTypes returns the types of c, a CRD that is valid and will not change (a new version of
-// the CRD gets new types).
-func newTypes(c *apiextv1.CustomResourceDefinition) *types { return &types{crd: c} }
+// the CRD gets new types); builtIn says c is one of the server's own.
+func newTypes(c *apiextv1.CustomResourceDefinition, builtIn bool) *types {
+	return &types{crd: c, builtIn: builtIn}
+}
 
 func (t *types) ObjectToTyped(obj runtime.Object, opts ...smdtyped.ValidationOptions) (*smdtyped.TypedValue, error) {
 	return t.converter().ObjectToTyped(obj, opts...)
@@ -51,7 +57,7 @@ func (t *types) TypedToObject(v *smdtyped.TypedValue) (runtime.Object, error) {
 func (t *types) converter() managedfields.TypeConverter {
 	t.once.Do(func() {
 		t.tc = managedfields.NewDeducedTypeConverter()
-		models, err := modelsForApply(t.crd)
+		models, err := t.models()
 		if err != nil || len(models) == 0 {
 			return
 		}
@@ -61,6 +67,71 @@ func (t *types) converter() managedfields.TypeConverter {
 		t.crd = nil // no longer needed
 	})
 	return t.tc
+}
+
+// models returns the CRD's models: for a built-in CRD those compiled into the binary when
+// they are its own (builtinmodels.go: opemu writes objects of its built-in CRDs at start, kwok's
+// Stages, and apiextensions-apiserver's builder keeps about 1 MiB of definitions once it has
+// run), else modelsForApply's.
+func (t *types) models() (map[string]*spec.Schema, error) {
+	if b, ok := builtInModels[t.crd.Name]; ok && t.builtIn && b.sum == specSum(t.crd) {
+		var models map[string]*spec.Schema
+		if err := json.Unmarshal([]byte(b.models), &models); err == nil {
+			return models, nil
+		}
+	}
+	return modelsForApply(t.crd)
+}
+
+// builtInModel is the models of one built-in CRD (modelsForApply's, without descriptions) as
+// JSON, and the specSum of the CRD they were made from.
+type builtInModel struct{ sum, models string }
+
+// specSum is a digest of c's spec (as defaulted), which decides its models.
+func specSum(c *apiextv1.CustomResourceDefinition) string {
+	raw, err := json.Marshal(c.Spec)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
+}
+
+// compactModels is modelsForApply's models of c as JSON, without their descriptions (the
+// types do not read them): what builtinmodels.go keeps.
+func compactModels(c *apiextv1.CustomResourceDefinition) (string, error) {
+	models, err := modelsForApply(c)
+	if err != nil {
+		return "", err
+	}
+	raw, err := json.Marshal(models)
+	if err != nil {
+		return "", err
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", err
+	}
+	dropDescriptions(v)
+	raw, err = json.Marshal(v)
+	return string(raw), err
+}
+
+// dropDescriptions removes every "description" string of v, a decoded JSON document.
+func dropDescriptions(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		if _, ok := v["description"].(string); ok {
+			delete(v, "description")
+		}
+		for _, e := range v {
+			dropDescriptions(e)
+		}
+	case []any:
+		for _, e := range v {
+			dropDescriptions(e)
+		}
+	}
 }
 
 // modelsForApply is the OpenAPI v3 schemas of c's versions merged, as kube-apiserver's

@@ -60,25 +60,31 @@ func apiPath(b *testing.B, e *env) {
 			b.Fatalf("seed configmap: %d", code)
 		}
 	}
-	// Each scenario's i-th request: creates of new objects, gets and updates of seeded ones,
-	// lists of the seeded ones.
+	// Each scenario's i-th request: creates of new objects, gets, updates and server-side
+	// applies (forced: the seeds' creator owns spec.replicas) of seeded ones, lists of the
+	// seeded ones.
 	scenarios := []struct {
 		name    string
 		request func(i int) (method, path, body string)
 		want    int
+		ctype   string // of the body; "" is JSON
 	}{
 		{"create", func(i int) (string, string, string) {
 			return "POST", appsPath, body(fmt.Sprint("c-", i), 3)
-		}, http.StatusCreated},
+		}, http.StatusCreated, ""},
 		{"get", func(i int) (string, string, string) {
 			return "GET", fmt.Sprintf("%s/seed-%d", appsPath, i%seeded), ""
-		}, http.StatusOK},
+		}, http.StatusOK, ""},
 		{"update", func(i int) (string, string, string) {
 			name := fmt.Sprint("seed-", i%seeded)
 			return "PUT", appsPath + "/" + name, body(name, 1+i%5)
-		}, http.StatusOK},
-		{"list-1000-applications", func(int) (string, string, string) { return "GET", appsPath, "" }, http.StatusOK},
-		{"list-100-configmaps", func(int) (string, string, string) { return "GET", cms, "" }, http.StatusOK},
+		}, http.StatusOK, ""},
+		{"apply", func(i int) (string, string, string) {
+			name := fmt.Sprint("seed-", i%seeded)
+			return "PATCH", appsPath + "/" + name + "?fieldManager=bench&force=true", body(name, 1+i%5)
+		}, http.StatusOK, "application/apply-patch+yaml"},
+		{"list-1000-applications", func(int) (string, string, string) { return "GET", appsPath, "" }, http.StatusOK, ""},
+		{"list-100-configmaps", func(int) (string, string, string) { return "GET", cms, "" }, http.StatusOK, ""},
 	}
 	for _, sc := range scenarios {
 		b.Run(sc.name, func(b *testing.B) {
@@ -87,8 +93,8 @@ func apiPath(b *testing.B, e *env) {
 			for b.Loop() {
 				i++
 				method, path, reqBody := sc.request(i)
-				ctype := ""
-				if reqBody != "" {
+				ctype := sc.ctype
+				if reqBody != "" && ctype == "" {
 					ctype = "application/json"
 				}
 				if code := e.serve(method, path, ctype, reqBody); code != sc.want {

@@ -44,18 +44,18 @@ func TestHostileRequests(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	require.Equal(t, http.StatusCreated, e.do("POST", appsPath, "application/json", app("web", 1, "nginx:1")).code)
-	// An object with a long list (10,000 finalizers, about 110 KB) for patches to work on, and
-	// a custom resource whose schema keeps what it is sent, nested 9,000 deep: creating it costs
-	// no more than its size.
-	fins := make([]string, 10000)
-	for i := range fins {
-		fins[i] = fmt.Sprintf("x.io/f%d", i)
-	}
-	long := fmt.Sprintf(`{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","metadata":{"name":"long","finalizers":%s},"spec":{"replicas":1,"image":"nginx:1"}}`, mustMarshal(t, fins))
-	require.Equal(t, http.StatusCreated, e.do("POST", appsPath, "application/json", long).code)
+	// Custom resources whose schema keeps what they are sent: one with a long list (10,000
+	// items, about 110 KB, atomic: its items are not owned one by one) for patches to work on,
+	// and one nested 9,000 deep: creating it costs no more than its size.
 	leases := "/apis/coordination.k8s.io/v1/namespaces/default/leases"
 	require.Equal(t, http.StatusCreated, e.do("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/yaml", thingCRD).code)
 	things := "/apis/example.com/v1/namespaces/default/things"
+	items := make([]string, 10000)
+	for i := range items {
+		items[i] = fmt.Sprintf("x.io/f%d", i)
+	}
+	long := fmt.Sprintf(`{"apiVersion":"example.com/v1","kind":"Thing","metadata":{"name":"long"},"spec":{"items":%s}}`, mustMarshal(t, items))
+	require.Equal(t, http.StatusCreated, e.do("POST", things, "application/json", long).code)
 	require.Equal(t, http.StatusCreated, e.do("POST", things, "application/json", `{"apiVersion":"example.com/v1","kind":"Thing","metadata":{"name":"deep"},"spec":{"deep":`+deepJSON(9000, "k")+`}}`).code)
 	require.Equal(t, http.StatusCreated, e.do("POST", leases, "application/json", `{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"l"}}`).code)
 
@@ -70,7 +70,7 @@ func TestHostileRequests(t *testing.T) {
 	}
 	inserts := make([]map[string]any, 2000)
 	for i := range inserts {
-		inserts[i] = map[string]any{"op": "add", "path": "/metadata/finalizers/0", "value": "y.io/f"}
+		inserts[i] = map[string]any{"op": "add", "path": "/spec/items/0", "value": "y.io/f"}
 	}
 	deepApply := fmt.Sprintf(`{"apiVersion":"cloudnative.elide.dev/v1","kind":"Application","metadata":{"name":"deep"},"spec":{"replicas":1,"image":"nginx:1","deep":%s}}`,
 		deepJSON(9000, strings.Repeat("k", 100)))
@@ -81,7 +81,7 @@ func TestHostileRequests(t *testing.T) {
 	}{
 		{"JSON Patch of doubling copies", "PATCH", appsPath + "/web", "application/json-patch+json", mustMarshal(t, bomb), http.StatusUnprocessableEntity, "Invalid"},
 		{"JSON Patch of 65,536 operations", "PATCH", appsPath + "/web", "application/json-patch+json", mustMarshal(t, many), http.StatusRequestEntityTooLarge, "RequestEntityTooLarge"},
-		{"JSON Patch of 2,000 inserts into a 10,000-item list", "PATCH", appsPath + "/long", "application/json-patch+json", mustMarshal(t, inserts), http.StatusRequestEntityTooLarge, "RequestEntityTooLarge"},
+		{"JSON Patch of 2,000 inserts into a 10,000-item list", "PATCH", things + "/long", "application/json-patch+json", mustMarshal(t, inserts), http.StatusRequestEntityTooLarge, "RequestEntityTooLarge"},
 		{"server-side apply of a 9,000-deep 1 MB object", "PATCH", appsPath + "/deep?fieldManager=m", "application/apply-patch+yaml", deepApply, http.StatusUnprocessableEntity, "Invalid"},
 		{"merge patch 9,000 deep", "PATCH", appsPath + "/web", "application/merge-patch+json", `{"spec":{"deep":` + deepJSON(9000, "k") + `}}`, http.StatusUnprocessableEntity, "Invalid"},
 		{"JSON Patch adding a value 9,000 deep", "PATCH", appsPath + "/web", "application/json-patch+json", `[{"op":"add","path":"/spec/deep","value":` + deepJSON(9000, "k") + `}]`, http.StatusUnprocessableEntity, "Invalid"},
@@ -103,13 +103,13 @@ func TestHostileRequests(t *testing.T) {
 		})
 	}
 	status(t, e.do("GET", appsPath+"/deep", "", ""), http.StatusNotFound, "NotFound")
-	got := e.do("GET", appsPath+"/long", "", "").json(t)
-	assert.Len(t, field(got, "metadata", "finalizers"), 10000, "the refused patch changed nothing")
+	got := e.do("GET", things+"/long", "", "").json(t)
+	assert.Len(t, field(got, "spec", "items"), 10000, "the refused patch changed nothing")
 	// Within the bounds, patches still work: 20 inserts into the long list.
-	r, took := e.timed("PATCH", appsPath+"/long", "application/json-patch+json", mustMarshal(t, inserts[:20]))
+	r, took := e.timed("PATCH", things+"/long", "application/json-patch+json", mustMarshal(t, inserts[:20]))
 	t.Logf("20 inserts into the long list: %d in %v", r.code, took)
 	require.Equal(t, http.StatusOK, r.code, "body: %.300s", r.body)
-	assert.Len(t, field(r.json(t), "metadata", "finalizers"), 10020)
+	assert.Len(t, field(r.json(t), "spec", "items"), 10020)
 }
 
 // thingCRD serves example.com/v1 Thing, whose objects keep whatever they are sent.

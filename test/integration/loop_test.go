@@ -167,14 +167,16 @@ func TestControllerPauseStepResume(t *testing.T) {
 	paused, _, _ = request.Queue(t, base)
 	assert.False(t, paused)
 
-	// Nothing due: a step says so, and pauses.
+	// Nothing due: a step says so, and pauses. (The node lifecycle controller always has its
+	// Node's next health check waiting, as kube's polls its Nodes: the Application's queue is
+	// the one stepped here.)
 	require.Eventually(t, func() bool { _, _, q := request.Queue(t, base); return len(q) == 0 }, 5*time.Second, 10*time.Millisecond)
-	code, m = request.JSON(t, "POST", base+"/controller/step", "")
+	code, m = request.JSON(t, "POST", base+"/controller/step?controller=application", "")
 	assert.Equal(t, http.StatusConflict, code)
 	assert.Equal(t, "nothing to step: the queue is empty", m["message"])
 	code, m = request.JSON(t, "POST", base+"/controller/step?controller=gc", "")
 	assert.Equal(t, http.StatusNotFound, code)
-	assert.Equal(t, `no controller named "gc" (controllers: application, daemonset, deployment, endpointslice, job, pod, replicaset, statefulset)`, m["message"])
+	assert.Equal(t, `no controller named "gc" (controllers: application, cronjob, daemonset, deployment, endpointslice, job, node, pod, replicaset, statefulset)`, m["message"])
 }
 
 // TestManualClockRetries: with CLOCK=manual, a failing Application is retried only when the

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -218,59 +216,22 @@ var readyMarker = []byte(`"Ready"`)
 // run reads frames until the stream ends or fails. Frames without the word "Ready" are not
 // parsed, so the reader keeps up with the server.
 func (w *readyWatch) run(rd *sseReader, base time.Time) {
-	var ev struct {
-		Type   string `json:"type"`
-		Object struct {
-			Metadata struct {
-				Name string `json:"name"`
-			} `json:"metadata"`
-			Status struct {
-				Conditions []struct {
-					Type   string `json:"type"`
-					Status string `json:"status"`
-				} `json:"conditions"`
-			} `json:"status"`
-		} `json:"object"`
-	}
-	for {
-		f, err := rd.next()
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				w.err = err
-			}
-			return
-		}
-		at := time.Since(base)
-		w.events++
-		if f.Error {
-			w.err = fmt.Errorf("stream ended with an ERROR frame: %s", f.Data)
-			return
-		}
+	var ev watchEvent
+	w.events, w.err = readFrames(rd, base, func(f sseFrame, at time.Duration) error {
 		if !bytes.Contains(f.Data, readyMarker) {
-			continue
+			return nil
 		}
-		ev.Object.Status.Conditions = ev.Object.Status.Conditions[:0]
-		if err := json.Unmarshal(f.Data, &ev); err != nil {
-			w.err = fmt.Errorf("decode event %d: %w", f.ID, err)
-			return
+		if err := ev.decode(f); err != nil {
+			return err
 		}
-		if ev.Type == "DELETED" {
-			continue
+		if _, seen := w.ready[ev.Object.Metadata.Name]; seen || ev.Type == "DELETED" || !ev.ready() {
+			return nil
 		}
-		if _, seen := w.ready[ev.Object.Metadata.Name]; seen {
-			continue
-		}
-		for _, c := range ev.Object.Status.Conditions {
-			if c.Type == "Ready" && c.Status == "True" {
-				w.ready[ev.Object.Metadata.Name] = at
-				w.count.Add(1)
-				select {
-				case w.progress <- struct{}{}:
-				default:
-				}
-			}
-		}
-	}
+		w.ready[ev.Object.Metadata.Name] = at
+		w.count.Add(1)
+		notify(w.progress)
+		return nil
+	})
 }
 
 func (res *e2eResult) writeTable(w io.Writer) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -295,76 +294,35 @@ var (
 // run reads frames until the stream ends or fails. Only frames saying Running or DELETED are
 // parsed, so the reader keeps up with the server.
 func (w *podWatch) run(rd *sseReader, base time.Time) {
-	var ev struct {
-		Type   string `json:"type"`
-		Object struct {
-			Metadata struct {
-				Name string `json:"name"`
-			} `json:"metadata"`
-			Status struct {
-				Phase      string `json:"phase"`
-				Conditions []struct {
-					Type   string `json:"type"`
-					Status string `json:"status"`
-				} `json:"conditions"`
-			} `json:"status"`
-		} `json:"object"`
-	}
-	for {
-		f, err := rd.next()
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				w.err = err
-			}
-			return
-		}
-		at := time.Since(base)
-		w.events++
-		if f.Error {
-			w.err = fmt.Errorf("stream ended with an ERROR frame: %s", f.Data)
-			return
-		}
+	var ev watchEvent
+	w.events, w.err = readFrames(rd, base, func(f sseFrame, at time.Duration) error {
 		if bytes.HasPrefix(f.Data, addedMarker) {
 			w.lastAdded = at
 		}
 		del := bytes.HasPrefix(f.Data, deletedMarker)
 		if !del && !bytes.Contains(f.Data, runningMarker) {
-			continue
+			return nil
 		}
-		ev.Object.Status.Conditions = ev.Object.Status.Conditions[:0]
-		if err := json.Unmarshal(f.Data, &ev); err != nil {
-			w.err = fmt.Errorf("decode event %d: %w", f.ID, err)
-			return
+		if err := ev.decode(f); err != nil {
+			return err
 		}
 		name := ev.Object.Metadata.Name
-		if del {
+		switch _, running := w.running[name]; {
+		case del:
 			if _, seen := w.deleted[name]; !seen {
 				w.deleted[name] = struct{}{}
 				w.lastDeleted = at
 				w.deletedCount.Add(1)
-				w.tick()
+				notify(w.progress)
 			}
-			continue
+		case !running && ev.Object.Status.Phase == "Running" && ev.ready():
+			w.running[name] = struct{}{}
+			w.lastRunning = at
+			w.runningCount.Add(1)
+			notify(w.progress)
 		}
-		if _, seen := w.running[name]; seen || ev.Object.Status.Phase != "Running" {
-			continue
-		}
-		for _, c := range ev.Object.Status.Conditions {
-			if c.Type == "Ready" && c.Status == "True" {
-				w.running[name] = struct{}{}
-				w.lastRunning = at
-				w.runningCount.Add(1)
-				w.tick()
-			}
-		}
-	}
-}
-
-func (w *podWatch) tick() {
-	select {
-	case w.progress <- struct{}{}:
-	default:
-	}
+		return nil
+	})
 }
 
 func (res *podsResult) writeTable(w io.Writer) {

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 )
 
 // sseFrame is one Server-Sent Events frame as opemu writes them (server/watch.go):
@@ -142,4 +144,71 @@ func openSSE(ctx context.Context, c *http.Client, u string, keepData bool) (io.R
 		return nil, nil, fmt.Errorf("%s: the first frame is not retry:", u)
 	}
 	return resp.Body, r, nil
+}
+
+// readFrames reads frames from rd until the stream ends or fails, giving each to each with when
+// it was read (since base). It returns how many frames it read and why it stopped: nil at the
+// stream's end, else the read's error, an ERROR frame's, or the one each returned.
+func readFrames(rd *sseReader, base time.Time, each func(f sseFrame, at time.Duration) error) (int, error) {
+	for n := 0; ; {
+		f, err := rd.next()
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		at := time.Since(base)
+		n++
+		if f.Error {
+			return n, fmt.Errorf("stream ended with an ERROR frame: %s", f.Data)
+		}
+		if err := each(f, at); err != nil {
+			return n, err
+		}
+	}
+}
+
+// watchEvent is the part of a watch event's JSON the modes read.
+type watchEvent struct {
+	Type   string `json:"type"`
+	Object struct {
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+		Status struct {
+			Phase      string `json:"phase"`
+			Conditions []struct {
+				Type   string `json:"type"`
+				Status string `json:"status"`
+			} `json:"conditions"`
+		} `json:"status"`
+	} `json:"object"`
+}
+
+// decode decodes f's data into ev, reusing its conditions' array.
+func (ev *watchEvent) decode(f sseFrame) error {
+	ev.Object.Status.Conditions = ev.Object.Status.Conditions[:0]
+	if err := json.Unmarshal(f.Data, ev); err != nil {
+		return fmt.Errorf("decode event %d: %w", f.ID, err)
+	}
+	return nil
+}
+
+// ready reports whether the object has the condition Ready=True.
+func (ev *watchEvent) ready() bool {
+	for _, c := range ev.Object.Status.Conditions {
+		if c.Type == "Ready" && c.Status == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// notify puts a token in ch unless one is waiting there already.
+func notify(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
 }

@@ -23,8 +23,11 @@ type phaseResult struct {
 	Seconds   float64 `json:"seconds"`
 	OpsPerSec float64 `json:"opsPerSec"`
 	latencySummary
-	// Items is the length of the list the list phase reads, counted once after it.
-	Items   int     `json:"items,omitempty"`
+	// Items is the length of the list the list phase reads, counted once after it; in the
+	// kube mode's watch phase, the watchers.
+	Items int `json:"items,omitempty"`
+	// Writes is the kube mode's watch phase's writes (Ops counts their deliveries).
+	Writes  int     `json:"writes,omitempty"`
 	LoadCPU float64 `json:"loadCPU"`
 	// ServerCPU is the CPU the server used during the phase (cores) and ServerCPUPerOpUs that
 	// CPU per request (µs), read from process_cpu_seconds_total on its /metrics before and
@@ -189,15 +192,19 @@ func (r *apiRun) list(ctx context.Context) (phaseResult, error) {
 
 // seed creates count Applications in ns, untimed.
 func (r *apiRun) seed(ctx context.Context, ns string, count int) error {
-	url := appsURL(r.target, ns)
+	return seedObjects(ctx, r.c, r.o.conns, appsURL(r.target, ns), count, func(name string) []byte { return appBody(name, ns, 3) })
+}
+
+// seedObjects POSTs count objects named seed-1, seed-2, ... made by body to the collection at
+// url, from conns workers, and returns the first error.
+func seedObjects(ctx context.Context, c *http.Client, conns int, url string, count int, body func(name string) []byte) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	errs := make([]error, r.o.conns)
-	for w := range r.o.conns {
+	errs := make([]error, conns)
+	for w := range conns {
 		wg.Go(func() {
 			for i := int(next.Add(1)); i <= count && errs[w] == nil; i = int(next.Add(1)) {
-				name := "seed-" + strconv.Itoa(i)
-				_, errs[w] = do(ctx, r.c, http.MethodPost, url, "application/json", appBody(name, ns, 3), false)
+				_, errs[w] = do(ctx, c, http.MethodPost, url, "application/json", body("seed-"+strconv.Itoa(i)), false)
 			}
 		})
 	}
@@ -224,7 +231,7 @@ func (r *apiRun) phase(ctx context.Context, name string, n int, op func(ctx cont
 	stats := make([]workerStats, r.o.conns)
 	var sent atomic.Int64
 	var wg sync.WaitGroup
-	serverBefore, serverOK := readServerCPU(ctx, r.target)
+	serverBefore, serverOK := readServerCPU(ctx, r.c, r.target)
 	cpu := startCPU()
 	start := time.Now()
 	deadline := start.Add(r.o.duration)
@@ -250,7 +257,7 @@ func (r *apiRun) phase(ctx context.Context, name string, n int, op func(ctx cont
 	wg.Wait()
 	elapsed := time.Since(start)
 	pr := phaseResult{Phase: name, Seconds: round3(elapsed.Seconds()), LoadCPU: cpu.cores(), ServerCPU: -1, ServerCPUPerOpUs: -1}
-	serverAfter, afterOK := readServerCPU(ctx, r.target)
+	serverAfter, afterOK := readServerCPU(ctx, r.c, r.target)
 	var all []time.Duration
 	for _, st := range stats {
 		all = append(all, st.lat...)

@@ -574,6 +574,41 @@ func TestKubeMode(t *testing.T) {
 		}
 	}
 
+	t.Run("start mode", func(t *testing.T) {
+		// The CA must exist before the first start (the tool trusts it from the start): the
+		// kube side's, which opemu reuses from its TLS_DIR.
+		dir, addr := t.TempDir(), freeAddr(t)
+		for _, f := range []string{"ca.crt", "ca.key"} {
+			b, err := os.ReadFile(filepath.Join(dirA, f))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o600))
+		}
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), []string{"-mode=start", "-target", "https://" + addr, "-token", "token-c",
+			"-cacert", filepath.Join(dir, "ca.crt"), "-starts", "2", "-idle", "50ms", "-json", "--",
+			"env", "TLS=self-signed", "TLS_DIR=" + dir, "TOKEN=token-c", "ENABLE_LEADER_ELECTION=false", "LOG_LEVEL=warn",
+			"ADDR=" + addr, filepath.Join(bins, "opemu")}, &out, &errOut)
+		require.NoError(t, err, "stderr: %s", errOut.String())
+		res := decode[startResult](t, out.Bytes())
+		require.Len(t, res.Runs, 2)
+		for _, r := range res.Runs {
+			assert.Positive(t, r.ReadyMs)
+			if runtime.GOOS == "linux" {
+				assert.Greater(t, r.IdleRSSMiB, 1.0)
+				assert.Positive(t, r.IdleAnonMiB)
+				assert.Less(t, r.IdleAnonMiB, r.IdleRSSMiB)
+			}
+		}
+		assert.LessOrEqual(t, res.ReadyMinMs, res.ReadyMs)
+		// The server was stopped: its port is free again.
+		l, err := net.Listen("tcp", addr)
+		require.NoError(t, err, "the started server still listens")
+		require.NoError(t, l.Close())
+
+		err = run(context.Background(), []string{"-mode=start", "-target", "http://" + freeAddr(t), "-starts", "1", "--", "false"}, io.Discard, io.Discard)
+		require.ErrorContains(t, err, "exited before /readyz answered 200")
+	})
+
 	t.Run("rejects", func(t *testing.T) {
 		tests := []struct {
 			name string

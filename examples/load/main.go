@@ -7,6 +7,7 @@
 //	go run ./examples/load -mode=fanout -target http://127.0.0.1:3000 -clients 1000 -rate 20
 //	go run ./examples/load -mode=etcd   -target http://127.0.0.1:3000 -etcd http://127.0.0.1:2379 -rounds 3
 //	go run ./examples/load -mode=kube   -kube https://127.0.0.1:6443 -kube-token T -opemu https://127.0.0.1:3000 -opemu-token T -cacert ca.crt
+//	go run ./examples/load -mode=start  -target http://127.0.0.1:3000 -starts 3 -- ./opemu
 //
 // Each mode prints a table, or with -json one JSON object, and exits non-zero when a request
 // failed or the mode's goal (every object Ready, every change delivered) was not met. The load
@@ -71,6 +72,12 @@ type options struct {
 	opemuToken      string
 	caFiles         []string
 	watchers        int
+	// The start mode: the command to exec, the token for its /readyz, how often, and how long
+	// it idles before its memory is read.
+	command []string
+	token   string
+	starts  int
+	idle    time.Duration
 	// runID makes this run's namespaces differ from those of earlier runs against the same server.
 	runID string
 }
@@ -104,6 +111,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		res, err = runEtcdFloor(ctx, o)
 	case "kube":
 		res, err = runKube(ctx, o)
+	case "start":
+		res, err = runStart(ctx, o)
 	}
 	if err != nil {
 		return err
@@ -122,8 +131,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.mode, "mode", "api", "api, ab, e2e, fanout, etcd or kube")
-	fs.StringVar(&o.target, "target", "http://127.0.0.1:3000", "server URL (api, e2e, fanout, etcd)")
+	fs.StringVar(&o.mode, "mode", "api", "api, ab, e2e, fanout, etcd, kube or start")
+	fs.StringVar(&o.target, "target", "http://127.0.0.1:3000", "server URL (api, e2e, fanout, etcd; start: where the started server answers)")
 	fs.StringVar(&o.etcd, "etcd", "http://127.0.0.1:2379", "etcd: the etcd the target stores in, for the raw puts of the floor")
 	fs.StringVar(&o.a, "a", "http://127.0.0.1:3000", "ab: server A (opemu)")
 	fs.StringVar(&o.b, "b", "http://127.0.0.1:3001", "ab: server B (the baseline)")
@@ -137,7 +146,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.namespace, "namespace", "load", "namespace prefix; each run and round gets <prefix>-<run id>-<round>")
 	fs.IntVar(&o.rounds, "rounds", 3, "ab, etcd: rounds, each running A then B; kube: rounds, each running every phase on every target")
 	fs.Float64Var(&o.rate, "rate", 0, "e2e: creates per second (0: as fast as -conns allows); fanout: changes per second (default 20)")
-	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "e2e: time for every Application to become Ready; fanout: time for every client to connect")
+	fs.DurationVar(&o.timeout, "timeout", 60*time.Second, "e2e: time for every Application to become Ready; fanout, kube: time for every client to connect; start: for /readyz to answer 200")
 	fs.IntVar(&o.clients, "clients", 1000, "fanout: SSE clients (plus one stalled client)")
 	fs.IntVar(&o.objects, "objects", 10, "fanout: Applications the changes are spread over; kube: ConfigMaps of the watch phase")
 	fs.DurationVar(&o.drain, "drain", 5*time.Second, "fanout, kube: time after the last change for every client to receive it")
@@ -147,8 +156,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.kubeToken, "kube-token", "", "kube: bearer token for -kube")
 	opemu := fs.String("opemu", "", "kube: opemu's URL; several, comma-separated, are each measured against -kube")
 	fs.StringVar(&o.opemuToken, "opemu-token", "", "kube: bearer token for every -opemu")
-	caFiles := fs.String("cacert", "", "kube: comma-separated PEM files of the CAs to trust for https (default: the system's)")
+	caFiles := fs.String("cacert", "", "kube, start: comma-separated PEM files of the CAs to trust for https (default: the system's)")
 	fs.IntVar(&o.watchers, "watchers", 100, "kube: watches open in the watch phase")
+	fs.StringVar(&o.token, "token", "", "start: bearer token for /readyz")
+	fs.IntVar(&o.starts, "starts", 3, "start: how many times to start the command after --")
+	fs.DurationVar(&o.idle, "idle", 10*time.Second, "start: how long the server idles after its first 200 before its memory is read")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "load: measure opemu (SPEC §10) and the baseline server.\n\nUsage:\n  go run ./examples/load [flags]\n\n")
 		fs.PrintDefaults()
@@ -156,7 +168,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
-	if fs.NArg() > 0 {
+	if o.command = fs.Args(); len(o.command) > 0 && o.mode != "start" {
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	o.phases = strings.Split(*phases, ",")
@@ -229,6 +241,13 @@ func (o *options) validate() error {
 			}
 			seen[p] = true
 		}
+	case "start":
+		if len(o.command) == 0 {
+			return errors.New("-mode=start needs the command to start after --")
+		}
+		if o.starts < 1 || o.idle < 0 {
+			return errors.New("-starts must be at least 1 and -idle not negative")
+		}
 	case "e2e":
 		if o.n == 0 {
 			o.n = 1000
@@ -244,7 +263,7 @@ func (o *options) validate() error {
 			return errors.New("-clients and -objects must be at least 1")
 		}
 	default:
-		return fmt.Errorf("unknown -mode %q: use api, ab, e2e, fanout, etcd or kube", o.mode)
+		return fmt.Errorf("unknown -mode %q: use api, ab, e2e, fanout, etcd, kube or start", o.mode)
 	}
 	switch {
 	case o.conns < 1:

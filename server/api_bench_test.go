@@ -76,6 +76,16 @@ func apiPath(b *testing.B, e *env) {
 			name := fmt.Sprint("seed-", i%seeded)
 			return "PUT", appsPath + "/" + name, body(name, 1+i%5)
 		}, http.StatusOK},
+		{"patch-merge", func(i int) (string, string, string) {
+			return "PATCH", fmt.Sprintf("%s/seed-%d", appsPath, i%seeded), fmt.Sprintf(`{"spec":{"replicas":%d}}`, 1+i%5)
+		}, http.StatusOK},
+		{"patch-json", func(i int) (string, string, string) {
+			return "PATCH", fmt.Sprintf("%s/seed-%d", appsPath, i%seeded), fmt.Sprintf(`[{"op":"replace","path":"/spec/replicas","value":%d}]`, 1+i%5)
+		}, http.StatusOK},
+		{"apply", func(i int) (string, string, string) {
+			name := fmt.Sprint("seed-", i%seeded)
+			return "PATCH", appsPath + "/" + name + "?fieldManager=bench&force=true", body(name, 1+i%5)
+		}, http.StatusOK},
 		{"list-1000-applications", func(int) (string, string, string) { return "GET", appsPath, "" }, http.StatusOK},
 		{"list-100-configmaps", func(int) (string, string, string) { return "GET", cms, "" }, http.StatusOK},
 	}
@@ -87,7 +97,14 @@ func apiPath(b *testing.B, e *env) {
 				i++
 				method, path, reqBody := sc.request(i)
 				ctype := ""
-				if reqBody != "" {
+				switch {
+				case method == "PATCH" && strings.Contains(path, "fieldManager="):
+					ctype = "application/apply-patch+yaml"
+				case method == "PATCH" && strings.HasPrefix(reqBody, "["):
+					ctype = "application/json-patch+json"
+				case method == "PATCH":
+					ctype = "application/merge-patch+json"
+				case reqBody != "":
 					ctype = "application/json"
 				}
 				if code := e.serve(method, path, ctype, reqBody); code != sc.want {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
@@ -207,7 +206,8 @@ type kubeRun struct {
 // newKubeRun checks that the target answers with its token and creates the round's namespace.
 func newKubeRun(ctx context.Context, o options, t kubeTarget, roots *x509.CertPool, ns string) (*kubeRun, error) {
 	r := &kubeRun{
-		apiRun:  apiRun{o: o, c: newTargetClient(o.conns, 30*time.Second, roots, t.token), target: t.url, ns: ns},
+		apiRun: apiRun{o: o, c: newTargetClient(o.conns, 30*time.Second, roots, t.token), target: t.url, ns: ns,
+			kind: workload{collection: cmURL, newObject: func(name, ns string) []byte { return cmBody(name, ns, "created") }}},
 		streams: newTargetClient(o.watchers, 0, roots, t.token),
 	}
 	// /api needs the token on both (kube-apiserver lets anyone read /healthz).
@@ -276,36 +276,6 @@ func dataPatch(tag string) func(string, int) []byte {
 	}
 }
 
-// create POSTs new ConfigMaps named load-<worker>-<i> and keeps the names that were created.
-func (r *kubeRun) create(ctx context.Context) phaseResult {
-	url := cmURL(r.target, r.ns)
-	created := make([][]string, r.o.conns) // one slice per worker
-	pr := r.phase(ctx, "create", r.o.n, func(ctx context.Context, w, i int) error {
-		name := "load-" + strconv.Itoa(w) + "-" + strconv.Itoa(i)
-		_, err := do(ctx, r.c, http.MethodPost, url, "application/json", cmBody(name, r.ns, "created"), false)
-		if err == nil {
-			created[w] = append(created[w], name)
-		}
-		return err
-	})
-	for _, c := range created {
-		r.names = append(r.names, c...)
-	}
-	return pr
-}
-
-// get reads ConfigMaps picked at random among those created.
-func (r *kubeRun) get(ctx context.Context) phaseResult {
-	url := cmURL(r.target, r.ns) + "/"
-	return r.phase(ctx, "get", r.o.n, func(ctx context.Context, _, _ int) error {
-		if len(r.names) == 0 {
-			return errNothingCreated
-		}
-		_, err := do(ctx, r.c, http.MethodGet, url+r.names[rand.IntN(len(r.names))], "", nil, false)
-		return err
-	})
-}
-
 // write sends method with ctype to the created ConfigMaps in the order the api mode's update
 // takes them (worker w takes objects w, w+conns, ...), each body made by body(name, pass) where
 // pass counts how often the sequence has wrapped: consecutive writes to one object differ, so
@@ -321,36 +291,4 @@ func (r *kubeRun) write(ctx context.Context, phase, method, ctype, query string,
 		_, err := do(ctx, r.c, method, url+name+query, ctype, body(name, k/len(r.names)), false)
 		return err
 	})
-}
-
-// list reads a namespace seeded (untimed) with o.listItems ConfigMaps, or without -list-items
-// the round's namespace; with -list-limit, its first page.
-func (r *kubeRun) list(ctx context.Context) (phaseResult, error) {
-	ns := r.ns
-	if r.o.listItems > 0 {
-		ns += "-list"
-		if err := createNamespace(ctx, r.c, r.target, ns); err != nil {
-			return phaseResult{}, fmt.Errorf("seed %s: %w", ns, err)
-		}
-		if err := seedObjects(ctx, r.c, r.o.conns, cmURL(r.target, ns), r.o.listItems, func(name string) []byte {
-			return cmBody(name, ns, "seeded")
-		}); err != nil {
-			return phaseResult{}, fmt.Errorf("seed %s: %w", ns, err)
-		}
-	}
-	url := cmURL(r.target, ns)
-	if r.o.listLimit > 0 {
-		url += "?limit=" + strconv.Itoa(r.o.listLimit)
-	}
-	pr := r.phase(ctx, "list", r.o.listN, func(ctx context.Context, _, _ int) error {
-		_, err := do(ctx, r.c, http.MethodGet, url, "", nil, false)
-		return err
-	})
-	if body, err := do(ctx, r.c, http.MethodGet, url, "", nil, true); err == nil {
-		var l struct{ Items []json.RawMessage }
-		if json.Unmarshal(body, &l) == nil {
-			pr.Items = len(l.Items)
-		}
-	}
-	return pr, nil
 }

@@ -154,11 +154,62 @@ func metaKnown(md any) bool {
 					return false
 				}
 			}
-		default: // ownerReferences, managedFields, anything unknown: the general way
+		case "managedFields":
+			if !managedFieldsKnown(v) {
+				return false
+			}
+		default: // ownerReferences, anything unknown: the general way
 			return false
 		}
 	}
 	return true
+}
+
+// managedFieldsKnown reports whether v is a list of ManagedFieldsEntry that strict decoding
+// reads with no error and nothing unknown: objects of its fields alone, each a string (time a
+// timestamp, fieldsV1 an object) or null. Every stored object has managedFields, so every
+// patched document and every body a client read back and sends again carries them.
+func managedFieldsKnown(v any) bool {
+	l, ok := v.([]any)
+	if !ok {
+		return false
+	}
+	for _, e := range l {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, f := range m {
+			if f == nil {
+				if !knownManagedFieldsField[k] {
+					return false
+				}
+				continue
+			}
+			switch k {
+			case "manager", "operation", "apiVersion", "fieldsType", "subresource":
+				if _, ok := f.(string); !ok {
+					return false
+				}
+			case "time":
+				if !isTimestamp(f) {
+					return false
+				}
+			case "fieldsV1":
+				if _, ok := f.(map[string]any); !ok {
+					return false
+				}
+			default:
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// knownManagedFieldsField are the fields of a ManagedFieldsEntry.
+var knownManagedFieldsField = map[string]bool{
+	"manager": true, "operation": true, "apiVersion": true, "time": true, "fieldsType": true, "fieldsV1": true, "subresource": true,
 }
 
 // knownMetaField are the ObjectMeta fields metaKnown takes null for.

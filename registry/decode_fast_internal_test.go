@@ -80,6 +80,8 @@ func FuzzDecodeBody(f *testing.F) {
 		`{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"l"},"spec":{"holderIdentity":"me"}}`,
 		`{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"web"},"spec":{"replicas":3}}`,
 		`{"apiVersion":"v1","Kind":"ConfigMap","metadata":{"name":"c"}}`,
+		`{"apiVersion":"test.opemu.dev/v1","kind":"Gadget","metadata":{"name":"g","managedFields":[{"manager":"m","operation":"Apply","apiVersion":"test.opemu.dev/v1","time":"2026-11-24T08:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{"f:size":{}}}}]},"spec":{"size":1}}`,
+		`{"apiVersion":"test.opemu.dev/v1","kind":"Gadget","metadata":{"name":"g","managedFields":[{"manager":"m","bogus":1}]},"spec":{}}`,
 	} {
 		for i := range targets {
 			for fv := range uint8(3) {
@@ -126,6 +128,9 @@ func FuzzMetaKnown(f *testing.F) {
 		`{"name":"a","namespace":"b","uid":"u","resourceVersion":"1","generation":2,"creationTimestamp":"2026-11-24T08:00:00Z","labels":{"a":"b"},"annotations":{"x":null},"finalizers":["f"]}`,
 		`{"name":"a","deletionTimestamp":null,"deletionGracePeriodSeconds":30,"selfLink":"/x","generateName":"g-"}`,
 		`{"name":"a","bogus":1}`, `{"generation":1.5}`, `{"creationTimestamp":""}`, `null`, `"a"`,
+		`{"name":"a","managedFields":[{"manager":"m","operation":"Update","apiVersion":"v1","time":"2026-11-24T08:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:data":{".":{},"f:k":{}}},"subresource":"status"}]}`,
+		`{"managedFields":[{"manager":null,"time":null,"fieldsV1":null}]}`, `{"managedFields":[{"Manager":"m"}]}`,
+		`{"managedFields":[{"time":"yesterday"}]}`, `{"managedFields":[{"fieldsV1":[1]}]}`, `{"managedFields":[null]}`, `{"managedFields":{}}`,
 	} {
 		f.Add([]byte(seed))
 	}

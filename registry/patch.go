@@ -140,6 +140,9 @@ func (p *patcher) patchDocument(t Target, doc map[string]any, schemaRef any) (ma
 	if p.typ == strategicPatchType {
 		return p.strategic(t, doc, schemaRef)
 	}
+	if patch, isObject := p.parsed.(map[string]any); isObject && p.typ == mergePatchType && !p.repeats {
+		return p.mergeObject(t, doc, patch)
+	}
 	raw, err := jsonfast.Marshal(doc)
 	if err != nil {
 		return nil, err
@@ -161,24 +164,96 @@ func (p *patcher) patchDocument(t Target, doc map[string]any, schemaRef any) (ma
 			return nil, serverError(err.Error())
 		}
 	}
-	if len(out) > p.s.maxPatchedBytes() {
-		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the patched object is %d bytes; the limit is %d", len(out), p.s.maxPatchedBytes()))
+	if err := p.checkPatchedSize(out); err != nil {
+		return nil, err
 	}
 	p.quoted = func() string { return string(out) }
-	return p.decodePatched(t, out)
+	var obj map[string]any
+	if v, repeats, ok := jsonfast.Parse(out); ok && !repeats {
+		obj, _ = v.(map[string]any)
+	}
+	return p.decodePatched(t, obj, out)
 }
 
-// decodePatched decodes out, the JSON a JSON Patch or merge patch made, as kube-apiserver
-// decodes it into the kind's objects: what repeats or is unknown in it reported with the
-// patch's own as fieldValidation says, anything else it cannot decode a 422 quoting it.
-func (p *patcher) decodePatched(t Target, out []byte) (map[string]any, error) {
+// mergeObject applies a merge patch that is an object without a repeated field (as jsonfast
+// read it) to a copy of doc, on the decoded documents, with the answer of evanphx/json-patch's
+// MergePatch on their encodings (mergeInto; FuzzMergeInto holds it to it): neither the object
+// nor the patch is encoded for the library and the result decoded again.
+func (p *patcher) mergeObject(t Target, doc, patch map[string]any) (map[string]any, error) {
+	obj := mergeInto(deepCopy(doc), patch)
+	out, err := jsonfast.Marshal(obj) // for the size limit and what a 422 quotes
+	if err != nil {
+		return nil, err
+	}
+	if err := p.checkPatchedSize(out); err != nil {
+		return nil, err
+	}
+	p.quoted = func() string { return string(out) }
+	return p.decodePatched(t, obj, out)
+}
+
+// checkPatchedSize refuses a patched object larger than the store takes from a patch.
+func (p *patcher) checkPatchedSize(out []byte) error {
+	if len(out) > p.s.maxPatchedBytes() {
+		return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("the patched object is %d bytes; the limit is %d", len(out), p.s.maxPatchedBytes()))
+	}
+	return nil
+}
+
+// mergeInto merges patch into doc as RFC 7386 and evanphx/json-patch's MergePatch
+// (kube-apiserver's) have it, and returns doc: a null removes the member, an object merges
+// into an object, anything else replaces, and a value put in whole has its objects' nulls
+// removed, except an array or scalar that replaces an object, which the library keeps as sent.
+// doc is changed; patch is not, and the result shares nothing with it.
+func mergeInto(doc, patch map[string]any) map[string]any {
+	for k, v := range patch {
+		if v == nil {
+			delete(doc, k)
+			continue
+		}
+		cur, ok := doc[k]
+		curObject, isObject := cur.(map[string]any)
+		switch patchObject, patchIsObject := v.(map[string]any); {
+		case !ok || cur == nil || !isObject:
+			doc[k] = pruneNulls(deepCopyValue(v))
+		case !patchIsObject:
+			doc[k] = deepCopyValue(v)
+		default:
+			doc[k] = mergeInto(curObject, patchObject)
+		}
+	}
+	return doc
+}
+
+// pruneNulls removes the null members of every object in v, which it changes, and returns v.
+func pruneNulls(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if e == nil {
+				delete(v, k)
+			} else {
+				v[k] = pruneNulls(e)
+			}
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = pruneNulls(e)
+		}
+	}
+	return v
+}
+
+// decodePatched decodes out, the JSON a JSON Patch or merge patch made (obj: out as jsonfast
+// read it, or nil when it could not or a field repeats), as kube-apiserver decodes it into the
+// kind's objects: what repeats or is unknown in it reported with the patch's own as
+// fieldValidation says, anything else it cannot decode a 422 quoting it.
+func (p *patcher) decodePatched(t Target, obj map[string]any, out []byte) (map[string]any, error) {
 	bt := bodyTypeOf(t)
 	refuse := func(err error) error { return invalidPatchValue(string(out), err) }
-	if v, repeats, ok := jsonfast.Parse(out); ok && !repeats {
-		if obj, isObject := v.(map[string]any); isObject {
-			if unknown, ok := vouch(t, bt, obj, p.fieldValidation); ok {
-				return obj, p.outcome(append(p.strict, unknownFieldErrors(unknown)...), refuse)
-			}
+	if obj != nil {
+		if unknown, ok := vouch(t, bt, obj, p.fieldValidation); ok {
+			return obj, p.outcome(append(p.strict, unknownFieldErrors(unknown)...), refuse)
 		}
 	}
 	d, derr := decodeGeneral(t, bt, out, false, p.fieldValidation)

@@ -79,6 +79,12 @@ func apiPath(b *testing.B, e *env) {
 			name := fmt.Sprint("seed-", i%seeded)
 			return "PUT", appsPath + "/" + name, body(name, 1+i%5)
 		}, http.StatusOK, ""},
+		{"patch-merge", func(i int) (string, string, string) {
+			return "PATCH", fmt.Sprintf("%s/seed-%d", appsPath, i%seeded), fmt.Sprintf(`{"spec":{"replicas":%d}}`, 1+i%5)
+		}, http.StatusOK, "application/merge-patch+json"},
+		{"patch-json", func(i int) (string, string, string) {
+			return "PATCH", fmt.Sprintf("%s/seed-%d", appsPath, i%seeded), fmt.Sprintf(`[{"op":"replace","path":"/spec/replicas","value":%d}]`, 1+i%5)
+		}, http.StatusOK, "application/json-patch+json"},
 		{"apply", func(i int) (string, string, string) {
 			name := fmt.Sprint("seed-", i%seeded)
 			return "PATCH", appsPath + "/" + name + "?fieldManager=bench&force=true", body(name, 1+i%5)

@@ -23,8 +23,11 @@ type phaseResult struct {
 	Seconds   float64 `json:"seconds"`
 	OpsPerSec float64 `json:"opsPerSec"`
 	latencySummary
-	// Items is the length of the list the list phase reads, counted once after it.
-	Items   int     `json:"items,omitempty"`
+	// Items is the length of the list the list phase reads, counted once after it; in the
+	// kube mode's watch phase, the watchers.
+	Items int `json:"items,omitempty"`
+	// Writes is the kube mode's watch phase's writes (Ops counts their deliveries).
+	Writes  int     `json:"writes,omitempty"`
 	LoadCPU float64 `json:"loadCPU"`
 	// ServerCPU is the CPU the server used during the phase (cores) and ServerCPUPerOpUs that
 	// CPU per request (µs), read from process_cpu_seconds_total on its /metrics before and
@@ -54,6 +57,29 @@ type apiRun struct {
 	target string
 	ns     string
 	names  []string
+	// kind is what create, get and list work on; the zero value is Applications.
+	kind workload
+}
+
+// workload is the kind a run creates, reads and lists: its collection's URL and the body of a
+// new object.
+type workload struct {
+	collection func(target, ns string) string
+	newObject  func(name, ns string) []byte
+}
+
+func (r *apiRun) collection(ns string) string {
+	if r.kind.collection == nil {
+		return appsURL(r.target, ns)
+	}
+	return r.kind.collection(r.target, ns)
+}
+
+func (r *apiRun) newObject(name, ns string) []byte {
+	if r.kind.newObject == nil {
+		return appBody(name, ns, 3)
+	}
+	return r.kind.newObject(name, ns)
 }
 
 // runAPI creates namespace ns on target (it should not exist yet) and runs o.phases in it. It
@@ -94,13 +120,14 @@ func runAPI(ctx context.Context, o options, target, ns string) (*apiResult, erro
 	return res, nil
 }
 
-// create POSTs new Applications named load-<worker>-<i> and keeps the names that were created.
+// create POSTs new objects (Applications unless the run's kind says otherwise) named
+// load-<worker>-<i> and keeps the names that were created.
 func (r *apiRun) create(ctx context.Context) phaseResult {
-	url := appsURL(r.target, r.ns)
+	url := r.collection(r.ns)
 	created := make([][]string, r.o.conns) // one slice per worker
 	pr := r.phase(ctx, "create", r.o.n, func(ctx context.Context, w, i int) error {
 		name := "load-" + strconv.Itoa(w) + "-" + strconv.Itoa(i)
-		_, err := do(ctx, r.c, http.MethodPost, url, "application/json", appBody(name, r.ns, 3), false)
+		_, err := do(ctx, r.c, http.MethodPost, url, "application/json", r.newObject(name, r.ns), false)
 		if err == nil {
 			created[w] = append(created[w], name)
 		}
@@ -112,9 +139,9 @@ func (r *apiRun) create(ctx context.Context) phaseResult {
 	return pr
 }
 
-// get reads Applications picked at random among those created.
+// get reads objects picked at random among those created.
 func (r *apiRun) get(ctx context.Context) phaseResult {
-	url := appsURL(r.target, r.ns) + "/"
+	url := r.collection(r.ns) + "/"
 	return r.phase(ctx, "get", r.o.n, func(ctx context.Context, _, _ int) error {
 		if len(r.names) == 0 {
 			return errNothingCreated
@@ -170,7 +197,7 @@ func (r *apiRun) list(ctx context.Context) (phaseResult, error) {
 			return phaseResult{}, fmt.Errorf("seed %s: %w", ns, err)
 		}
 	}
-	url := appsURL(r.target, ns)
+	url := r.collection(ns)
 	if r.o.listLimit > 0 {
 		url += "?limit=" + strconv.Itoa(r.o.listLimit)
 	}
@@ -187,17 +214,16 @@ func (r *apiRun) list(ctx context.Context) (phaseResult, error) {
 	return pr, nil
 }
 
-// seed creates count Applications in ns, untimed.
+// seed creates count objects named seed-<i> in ns, untimed.
 func (r *apiRun) seed(ctx context.Context, ns string, count int) error {
-	url := appsURL(r.target, ns)
+	url := r.collection(ns)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make([]error, r.o.conns)
 	for w := range r.o.conns {
 		wg.Go(func() {
 			for i := int(next.Add(1)); i <= count && errs[w] == nil; i = int(next.Add(1)) {
-				name := "seed-" + strconv.Itoa(i)
-				_, errs[w] = do(ctx, r.c, http.MethodPost, url, "application/json", appBody(name, ns, 3), false)
+				_, errs[w] = do(ctx, r.c, http.MethodPost, url, "application/json", r.newObject("seed-"+strconv.Itoa(i), ns), false)
 			}
 		})
 	}
@@ -224,7 +250,7 @@ func (r *apiRun) phase(ctx context.Context, name string, n int, op func(ctx cont
 	stats := make([]workerStats, r.o.conns)
 	var sent atomic.Int64
 	var wg sync.WaitGroup
-	serverBefore, serverOK := readServerCPU(ctx, r.target)
+	serverBefore, serverOK := readServerCPU(ctx, r.c, r.target)
 	cpu := startCPU()
 	start := time.Now()
 	deadline := start.Add(r.o.duration)
@@ -250,7 +276,7 @@ func (r *apiRun) phase(ctx context.Context, name string, n int, op func(ctx cont
 	wg.Wait()
 	elapsed := time.Since(start)
 	pr := phaseResult{Phase: name, Seconds: round3(elapsed.Seconds()), LoadCPU: cpu.cores(), ServerCPU: -1, ServerCPUPerOpUs: -1}
-	serverAfter, afterOK := readServerCPU(ctx, r.target)
+	serverAfter, afterOK := readServerCPU(ctx, r.c, r.target)
 	var all []time.Duration
 	for _, st := range stats {
 		all = append(all, st.lat...)

@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 )
@@ -33,15 +36,69 @@ func createNamespace(ctx context.Context, c *http.Client, target, ns string) err
 // keep-alive connection. Compression is off so opemu and the baseline are compared on the same
 // bytes. timeout bounds each request; zero means none (streams).
 func newClient(conns int, timeout time.Duration) *http.Client {
-	tr := &http.Transport{
+	return &http.Client{Transport: newTransport(conns, nil), Timeout: timeout}
+}
+
+// newTransport is newClient's Transport; tlsConf (nil: the system's roots) is used for https
+// URLs. It speaks HTTP/1.1 even over TLS (a custom dialer turns off Go's HTTP/2), so every
+// server is measured on one keep-alive connection per worker.
+func newTransport(conns int, tlsConf *tls.Config) *http.Transport {
+	return &http.Transport{
 		Proxy:               nil,
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:        conns + 8,
 		MaxIdleConnsPerHost: conns + 8,
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
+		TLSClientConfig:     tlsConf,
 	}
-	return &http.Client{Transport: tr, Timeout: timeout}
+}
+
+// newTargetClient is newClient for a server that wants a bearer token (empty: none) and, over
+// https, trusts roots (nil: the system's).
+func newTargetClient(conns int, timeout time.Duration, roots *x509.CertPool, token string) *http.Client {
+	var rt http.RoundTripper = newTransport(conns, &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12})
+	if token != "" {
+		rt = bearer{rt: rt, header: "Bearer " + token}
+	}
+	return &http.Client{Transport: rt, Timeout: timeout}
+}
+
+// bearer adds an Authorization header to every request it sends.
+type bearer struct {
+	rt     http.RoundTripper
+	header string
+}
+
+func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context()) // a RoundTripper must not change the caller's request
+	req.Header.Set("Authorization", b.header)
+	return b.rt.RoundTrip(req)
+}
+
+// CloseIdleConnections lets closeClient reach the Transport underneath.
+func (b bearer) CloseIdleConnections() {
+	if c, ok := b.rt.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// loadRoots reads PEM certificates from files into a pool; no files give nil (the system's).
+func loadRoots(files []string) (*x509.CertPool, error) {
+	if len(files) == 0 {
+		return nil, nil
+	}
+	pool := x509.NewCertPool()
+	for _, f := range files {
+		pem, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s: no PEM certificate", f)
+		}
+	}
+	return pool, nil
 }
 
 // closeClient closes c's idle connections; the caller has finished with it.
@@ -104,14 +161,14 @@ func appBody(name, ns string, replicas int) []byte {
 
 // readServerCPU reads the CPU the server at target has used so far from
 // process_cpu_seconds_total on its /metrics (opemu's process collector, the baseline's own
-// line); ok is false when it cannot be read, or there is no HTTP server to ask (target empty:
+// line, kube-apiserver's), through c (nil: a plain client of its own); ok is false when it cannot be read, or there is no HTTP server to ask (target empty:
 // the raw etcd puts of the etcd mode). The counter's resolution is the kernel's clock tick
 // (10 ms).
-func readServerCPU(ctx context.Context, target string) (cpu time.Duration, ok bool) {
+func readServerCPU(ctx context.Context, c *http.Client, target string) (cpu time.Duration, ok bool) {
 	if target == "" {
 		return 0, false
 	}
-	s, err := processCPUSeconds(ctx, target+"/metrics")
+	s, err := processCPUSeconds(ctx, c, target+"/metrics")
 	if err != nil {
 		return 0, false
 	}

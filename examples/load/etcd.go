@@ -157,10 +157,10 @@ type cpuReading struct {
 func (m serverCPU) read(ctx context.Context) (cpuReading, error) {
 	r := cpuReading{at: time.Now()}
 	var err error
-	if r.opemu, err = processCPUSeconds(ctx, m.opemu); err != nil {
+	if r.opemu, err = processCPUSeconds(ctx, nil, m.opemu); err != nil {
 		return r, err
 	}
-	if r.etcd, err = processCPUSeconds(ctx, m.etcd); err != nil {
+	if r.etcd, err = processCPUSeconds(ctx, nil, m.etcd); err != nil {
 		return r, err
 	}
 	return r, nil
@@ -171,15 +171,19 @@ func (r cpuReading) since(before cpuReading, seconds float64, ops int) sideCPU {
 	return sideCPU{Seconds: round3(seconds), Ops: ops, OpemuSeconds: round3(r.opemu - before.opemu), EtcdSeconds: round3(r.etcd - before.etcd)}
 }
 
-// processCPUSeconds reads process_cpu_seconds_total from a Prometheus text endpoint.
-func processCPUSeconds(ctx context.Context, url string) (float64, error) {
-	return metricValue(ctx, url, "process_cpu_seconds_total")
+// processCPUSeconds reads process_cpu_seconds_total from a Prometheus text endpoint through c
+// (nil: a plain client of its own).
+func processCPUSeconds(ctx context.Context, c *http.Client, url string) (float64, error) {
+	return metricValue(ctx, c, url, "process_cpu_seconds_total")
 }
 
-// metricValue reads the value of the unlabelled metric name from a Prometheus text endpoint.
-func metricValue(ctx context.Context, url, name string) (float64, error) {
-	c := newClient(1, 10*time.Second)
-	defer closeClient(c)
+// metricValue reads the value of the unlabelled metric name from a Prometheus text endpoint
+// through c (nil: a plain client of its own).
+func metricValue(ctx context.Context, c *http.Client, url, name string) (float64, error) {
+	if c == nil {
+		c = newClient(1, 10*time.Second)
+		defer closeClient(c)
+	}
 	body, err := do(ctx, c, http.MethodGet, url, "", nil, true)
 	if err != nil {
 		return 0, fmt.Errorf("reading %s from %s: %w", name, url, err)

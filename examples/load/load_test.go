@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"flag"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -235,6 +237,36 @@ func TestSSEReader(t *testing.T) {
 	})
 }
 
+func TestWatchReader(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", 40<<10) // longer than the reader's buffer
+	stream := `{"type":"ADDED","object":{"kind":"ConfigMap","metadata":{"name":"a","resourceVersion":"7"}}}` + "\n" +
+		"\n" +
+		`{"type":"MODIFIED","object":{"apiVersion":"v1","data":{"resourceVersion":"1"},"metadata":{"resourceVersion":"8"}}}` + "\r\n" +
+		`{"type":"MODIFIED","object":{"metadata":{"resourceVersion":"9"},"data":{"k":"` + long + `"}}}` + "\n" +
+		`{"type":"MODIFIED","object":{"data":{"k":"` + long + `"},"metadata":{"resourceVersion":"10"}}}` + "\n" +
+		`{"type":"ERROR","object":{"kind":"Status","code":410}}` + "\n"
+	want := []kubeEvent{
+		{HasRV: true, RV: 7},
+		{HasRV: true, RV: 8},
+		{HasRV: true, RV: 9},
+		{}, // its resourceVersion lies beyond the first 16 KiB
+		{Error: true},
+	}
+	r := newWatchReader(strings.NewReader(stream))
+	for i, w := range want {
+		ev, err := r.next()
+		require.NoError(t, err, "event %d", i)
+		assert.Equal(t, w, ev, "event %d", i)
+	}
+	_, err := r.next()
+	require.ErrorIs(t, err, io.EOF)
+	_, err = newWatchReader(strings.NewReader(`{"type":"ADDED"`)).next()
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	_, err = newWatchReader(strings.NewReader(`{"type":"ADDED","object":{"data":{"k":"` + long)).next()
+	require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+}
+
 func TestStats(t *testing.T) {
 	t.Parallel()
 	ms := func(v ...int) []time.Duration {
@@ -320,7 +352,7 @@ func checkBaseline(t *testing.T, base string) {
 	assert.EqualValues(t, 5, got["replace"]["spec"].(map[string]any)["replicas"])
 	assert.Equal(t, map[string]any{"replicas": 7.0}, got["patch"]["spec"], "a merge patch merges, null removes")
 	assert.Equal(t, got["create b"]["metadata"].(map[string]any)["uid"], got["patch"]["metadata"].(map[string]any)["uid"])
-	cpu, ok := readServerCPU(context.Background(), base)
+	cpu, ok := readServerCPU(context.Background(), nil, base)
 	assert.True(t, ok, "the baseline reports its CPU")
 	assert.Positive(t, cpu)
 
@@ -385,7 +417,8 @@ func buildServers(t *testing.T) string {
 
 // startServer starts bin on a free port ("{port}" in args is replaced by it, and PORT is set),
 // waits for /readyz to answer 200, and kills the process when the test ends. env adds to the
-// test's environment.
+// test's environment; with TLS=self-signed in it, the URL is https (readiness is polled
+// without checking the certificate: the test checks it through the load tool).
 func startServer(t *testing.T, bin string, args []string, env ...string) string {
 	t.Helper()
 	addr := freeAddr(t)
@@ -411,11 +444,15 @@ func startServer(t *testing.T, bin string, args []string, env ...string) string 
 			t.Logf("%s %v log:\n%s", bin, env, b[max(len(b)-4096, 0):])
 		}
 	})
-	url := "http://" + addr
+	url, client := "http://"+addr, http.DefaultClient
+	if slices.Contains(env, "TLS=self-signed") {
+		url = "https://" + addr
+		client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	}
 	// /readyz, not /healthz: with STORE=etcd /healthz answers while opemu still waits for etcd
 	// (election is off, so a wired opemu is ready). The baseline has no /readyz: its /healthz.
 	status := func(path string) int {
-		resp, err := http.Get(url + path)
+		resp, err := client.Get(url + path)
 		if err != nil {
 			return 0
 		}
@@ -493,4 +530,122 @@ func TestEtcdMode(t *testing.T) {
 	require.NoError(t, json.Unmarshal(resp.Kvs[0].Value, &obj))
 	assert.Equal(t, "Application", obj["kind"])
 	assert.NotEmpty(t, obj["metadata"].(map[string]any)["uid"], "a stored object, stamped by opemu")
+}
+
+// TestKubeMode runs the kube mode briefly against two opemus over HTTPS with tokens, the one
+// standing in for kube-apiserver (CI has none): every phase on both, each side's ratio to the
+// first, the watch phase's deliveries all made; and a wrong token or an untrusted certificate
+// stops the run before it measures anything.
+func TestKubeMode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts servers")
+	}
+	bins := buildServers(t)
+	dirA, dirB := t.TempDir(), t.TempDir()
+	start := func(dir, token string) string {
+		return startServer(t, filepath.Join(bins, "opemu"), nil, "ENABLE_CONTROLLER=false", "TLS=self-signed", "TLS_DIR="+dir, "TOKEN="+token)
+	}
+	kubeURL, opemuURL := start(dirA, "token-a"), start(dirB, "token-b")
+	cas := filepath.Join(dirA, "ca.crt") + "," + filepath.Join(dirB, "ca.crt")
+	args := func(extra ...string) []string {
+		return append([]string{"-mode=kube", "-kube", kubeURL, "-kube-token", "token-a", "-opemu", opemuURL,
+			"-opemu-token", "token-b", "-cacert", cas, "-rounds", "2", "-conns", "2", "-watchers", "5",
+			"-objects", "3", "-list-items", "20", "-json"}, extra...)
+	}
+
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), args("-duration", "150ms"), &out, &errOut)
+	require.NoError(t, err, "stdout: %s\nstderr: %s", out.String(), errOut.String())
+	res := decode[kubeResult](t, out.Bytes())
+	require.Len(t, res.Runs, 2)
+	for _, runs := range res.Runs {
+		require.Len(t, runs, 2)
+		assert.NotEqual(t, runs[0].Namespace, runs[1].Namespace)
+	}
+	var names []string
+	for _, p := range res.Phases {
+		names = append(names, p.Phase)
+		require.Len(t, p.Sides, 2, p.Phase)
+		assert.Equal(t, kubeURL, p.Sides[0].Target)
+		assert.Equal(t, opemuURL, p.Sides[1].Target)
+		assert.InDelta(t, 1.0, p.Sides[0].Ratio, 1e-9, p.Phase)
+		for _, s := range p.Sides {
+			assert.Positive(t, s.OpsPerSec, p.Phase)
+			assert.LessOrEqual(t, s.OpsMin, s.OpsPerSec, p.Phase)
+			assert.GreaterOrEqual(t, s.OpsMax, s.OpsPerSec, p.Phase)
+			assert.Zero(t, s.Errors, p.Phase)
+			assert.Positive(t, s.P99Ms, p.Phase)
+		}
+		// The ratio is the median of each round's ratio, within their range.
+		var ratios []float64
+		for r := range 2 {
+			ratios = append(ratios, res.Runs[1][r].Phases[len(names)-1].OpsPerSec/res.Runs[0][r].Phases[len(names)-1].OpsPerSec)
+		}
+		assert.InDelta(t, median(ratios), p.Sides[1].Ratio, 0.001, p.Phase)
+	}
+	assert.Equal(t, strings.Split(kubePhases, ","), names)
+	list, watch := res.Phases[len(names)-2], res.Phases[len(names)-1]
+	for i := range 2 {
+		assert.Equal(t, 20, list.Sides[i].Items, "every side lists the seeded namespace")
+		assert.Equal(t, 5, watch.Sides[i].Items)
+		for _, run := range res.Runs[i] {
+			w := run.Phases[len(names)-1]
+			assert.Positive(t, w.Writes)
+			assert.Equal(t, 5*w.Writes, w.Ops, "every change reached every watcher")
+		}
+	}
+
+	t.Run("start mode", func(t *testing.T) {
+		// The CA must exist before the first start (the tool trusts it from the start): the
+		// kube side's, which opemu reuses from its TLS_DIR.
+		dir, addr := t.TempDir(), freeAddr(t)
+		for _, f := range []string{"ca.crt", "ca.key"} {
+			b, err := os.ReadFile(filepath.Join(dirA, f))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, f), b, 0o600))
+		}
+		var out, errOut bytes.Buffer
+		err := run(context.Background(), []string{"-mode=start", "-target", "https://" + addr, "-token", "token-c",
+			"-cacert", filepath.Join(dir, "ca.crt"), "-starts", "2", "-idle", "50ms", "-json", "--",
+			"env", "TLS=self-signed", "TLS_DIR=" + dir, "TOKEN=token-c", "ENABLE_LEADER_ELECTION=false", "LOG_LEVEL=warn",
+			"ADDR=" + addr, filepath.Join(bins, "opemu")}, &out, &errOut)
+		require.NoError(t, err, "stderr: %s", errOut.String())
+		res := decode[startResult](t, out.Bytes())
+		require.Len(t, res.Runs, 2)
+		for _, r := range res.Runs {
+			assert.Positive(t, r.ReadyMs)
+			if runtime.GOOS == "linux" {
+				assert.Greater(t, r.IdleRSSMiB, 1.0)
+				assert.Positive(t, r.IdleAnonMiB)
+				assert.Less(t, r.IdleAnonMiB, r.IdleRSSMiB)
+			}
+		}
+		assert.LessOrEqual(t, res.ReadyMinMs, res.ReadyMs)
+		// The server was stopped: its port is free again.
+		l, err := net.Listen("tcp", addr)
+		require.NoError(t, err, "the started server still listens")
+		require.NoError(t, l.Close())
+
+		err = run(context.Background(), []string{"-mode=start", "-target", "http://" + freeAddr(t), "-starts", "1", "--", "false"}, io.Discard, io.Discard)
+		require.ErrorContains(t, err, "exited before /readyz answered 200")
+	})
+
+	t.Run("rejects", func(t *testing.T) {
+		tests := []struct {
+			name string
+			args []string
+		}{
+			{name: "wrong token", args: args("-kube-token", "token-b", "-n", "5")},
+			{name: "untrusted certificate", args: args("-cacert", filepath.Join(dirA, "ca.crt"), "-n", "5")},
+			{name: "no opemu", args: []string{"-mode=kube", "-kube", kubeURL}},
+			{name: "patch without create", args: args("-phases", "patch-json")},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				var out bytes.Buffer
+				require.Error(t, run(context.Background(), tc.args, &out, io.Discard))
+				assert.Empty(t, out.String())
+			})
+		}
+	})
 }

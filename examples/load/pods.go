@@ -77,14 +77,14 @@ func runPods(ctx context.Context, o options) (*podsResult, error) {
 		return nil, fmt.Errorf("target %s: %w", o.target, err)
 	}
 	rss := func() float64 {
-		v, err := metricValue(ctx, o.target+"/metrics", "process_resident_memory_bytes")
+		v, err := metricValue(ctx, nil, o.target+"/metrics", "process_resident_memory_bytes")
 		if err != nil {
 			return -1
 		}
 		return round3(v / (1 << 20))
 	}
 	cpu := func() float64 {
-		v, _ := processCPUSeconds(ctx, o.target+"/metrics")
+		v, _ := processCPUSeconds(ctx, nil, o.target+"/metrics")
 		return v
 	}
 	res.RSSBeforeMiB = rss()

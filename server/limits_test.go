@@ -42,7 +42,9 @@ func deepJSON(depth int, key string) string {
 // the main package; here the race detector watches the same paths.)
 func TestHostileRequests(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	// Not the default 5 s: under the race detector on a loaded 2-core CI, the 9,000-deep create
+	// took longer (a 504). Time is TestHostileRequestsInTime's to judge, without the detector.
+	e := newEnv(t, func(c *server.Config, _ *cache.Config) { c.RequestTimeout = 30 * time.Second })
 	require.Equal(t, http.StatusCreated, e.do("POST", appsPath, "application/json", app("web", 1, "nginx:1")).code)
 	// Custom resources whose schema keeps what they are sent: one with a long list (10,000
 	// items, about 110 KB, atomic: its items are not owned one by one) for patches to work on,

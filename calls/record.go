@@ -6,7 +6,7 @@ import (
 )
 
 // DefaultSize is the number of calls a Record keeps when Config.Size is zero: enough for the
-// calls of a test suite of a few hundred reconciles (about 4 MB at ~400 bytes a call; see
+// calls of a test suite of a few hundred reconciles (about 4.5 MB at ~450 bytes a call; see
 // BenchmarkRecordMemory and docs/PERFORMANCE.md).
 const DefaultSize = 10000
 
@@ -24,10 +24,11 @@ type Config struct {
 type Record struct {
 	sink func(*Call)
 
-	mu   sync.RWMutex
-	ring []Call // ring[(id-1)%len(ring)] holds call id
-	last uint64 // the ID of the latest call; 0 when none
-	subs map[*Subscription]struct{}
+	mu    sync.RWMutex
+	ring  []entry // ring[(id-1)%len(ring)] holds call id
+	arena arena   // the strings of the ring's calls
+	last  uint64  // the ID of the latest call; 0 when none
+	subs  map[*Subscription]struct{}
 	// nsubs mirrors len(subs), read without the lock on the hot path.
 	nsubs atomic.Int32
 }
@@ -37,7 +38,7 @@ func New(cfg Config) *Record {
 	if cfg.Size <= 0 {
 		cfg.Size = DefaultSize
 	}
-	return &Record{sink: cfg.Sink, ring: make([]Call, cfg.Size), subs: map[*Subscription]struct{}{}}
+	return &Record{sink: cfg.Sink, ring: make([]entry, cfg.Size), subs: map[*Subscription]struct{}{}}
 }
 
 // Size is how many calls the ring keeps.
@@ -49,12 +50,12 @@ func (r *Record) Size() int {
 }
 
 // Add records c (its ID is set here) and tells the subscribers. The Record keeps a copy, without
-// c.Body; the caller keeps c.
+// c.Body and with strings of its own (entry.go); the caller keeps c.
 func (r *Record) Add(c *Call) {
 	r.put(c, func() {
 		r.last++
 		c.ID = r.last
-		r.ring[(r.last-1)%uint64(len(r.ring))] = *c
+		r.ring[(r.last-1)%uint64(len(r.ring))].pack(c, &r.arena)
 	})
 }
 
@@ -62,8 +63,8 @@ func (r *Record) Add(c *Call) {
 // still holds it, is replaced by c, and the sink and subscribers are told again.
 func (r *Record) Finish(c *Call) {
 	r.put(c, func() {
-		if slot := &r.ring[(c.ID-1)%uint64(len(r.ring))]; slot.ID == c.ID {
-			*slot = *c
+		if slot := &r.ring[(c.ID-1)%uint64(len(r.ring))]; slot.id == c.ID {
+			slot.pack(c, &r.arena)
 		}
 	})
 }
@@ -117,9 +118,9 @@ func (r *Record) List(f Filter) []Call {
 	}
 	var out []Call
 	for id := first; id <= r.last; id++ {
-		c := &r.ring[(id-1)%uint64(len(r.ring))]
-		if f.Match(c) {
-			out = append(out, *c)
+		c := r.ring[(id-1)%uint64(len(r.ring))].unpack()
+		if f.Match(&c) {
+			out = append(out, c)
 		}
 	}
 	if f.Limit > 0 && len(out) > f.Limit {

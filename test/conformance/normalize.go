@@ -208,7 +208,7 @@ func (n *normalizer) value(key string, v any) any {
 		for i, x := range v {
 			out[i] = n.value("", x)
 		}
-		if key == "managedFields" {
+		if key == "managedFields" || strings.HasSuffix(key, ".managedFields") { // a step's select names it by path
 			sortManagedFields(out)
 		}
 		return out

@@ -92,22 +92,8 @@ wait:
 			break wait
 		}
 	}
-	early := false // the stream ended before we closed it
-	select {
-	case <-watched:
-		early = true
-	default:
-	}
-	cancel()
-	body.Close()
-	<-watched
+	res.StreamError = stopStream(cancel, body, watched, func() error { return w.err })
 	res.LoadCPU = cpu.cores()
-	if early {
-		res.StreamError = "stream ended"
-		if w.err != nil {
-			res.StreamError = w.err.Error()
-		}
-	}
 	res.Events = w.events
 
 	var lat []time.Duration

@@ -149,22 +149,8 @@ func runPods(ctx context.Context, o options) (*podsResult, error) {
 		res.ServerCPUDeleting = round3(cpu() - cpu0)
 		res.RSSAfterMiB = rss()
 	}
-	early := false // the stream ended before we closed it
-	select {
-	case <-watched:
-		early = true
-	default:
-	}
-	cancel()
-	body.Close()
-	<-watched
+	res.StreamError = stopStream(cancel, body, watched, func() error { return w.err })
 	res.LoadCPU = load.cores()
-	if early {
-		res.StreamError = "stream ended"
-		if w.err != nil {
-			res.StreamError = w.err.Error()
-		}
-	}
 	res.Events = w.events
 	res.Running, res.Deleted = len(w.running), len(w.deleted)
 	res.CreatedSeconds = round3(w.lastAdded.Seconds())

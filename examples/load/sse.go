@@ -212,3 +212,25 @@ func notify(ch chan struct{}) {
 	default:
 	}
 }
+
+// stopStream ends a watch stream its caller opened: it cancels the request, closes body and
+// waits for the stream's reader, which closes watched when it returns (readErr is then its
+// error). It says why the stream ended before it was stopped, "" when it did not.
+func stopStream(cancel context.CancelFunc, body io.Closer, watched <-chan struct{}, readErr func() error) string {
+	early := false
+	select {
+	case <-watched:
+		early = true
+	default:
+	}
+	cancel()
+	body.Close()
+	<-watched
+	if !early {
+		return ""
+	}
+	if err := readErr(); err != nil {
+		return err.Error()
+	}
+	return "stream ended"
+}

@@ -2,11 +2,11 @@ package crd
 
 import (
 	"encoding/json"
-	"maps"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/opemu/opemu/internal/jsontree"
 )
 
 // Objects here hold their numbers as json.Number (cache.DecodeJSON, internal/jsonfast), so
@@ -23,40 +23,12 @@ func toUnstructured(v any) any {
 	return out
 }
 
-func kubeNumbers(v any) (any, bool) {
+// kubeNumbers is toUnstructured, saying whether anything changed.
+func kubeNumbers(v any) (any, bool) { return jsontree.Rewrite(v, kubeLeaf) }
+
+// kubeLeaf is kubeNumbers of a leaf.
+func kubeLeaf(v any) (any, bool) {
 	switch v := v.(type) {
-	case map[string]any:
-		var out map[string]any // a copy, made at the first member that changes
-		for k, e := range v {
-			n, changed := kubeNumbers(e)
-			if !changed {
-				continue
-			}
-			if out == nil {
-				out = maps.Clone(v)
-			}
-			out[k] = n
-		}
-		if out == nil {
-			return v, false
-		}
-		return out, true
-	case []any:
-		var out []any
-		for i, e := range v {
-			n, changed := kubeNumbers(e)
-			if !changed {
-				continue
-			}
-			if out == nil {
-				out = slices.Clone(v)
-			}
-			out[i] = n
-		}
-		if out == nil {
-			return v, false
-		}
-		return out, true
 	case json.Number:
 		if i, err := strconv.ParseInt(string(v), 10, 64); err == nil {
 			return i, true

@@ -18,6 +18,7 @@ import (
 
 	"github.com/opemu/opemu/cache"
 	"github.com/opemu/opemu/internal/jsonfast"
+	"github.com/opemu/opemu/internal/jsontree"
 	"github.com/opemu/opemu/kinds"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -851,39 +852,13 @@ func managedCopy(k *kinds.Kind, obj map[string]any) map[string]any {
 // plainShared is plainValue copying only the maps and lists on the way to a number it makes
 // plain (copied true when v itself is new); the rest is v's, shared.
 func plainShared(v any) (_ any, copied bool) {
-	switch v := v.(type) {
-	case map[string]any:
-		var out map[string]any
-		for k, e := range v {
-			if pe, changed := plainShared(e); changed {
-				if out == nil {
-					out = maps.Clone(v)
-				}
-				out[k] = pe
-			}
-		}
-		if out == nil {
+	return jsontree.Rewrite(v, func(v any) (any, bool) {
+		switch v.(type) {
+		case nil, string, bool, int64, float64:
 			return v, false
 		}
-		return out, true
-	case []any:
-		var out []any
-		for i, e := range v {
-			if pe, changed := plainShared(e); changed {
-				if out == nil {
-					out = slices.Clone(v)
-				}
-				out[i] = pe
-			}
-		}
-		if out == nil {
-			return v, false
-		}
-		return out, true
-	case nil, string, bool, int64, float64:
-		return v, false
-	}
-	return plainValue(v), true
+		return plainValue(v), true
+	})
 }
 
 // setManagedFieldsOf sets obj's metadata.managedFields to those of from, the field manager's

@@ -156,38 +156,24 @@ func (p *Policies) publish(objs map[cache.Key]*cache.Object) {
 	}
 	old := p.set.Load()
 	next := &policySet{}
-	vbound := map[string][]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
-	for _, b := range vbs {
-		vbound[b.Spec.PolicyName] = append(vbound[b.Spec.PolicyName], b)
-	}
-	for _, name := range sortedKeys(vbound) {
-		policy, ok := vaps[name]
-		if !ok {
-			continue
-		}
-		hook := validating.PolicyHook{Policy: policy, Bindings: vbound[name]}
-		hook.Evaluator = reuse(old.validatingHooks, policy, func(h validating.PolicyHook) (*admissionregistrationv1.ValidatingAdmissionPolicy, validating.Validator) {
-			return h.Policy, h.Evaluator
-		}, compileValidating)
-		next.validatingHooks = append(next.validatingHooks, hook)
-		next.validatingPolicies = append(next.validatingPolicies, validating.NewValidatingAdmissionPolicyAccessor(policy))
-	}
-	mbound := map[string][]*admissionregistrationv1.MutatingAdmissionPolicyBinding{}
-	for _, b := range mbs {
-		mbound[b.Spec.PolicyName] = append(mbound[b.Spec.PolicyName], b)
-	}
-	for _, name := range sortedKeys(mbound) {
-		policy, ok := maps[name]
-		if !ok {
-			continue
-		}
-		hook := mutating.PolicyHook{Policy: policy, Bindings: mbound[name]}
-		hook.Evaluator = reuse(old.mutatingHooks, policy, func(h mutating.PolicyHook) (*admissionregistrationv1.MutatingAdmissionPolicy, mutating.PolicyEvaluator) {
-			return h.Policy, h.Evaluator
-		}, compileMutating)
-		next.mutatingHooks = append(next.mutatingHooks, hook)
-		next.mutatingPolicies = append(next.mutatingPolicies, mutating.NewMutatingAdmissionPolicyAccessor(policy))
-	}
+	bound(vaps, vbs, func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) string { return b.Spec.PolicyName },
+		func(policy *admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+			hook := validating.PolicyHook{Policy: policy, Bindings: bindings}
+			hook.Evaluator = reuse(old.validatingHooks, policy, func(h validating.PolicyHook) (*admissionregistrationv1.ValidatingAdmissionPolicy, validating.Validator) {
+				return h.Policy, h.Evaluator
+			}, compileValidating)
+			next.validatingHooks = append(next.validatingHooks, hook)
+			next.validatingPolicies = append(next.validatingPolicies, validating.NewValidatingAdmissionPolicyAccessor(policy))
+		})
+	bound(maps, mbs, func(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) string { return b.Spec.PolicyName },
+		func(policy *admissionregistrationv1.MutatingAdmissionPolicy, bindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding) {
+			hook := mutating.PolicyHook{Policy: policy, Bindings: bindings}
+			hook.Evaluator = reuse(old.mutatingHooks, policy, func(h mutating.PolicyHook) (*admissionregistrationv1.MutatingAdmissionPolicy, mutating.PolicyEvaluator) {
+				return h.Policy, h.Evaluator
+			}, compileMutating)
+			next.mutatingHooks = append(next.mutatingHooks, hook)
+			next.mutatingPolicies = append(next.mutatingPolicies, mutating.NewMutatingAdmissionPolicyAccessor(policy))
+		})
 	if len(next.validatingHooks) > 0 {
 		next.valid = []webhooks.Named{{Name: validating.PluginName, Handler: p.validating, Matches: notPolicyWrite}}
 	}
@@ -224,6 +210,21 @@ func reuse[H any, P interface {
 		}
 	}
 	return compile(policy)
+}
+
+// bound calls each for every policy of policies with the bindings that name it (policyName),
+// in order of the policies' names; a policy no binding names, or a binding of a missing policy,
+// does nothing, as in kube's policy source.
+func bound[P, B any](policies map[string]P, bindings []B, policyName func(B) string, each func(P, []B)) {
+	byPolicy := map[string][]B{}
+	for _, b := range bindings {
+		byPolicy[policyName(b)] = append(byPolicy[policyName(b)], b)
+	}
+	for _, name := range sortedKeys(byPolicy) {
+		if policy, ok := policies[name]; ok {
+			each(policy, byPolicy[name])
+		}
+	}
 }
 
 func sortedKeys[V any](m map[string]V) []string {

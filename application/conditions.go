@@ -1,6 +1,9 @@
 package application
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strconv"
+)
 
 // condition is one entry of status.conditions.
 type condition struct {
@@ -46,21 +49,66 @@ func (s *appStatus) condition(typ string) *condition {
 	return nil
 }
 
-// statusOf decodes obj["status"] (absent or malformed: zero).
-func statusOf(obj map[string]any) appStatus {
-	var st appStatus
-	if raw, err := json.Marshal(obj["status"]); err == nil {
-		_ = json.Unmarshal(raw, &st)
+// statusOf reads app["status"], a member of the pass's decoded object, as the reconciler's
+// type: the values are read, nothing is decoded again or copied (absent or malformed: zero).
+// The JSON shape is appStatus's tags; the schema has validated what is stored.
+func statusOf(app map[string]any) appStatus {
+	m, _ := app["status"].(map[string]any)
+	st := appStatus{
+		ObservedGeneration: int64Of(m["observedGeneration"]),
+		Replicas:           int64Of(m["replicas"]),
+		ReadyReplicas:      int64Of(m["readyReplicas"]),
+		Phase:              stringOf(m["phase"]),
+	}
+	l, _ := m["conditions"].([]any)
+	for _, e := range l {
+		c, _ := e.(map[string]any)
+		st.Conditions = append(st.Conditions, condition{
+			Type: stringOf(c["type"]), Status: stringOf(c["status"]), LastTransitionTime: stringOf(c["lastTransitionTime"]),
+			Reason: stringOf(c["reason"]), Message: stringOf(c["message"]), ObservedGeneration: int64Of(c["observedGeneration"]),
+		})
 	}
 	return st
 }
 
-// toMap encodes st as the decoded JSON the store takes.
+// toMap is st as the store's decoded JSON (appStatus's tags, numbers as json.Number, as the
+// store decodes them, so the schema's quick check vouches for them without converting): a
+// fresh tree the caller owns.
 func (s appStatus) toMap() map[string]any {
-	raw, _ := json.Marshal(s)
-	var m map[string]any
-	_ = json.Unmarshal(raw, &m)
+	m := map[string]any{"replicas": number(s.Replicas), "readyReplicas": number(s.ReadyReplicas)}
+	if s.ObservedGeneration != 0 {
+		m["observedGeneration"] = number(s.ObservedGeneration)
+	}
+	setString(m, "phase", s.Phase)
+	if len(s.Conditions) > 0 {
+		l := make([]any, len(s.Conditions))
+		for i, c := range s.Conditions {
+			cm := map[string]any{"type": c.Type, "status": c.Status}
+			setString(cm, "lastTransitionTime", c.LastTransitionTime)
+			setString(cm, "reason", c.Reason)
+			setString(cm, "message", c.Message)
+			if c.ObservedGeneration != 0 {
+				cm["observedGeneration"] = number(c.ObservedGeneration)
+			}
+			l[i] = cm
+		}
+		m["conditions"] = l
+	}
 	return m
+}
+
+func number(i int64) json.Number { return json.Number(strconv.FormatInt(i, 10)) }
+
+// setString sets m[k] to v unless v is empty (omitempty).
+func setString(m map[string]any, k, v string) {
+	if v != "" {
+		m[k] = v
+	}
+}
+
+func stringOf(v any) string {
+	s, _ := v.(string)
+	return s
 }
 
 func int64Of(v any) int64 {

@@ -17,6 +17,9 @@ import (
 
 // Names the Application reconciler uses on objects.
 const (
+	apiVersion = "cloudnative.elide.dev/v1"
+	kind       = "Application"
+
 	Finalizer                  = "cloudnative.elide.dev/finalizer"
 	SimulateFailuresAnnotation = "cloudnative.elide.dev/simulate-failures"
 	// Source is the component name on the controller's Events.
@@ -125,6 +128,15 @@ func (a *Reconciler) Reconcile(ctx context.Context, key cache.Key) (reconciler.R
 }
 
 // reconcile does the pass; each write it makes is appended to wrote.
+//
+// Ownership: obj is the store's, immutable and shared with every reader and watcher (the
+// controller's informer holds the same objects); the pass reads it through its accessors and
+// decodes it once (app), a private tree it owns. What the pass needs of app (status, spec) is
+// read before any write; app is then only the body of the one metadata write a pass may make
+// (the finalizer's), after which the pass does not use it again. A status write needs no
+// copy of it: its body is built from the status alone (statusBody). Results of writes are
+// used through their accessors (their version, for the next write's precondition), never
+// decoded again.
 func (a *Reconciler) reconcile(ctx context.Context, key cache.Key, obj *cache.Object, now time.Time, wrote *[]Write) (pass, error) {
 	app, err := obj.Decode()
 	if err != nil {
@@ -134,34 +146,31 @@ func (a *Reconciler) reconcile(ctx context.Context, key cache.Key, obj *cache.Ob
 	if obj.Deleting() {
 		return a.cleanup(ctx, key, obj, app, st, wrote)
 	}
-	if p, err, failed := a.simulateFailure(ctx, key, obj, app, st, now, wrote); failed {
+	if p, err, failed := a.simulateFailure(ctx, key, obj, st, now, wrote); failed {
 		return p, err
 	}
+	spec, _ := app["spec"].(map[string]any)
+	desired := int64Of(spec["replicas"])
 	if !slices.Contains(obj.Finalizers(), Finalizer) {
-		md := app["metadata"].(map[string]any)
-		md["finalizers"] = append(toAny(obj.Finalizers()), Finalizer)
-		md["resourceVersion"] = strconv.FormatUint(obj.ResourceVersion(), 10)
-		if obj, err = a.update(ctx, key, app, "metadata.finalizers", wrote); err != nil {
+		metadataOf(app)["finalizers"] = append(toAny(obj.Finalizers()), Finalizer)
+		if obj, err = a.update(ctx, key, obj, app, "metadata.finalizers", wrote); err != nil {
 			return pass{phase: st.Phase}, err
 		}
+		// The write changed metadata only: st and desired hold for the object it stored.
 		a.record(ctx, obj, events.TypeNormal, events.Info, "FinalizerAdded", "Added finalizer "+Finalizer)
-		if app, err = obj.Decode(); err != nil {
-			return pass{}, reconciler.TerminalError(err)
-		}
 	}
-	return a.rollout(ctx, key, obj, app, st, now, wrote)
+	return a.rollout(ctx, key, obj, desired, st, now, wrote)
 }
 
 // rollout acknowledges a new generation and moves readyReplicas one step when a step is due.
-func (a *Reconciler) rollout(ctx context.Context, key cache.Key, obj *cache.Object, app map[string]any, st appStatus, now time.Time, wrote *[]Write) (pass, error) {
+// desired is spec.replicas of obj.
+func (a *Reconciler) rollout(ctx context.Context, key cache.Key, obj *cache.Object, desired int64, st appStatus, now time.Time, wrote *[]Write) (pass, error) {
 	step := a.cfg.RolloutStep
 	if due := a.NotBefore(key); now.Before(due) {
 		wait := due.Sub(now)
 		return pass{res: reconciler.Result{RequeueAfter: wait}, phase: st.Phase,
 			message: fmt.Sprintf("nothing to do yet: the next rollout step is due in %v", wait.Round(time.Millisecond))}, nil
 	}
-	spec, _ := app["spec"].(map[string]any)
-	desired := int64Of(spec["replicas"])
 	gen := obj.Generation()
 	ts := now.UTC().Format(time.RFC3339)
 	changed := false
@@ -235,7 +244,7 @@ func (a *Reconciler) rollout(ctx context.Context, key cache.Key, obj *cache.Obje
 	}
 	a.mu.Unlock()
 	if changed {
-		if _, err := a.writeStatus(ctx, key, obj, app, st, wrote); err != nil {
+		if _, err := a.writeStatus(ctx, key, obj, st, wrote); err != nil {
 			return pass{phase: st.Phase}, err
 		}
 	}
@@ -247,7 +256,7 @@ func (a *Reconciler) rollout(ctx context.Context, key cache.Key, obj *cache.Obje
 }
 
 // simulateFailure fails this attempt when the simulate-failures annotation says so.
-func (a *Reconciler) simulateFailure(ctx context.Context, key cache.Key, obj *cache.Object, app map[string]any, st appStatus, now time.Time, wrote *[]Write) (pass, error, bool) {
+func (a *Reconciler) simulateFailure(ctx context.Context, key cache.Key, obj *cache.Object, st appStatus, now time.Time, wrote *[]Write) (pass, error, bool) {
 	v := obj.Annotation(SimulateFailuresAnnotation)
 	if v == "" {
 		return pass{}, nil, false
@@ -274,7 +283,7 @@ func (a *Reconciler) simulateFailure(ctx context.Context, key cache.Key, obj *ca
 	}
 	msg := fmt.Sprintf("simulated failure %d of %s", spent+1, of)
 	st.setCondition("Ready", "False", "ReconciliationFailed", msg, obj.Generation(), now.UTC().Format(time.RFC3339))
-	if _, err := a.writeStatus(ctx, key, obj, app, st, wrote); err != nil {
+	if _, err := a.writeStatus(ctx, key, obj, st, wrote); err != nil {
 		return pass{phase: st.Phase}, err, true
 	}
 	a.record(ctx, obj, events.TypeWarning, events.Error, "ReconcileError", msg)
@@ -282,7 +291,9 @@ func (a *Reconciler) simulateFailure(ctx context.Context, key cache.Key, obj *ca
 }
 
 // cleanup runs when the object is being deleted: readyReplicas to 0, then the finalizer goes.
-// It never fails on purpose (simulated failures do not apply).
+// It never fails on purpose (simulated failures do not apply). app is the pass's decoded obj,
+// the body of the finalizer's removal (a status write before it changes neither spec nor the
+// metadata the body carries).
 func (a *Reconciler) cleanup(ctx context.Context, key cache.Key, obj *cache.Object, app map[string]any, st appStatus, wrote *[]Write) (pass, error) {
 	if !slices.Contains(obj.Finalizers(), Finalizer) {
 		return pass{phase: st.Phase, message: "nothing to do: being deleted, and our finalizer is already removed"}, nil
@@ -291,20 +302,15 @@ func (a *Reconciler) cleanup(ctx context.Context, key cache.Key, obj *cache.Obje
 	if st.ReadyReplicas != 0 {
 		from := st.ReadyReplicas
 		st.ReadyReplicas = 0
-		if obj, err = a.writeStatus(ctx, key, obj, app, st, wrote); err != nil {
+		if obj, err = a.writeStatus(ctx, key, obj, st, wrote); err != nil {
 			return pass{phase: st.Phase}, err
-		}
-		if app, err = obj.Decode(); err != nil {
-			return pass{}, reconciler.TerminalError(err)
 		}
 		a.record(ctx, obj, events.TypeNormal, events.Info, "Cleanup", fmt.Sprintf("Scaled %d ready replicas down to 0", from))
 	} else {
 		a.record(ctx, obj, events.TypeNormal, events.Info, "Cleanup", "Nothing left to clean up")
 	}
-	md := app["metadata"].(map[string]any)
-	md["finalizers"] = toAny(slices.DeleteFunc(slices.Clone(obj.Finalizers()), func(f string) bool { return f == Finalizer }))
-	md["resourceVersion"] = strconv.FormatUint(obj.ResourceVersion(), 10)
-	if _, err := a.update(ctx, key, app, "metadata.finalizers", wrote); err != nil {
+	metadataOf(app)["finalizers"] = toAny(slices.DeleteFunc(slices.Clone(obj.Finalizers()), func(f string) bool { return f == Finalizer }))
+	if _, err := a.update(ctx, key, obj, app, "metadata.finalizers", wrote); err != nil {
 		return pass{phase: st.Phase}, err
 	}
 	a.record(ctx, obj, events.TypeNormal, events.Info, "FinalizerRemoved", "Removed finalizer "+Finalizer)
@@ -326,28 +332,59 @@ func (a *Reconciler) Dropped(ctx context.Context, key cache.Key, cause error) {
 	st.Phase = "Failed"
 	msg := fmt.Sprintf("Giving up after repeated failures: %v", cause)
 	st.setCondition("Ready", "False", "ReconciliationFailed", msg, obj.Generation(), a.cfg.Clock.Now().UTC().Format(time.RFC3339))
-	if _, err := a.writeStatus(ctx, key, obj, app, st, nil); err != nil && !errors.Is(err, cache.ErrNotFound) {
+	if _, err := a.writeStatus(ctx, key, obj, st, nil); err != nil && !errors.Is(err, cache.ErrNotFound) {
 		return
 	}
 	a.record(ctx, obj, events.TypeWarning, events.Critical, "ReconcileFailed", msg)
 }
 
-// writeStatus stores app's status st through the status subresource, conditional on obj's
-// resourceVersion; only status changes, so generation never moves. The write is appended to
-// wrote (when not nil).
-func (a *Reconciler) writeStatus(ctx context.Context, key cache.Key, obj *cache.Object, app map[string]any, st appStatus, wrote *[]Write) (*cache.Object, error) {
-	app["status"] = st.toMap()
-	app["metadata"].(map[string]any)["resourceVersion"] = strconv.FormatUint(obj.ResourceVersion(), 10)
-	out, err := a.cfg.Client.UpdateStatus(ctx, key, app)
+// writeStatus stores st as obj's status through the status subresource, conditional on obj's
+// uid and resourceVersion; only status changes, so generation never moves. The write is
+// appended to wrote (when not nil).
+func (a *Reconciler) writeStatus(ctx context.Context, key cache.Key, obj *cache.Object, st appStatus, wrote *[]Write) (*cache.Object, error) {
+	out, err := a.cfg.Client.UpdateStatus(ctx, key, statusBody(obj, st))
 	noteWrite(wrote, "status", out, err)
 	return out, err
 }
 
-// update stores app (its metadata: what changes is named by what), appended to wrote.
-func (a *Reconciler) update(ctx context.Context, key cache.Key, app map[string]any, what string, wrote *[]Write) (*cache.Object, error) {
+// statusBody is the body of a write of st to obj's status subresource: the Application's
+// type, the metadata that names obj and its preconditions (uid, resourceVersion), and the
+// status. The status subresource of a custom resource takes the status alone from the body
+// and keeps everything else as stored (managedFields too, when the body has none), so the
+// rest of the object need not be sent, nor copied to be sent.
+func statusBody(obj *cache.Object, st appStatus) map[string]any {
+	k := obj.Key()
+	return map[string]any{
+		"apiVersion": apiVersion, "kind": kind,
+		"metadata": map[string]any{"name": k.Name, "namespace": k.Namespace, "uid": obj.UID(),
+			"resourceVersion": strconv.FormatUint(obj.ResourceVersion(), 10)},
+		"status": st.toMap(),
+	}
+}
+
+// update stores app, the pass's decoded obj with its metadata changed (what changes is named
+// by what), conditional on obj's resourceVersion, and appends the write to wrote. app's
+// managedFields are dropped: the server owns them, and an update without them keeps the
+// stored ones (as one that sends them back unchanged does), while ones decoded before an
+// earlier write of the pass would be stale. app is the write path's from then on.
+func (a *Reconciler) update(ctx context.Context, key cache.Key, obj *cache.Object, app map[string]any, what string, wrote *[]Write) (*cache.Object, error) {
+	md := metadataOf(app)
+	md["resourceVersion"] = strconv.FormatUint(obj.ResourceVersion(), 10)
+	delete(md, "managedFields")
 	out, err := a.cfg.Client.Update(ctx, key, app)
 	noteWrite(wrote, what, out, err)
 	return out, err
+}
+
+// metadataOf is app["metadata"], created when missing (the store never keeps an object
+// without it).
+func metadataOf(app map[string]any) map[string]any {
+	md, ok := app["metadata"].(map[string]any)
+	if !ok {
+		md = map[string]any{}
+		app["metadata"] = md
+	}
+	return md
 }
 
 // noteWrite appends a successful write to wrote.
@@ -363,7 +400,7 @@ func (a *Reconciler) record(ctx context.Context, obj *cache.Object, typ string, 
 	}
 	k := obj.Key()
 	a.cfg.Events.Record(ctx, events.Event{
-		Object: events.Ref{APIVersion: "cloudnative.elide.dev/v1", Kind: "Application", Namespace: k.Namespace, Name: k.Name,
+		Object: events.Ref{APIVersion: apiVersion, Kind: kind, Namespace: k.Namespace, Name: k.Name,
 			UID: obj.UID(), ResourceVersion: strconv.FormatUint(obj.ResourceVersion(), 10)},
 		Type: typ, Severity: sev, Reason: reason, Message: msg, Source: Source,
 	})

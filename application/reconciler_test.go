@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -538,4 +540,50 @@ func TestHistorySaysWhatEachPassReadAndWrote(t *testing.T) {
 		assert.Equal(t, "Running", last.Phase)
 		assert.Empty(t, last.RequeueAfter, "done: no requeue")
 	})
+}
+
+// TestStoredObjectsAsGolden pins what the controller's writes store, managedFields included,
+// as testdata/*.golden (uid masked): an Application rolled out to Running (the finalizer's
+// update, then the status write), and, deleted while another finalizer holds it, cleaned up
+// (a status write, then the update that removes the controller's finalizer).
+func TestStoredObjectsAsGolden(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, 0)
+		defer r.stop()
+		key := cachetest.Key("default", "golden")
+		r.create("golden", 3, nil)
+		synctest.Wait()
+		r.golden(t, key, "reconciled-ready")
+
+		o, err := r.store.Get(ctx, key)
+		require.NoError(t, err)
+		obj := cachetest.Decode(t, o)
+		md := obj["metadata"].(map[string]any)
+		md["finalizers"] = append(md["finalizers"].([]any), "example.com/keep")
+		_, err = r.client.Update(ctx, key, obj)
+		require.NoError(t, err)
+		synctest.Wait()
+		_, _, err = r.client.Delete(ctx, key, cache.Preconditions{})
+		require.NoError(t, err)
+		synctest.Wait()
+		r.golden(t, key, "reconciled-cleanup")
+	})
+}
+
+// golden compares the object at key, its uid masked, with testdata/name.golden.
+func (r *rig) golden(t *testing.T, key cache.Key, name string) {
+	t.Helper()
+	o, err := r.store.Get(ctx, key)
+	require.NoError(t, err)
+	obj := cachetest.Decode(t, o)
+	obj["metadata"].(map[string]any)["uid"] = "UID"
+	got, err := json.MarshalIndent(obj, "", "  ")
+	require.NoError(t, err)
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		require.NoError(t, os.WriteFile(path, append(got, '\n'), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(want), string(got))
 }

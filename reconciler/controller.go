@@ -68,9 +68,13 @@ type Controller struct {
 
 	// mu guards queue, known, phase and dropped.
 	mu    sync.Mutex
-	queue *queue                      // nil while not running
-	known map[cache.Key]*cache.Object // the informer's cache
-	phase map[cache.Key]string        // status.phase of known objects, for counts
+	queue *queue // nil while not running
+	// known is the informer's cache: the objects of the watch events as the store made them,
+	// immutable and shared with the store and every other watcher. The controller reads them
+	// through their accessors only (indexed fields, never a decode) and never changes them; a
+	// reconciler reads the object itself and decodes its own copy.
+	known map[cache.Key]*cache.Object
+	phase map[cache.Key]string // status.phase of known objects, for counts
 	// dropped holds the keys given up on after MaxRetries, with the object as it was then. A
 	// dropped key is not queued again, by the resync or a re-list (this term's or the next),
 	// until its object changes in a way the controller acts on (matters), or Enqueue asks for

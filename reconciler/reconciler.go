@@ -17,6 +17,9 @@ type Result struct {
 
 // Reconciler brings one object toward its desired state. It is called with the object's key;
 // it reads the object itself (level-based) so any number of triggers collapse into one pass.
+// The objects it reads are the store's (*cache.Object: immutable, shared with every reader and
+// the controller's informer): a pass that needs the object as a tree decodes it once into a
+// copy it owns, and changes only that.
 type Reconciler interface {
 	Reconcile(ctx context.Context, key cache.Key) (Result, error)
 }

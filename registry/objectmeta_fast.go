@@ -156,7 +156,21 @@ func metaQuicklyValid(md map[string]any, namespaced bool) bool {
 			if !managedFieldsQuicklyValid(v) {
 				return false
 			}
-		default: // generateName, finalizers, ownerReferences, ...: apimachinery's
+		case "finalizers": // what a controller's object carries: read without a JSON round trip
+			l, ok := v.([]any)
+			if !ok {
+				return false
+			}
+			fs := make([]string, len(l))
+			for i, e := range l {
+				if fs[i], ok = e.(string); !ok {
+					return false
+				}
+			}
+			if !kinds.FinalizersValid(fs) {
+				return false
+			}
+		default: // generateName, ownerReferences, ...: apimachinery's
 			return false
 		}
 	}

@@ -48,6 +48,9 @@ func FuzzMetaQuicklyValid(f *testing.F) {
 		`{"name":"web","managedFields":[{"manager":"kubectl","operation":"Patch"}]}`,
 		`{"name":"web","managedFields":[{"manager":"a\u0000b","operation":"Update"}]}`,
 		`{"name":"web","managedFields":[{"manager":"kubectl"}]}`,
+		`{"name":"web","finalizers":["cloudnative.elide.dev/finalizer","orphan"]}`,
+		`{"name":"web","finalizers":["orphan","foregroundDeletion"]}`,
+		`{"name":"web","finalizers":["-a/b",""]}`,
 	} {
 		f.Add(seed, true)
 		f.Add(seed, false)
@@ -75,7 +78,11 @@ func TestMetaQuicklyValid(t *testing.T) {
 		{`{"name":"web"}`, false, true},
 		{`{"name":"web"}`, true, false},
 		{`{"name":"web","namespace":"default"}`, false, false},
-		{`{"name":"web","namespace":"default","finalizers":["a/b"]}`, true, false},
+		{`{"name":"web","namespace":"default","finalizers":["a/b","kubernetes"]}`, true, true},
+		{`{"name":"web","namespace":"default","finalizers":["orphan","foregroundDeletion"]}`, true, false},
+		{`{"name":"web","namespace":"default","finalizers":["a b"]}`, true, false},
+		{`{"name":"web","namespace":"default","finalizers":[1]}`, true, false},
+		{`{"name":"web","namespace":"default","finalizers":"a/b"}`, true, false},
 		{`{"name":"web","namespace":"default","generateName":"w-"}`, true, false},
 		{`{"name":"web","namespace":"default","labels":{"a":1}}`, true, false},
 	} {

@@ -46,7 +46,11 @@ type WatchOptions struct {
 	Label labels.Selector
 	Field fields.Selector
 	// ResourceVersion starts the watch after this version: every matching change after it is
-	// replayed from history first. Zero means from now. A version older than the history or
+	// replayed from history first. When several changes the watcher sees share this version
+	// (one transaction at the source), they are replayed first too, so a watcher cut off
+	// between two of them loses none (those it had come again); a version with one change
+	// the watcher sees is not repeated, and one whose changes were partly evicted from history
+	// fails with ErrGone (see replayShared). Zero means from now. A version older than the history or
 	// never issued by this store fails with ErrGone; one it has not reached yet, see
 	// WaitForVersion.
 	ResourceVersion uint64

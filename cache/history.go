@@ -15,6 +15,11 @@ type history struct {
 	// since is the version a resume must be at or after: every event newer than it is still
 	// in events. It starts at the store's first version and moves up as events are evicted.
 	since uint64
+	// sinceShared: since is a version several events share (one etcd transaction) and at
+	// least one of them was evicted, so a watch cannot replay that version whole: a watch
+	// resuming at since gets ErrGone (see Watch). Lists are unaffected (a list at since needs
+	// none of since's events).
+	sinceShared bool
 }
 
 // eventOverhead approximates what an event keeps alive besides its encoded objects: the
@@ -44,7 +49,7 @@ type slot struct {
 }
 
 func (h *history) init(max int, since uint64) {
-	h.max, h.since = max, since
+	h.max, h.since, h.sinceShared = max, since, false
 }
 
 // add appends ev, evicting the oldest event when the count bound is reached, and returns how
@@ -61,6 +66,9 @@ func (h *history) add(ev Event) int64 {
 	h.ring[(h.head+h.n)%len(h.ring)] = slot{ev, size}
 	h.n++
 	h.bytes += size
+	if ev.ResourceVersion == h.since {
+		h.sinceShared = true // it joins a version an event of which was evicted
+	}
 	return size - freed
 }
 
@@ -85,13 +93,19 @@ func (h *history) evictOldest() int64 {
 	}
 	old := h.ring[h.head]
 	size := old.size
-	h.since = old.ev.ResourceVersion
+	if rv := old.ev.ResourceVersion; rv == h.since {
+		h.sinceShared = true // an event of the same version went before
+	} else {
+		h.since, h.sinceShared = rv, false
+	}
 	h.ring[h.head] = slot{}
 	h.head = (h.head + 1) % len(h.ring)
 	h.n--
 	h.bytes -= size
 	if h.n == 0 {
 		h.ring, h.head = nil, 0 // let the emptied array go
+	} else if h.at(0).ResourceVersion == h.since {
+		h.sinceShared = true // an event of the same version stays
 	}
 	return size
 }

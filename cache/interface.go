@@ -15,12 +15,14 @@ import (
 // Store (in memory) implements it; cachetest.RunConformance checks any implementation.
 //
 // Who assigns versions: the implementation, one store-wide counter, strictly increasing, one
-// version per write (Store: its own counter; package etcd: etcd's revision). When a write is
+// version per write (Store: its own counter; package etcd: etcd's revision, which the writes
+// of one transaction share: a group commit of Events, a lease's expiry). When a write is
 // visible: a write is visible to every Get, List and Watch of this Interface once the call that
 // made it has returned; to the reads of another Interface over the same truth (another replica)
 // once that one's WaitUntilFresh has returned. What a watcher is promised: every committed
 // write after its starting version that matches its options, exactly once, in version order,
-// or a closed channel and an error saying why (never a silent gap).
+// or a closed channel and an error saying why (never a silent gap); the writes of its starting
+// version again when it shares it with others (WatchOptions.ResourceVersion).
 type Interface interface {
 	// Get returns the object at key, or an error wrapping ErrNotFound.
 	Get(ctx context.Context, key Key) (*Object, error)

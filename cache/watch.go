@@ -46,7 +46,11 @@ type WatchOptions struct {
 	Label labels.Selector
 	Field fields.Selector
 	// ResourceVersion starts the watch after this version: every matching change after it is
-	// replayed from history first. Zero means from now. A version older than the history or
+	// replayed from history first. When several changes the watcher sees share this version
+	// (one transaction at the source), they are replayed first too, so a watcher cut off
+	// between two of them loses none (those it had come again); a version with one change
+	// the watcher sees is not repeated, and one whose changes were partly evicted from history
+	// fails with ErrGone (see replayShared). Zero means from now. A version older than the history or
 	// never issued by this store fails with ErrGone; one it has not reached yet, see
 	// WaitForVersion.
 	ResourceVersion uint64
@@ -115,7 +119,11 @@ func (c *watchCache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, er
 	if opts.ResourceVersion > c.rv && opts.WaitForVersion && !opts.SendInitialEvents {
 		w.from = opts.ResourceVersion
 	} else if opts.ResourceVersion != 0 {
-		if err := c.checkRVLocked(opts.ResourceVersion, opts.Resources); err != nil {
+		err := c.checkRVLocked(opts.ResourceVersion, opts.Resources)
+		if err == nil && !opts.SendInitialEvents {
+			err = c.checkWholeLocked(opts.ResourceVersion, opts.Resources)
+		}
+		if err != nil {
 			c.mu.Unlock()
 			return nil, err
 		}
@@ -145,10 +153,14 @@ func (c *watchCache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, er
 			initial = append(initial, out)
 		}
 	}
+	if !snapshot && opts.ResourceVersion != 0 {
+		initial = replayShared(initial, opts.ResourceVersion)
+	}
 	if snapshot {
 		sortByKey(initial[:len(initial)-1]) // the Bookmark stays last
 	} else {
-		sort.Slice(initial, func(i, j int) bool { return initial[i].ResourceVersion < initial[j].ResourceVersion })
+		// Stable: the changes of one version stay in the order they were made.
+		sort.SliceStable(initial, func(i, j int) bool { return initial[i].ResourceVersion < initial[j].ResourceVersion })
 	}
 	w.mu.Lock()
 	w.ch = make(chan Event, len(initial)+chanSlack)
@@ -410,18 +422,56 @@ func sortByKey(evs []Event) {
 	})
 }
 
-// replayLocked returns the events in w's scope after rv, unordered and not yet converted.
+// replayLocked returns the events in w's scope at or after rv (those at rv for replayShared
+// to keep or drop), unordered and not yet converted.
 func (c *watchCache) replayLocked(w *Watcher, rv uint64) []Event {
 	var out []Event
 	for gr, st := range c.resources {
 		if len(w.opts.Resources) > 0 && !slices.Contains(w.opts.Resources, gr) {
 			continue
 		}
-		st.history.after(rv, func(ev Event) {
+		st.history.after(rv-1, func(ev Event) {
 			if w.inScope(ev.Object) {
 				out = append(out, ev)
 			}
 		})
 	}
 	return out
+}
+
+// A version several changes share (one etcd transaction: a group commit of Events, a lease's
+// expiry) is replayed whole to a watch resuming at it: the watcher may have been cut off
+// between two of them (its connection, ErrTooSlow), and its last version cannot say where.
+// Changes of it the watcher had already received come again (duplicates, never a loss; see
+// docs/DESIGN.md, "A version several changes share"). A version with one change the watcher
+// sees is complete once seen, so the memory store, one version per write, never replays.
+
+// replayShared keeps the events of initial (converted for the watcher) at rv when there are
+// several of them, and drops them otherwise.
+func replayShared(initial []Event, rv uint64) []Event {
+	n := 0
+	for _, ev := range initial {
+		if ev.ResourceVersion == rv {
+			n++
+		}
+	}
+	if n == 0 || n > 1 {
+		return initial
+	}
+	return slices.DeleteFunc(initial, func(ev Event) bool { return ev.ResourceVersion == rv })
+}
+
+// checkWholeLocked returns an error wrapping ErrGone when a watch resuming at rv over grs
+// (every resource when empty) cannot be replayed that version whole: some of the changes that
+// share it were evicted from history.
+func (c *watchCache) checkWholeLocked(rv uint64, grs []GroupResource) error {
+	torn := func(st *resourceState) bool {
+		return st != nil && st.history.sinceShared && st.history.since == rv
+	}
+	for gr, st := range c.resources {
+		if (len(grs) == 0 || slices.Contains(grs, gr)) && torn(st) {
+			return goneError(rv, rv+1)
+		}
+	}
+	return nil
 }

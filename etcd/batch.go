@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// Group commit (Config.GroupCommit): concurrent creates that carry a TTL (Events, written in
+// Group commit (on unless Config.SingleWrites): concurrent creates that carry a TTL (Events, written in
 // bursts after the writes they record) are coalesced into one etcd transaction, each key
 // guarded by its own comparison:
 //
@@ -28,7 +28,9 @@ import (
 // ones is not sent any more of them.
 //
 // What it changes: the creates of one batch get the same etcd revision, hence the same
-// resourceVersion, and arrive in the watch cache together, in the order of the transaction.
+// resourceVersion, and arrive in the watch cache together, in the order of the transaction. A
+// watch resuming at that version gets all of them again (cache.WatchOptions.ResourceVersion),
+// so a watcher cut off between two of them loses none.
 
 // Limits of one batch, below etcd's defaults (--max-txn-ops 128, --max-request-bytes 1.5 MiB).
 const (

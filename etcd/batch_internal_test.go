@@ -42,7 +42,7 @@ func TestGroupCommit(t *testing.T) {
 		{name: "a conflict: one by one", existing: "ev-3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := New(Config{Client: client, Prefix: fmt.Sprintf("/batch-%d", batchPrefixes.Add(1)), GroupCommit: true})
+			s, err := New(Config{Client: client, Prefix: fmt.Sprintf("/batch-%d", batchPrefixes.Add(1))})
 			require.NoError(t, err)
 			t.Cleanup(s.Close)
 			if tc.existing != "" {
@@ -147,6 +147,24 @@ func TestGroupCommit(t *testing.T) {
 				t.Fatalf("an event too many: %v %s", ev.Type, ev.Object.Key())
 			default:
 			}
+			if tc.existing != "" {
+				return
+			}
+			// A watcher cut off after the batch's first create resumes at its version: it gets
+			// the whole batch again, in the order of the transaction.
+			w.Stop()
+			rw, err := s.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{events}, ResourceVersion: seen[0].ResourceVersion()})
+			require.NoError(t, err)
+			defer rw.Stop()
+			for i := range seen {
+				select {
+				case ev := <-rw.Events():
+					assert.Equal(t, seen[i].Key(), ev.Object.Key(), "replayed in the order of the transaction")
+					assert.Equal(t, seen[i].ResourceVersion(), ev.ResourceVersion)
+				case <-time.After(10 * time.Second):
+					t.Fatalf("the resumed watch got %d of %d creates", i, len(seen))
+				}
+			}
 		})
 	}
 }
@@ -155,7 +173,7 @@ func TestGroupCommit(t *testing.T) {
 // written as the plain create transaction; creates without a TTL are never batched.
 func TestGroupCommitAlone(t *testing.T) {
 	client := etcdtest.Start(t).Client(t)
-	s, err := New(Config{Client: client, Prefix: fmt.Sprintf("/batch-%d", batchPrefixes.Add(1)), GroupCommit: true})
+	s, err := New(Config{Client: client, Prefix: fmt.Sprintf("/batch-%d", batchPrefixes.Add(1))})
 	require.NoError(t, err)
 	t.Cleanup(s.Close)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -185,7 +203,7 @@ func TestGroupCommitAlone(t *testing.T) {
 // other AlreadyExists, and a watcher sees every name once, in version order.
 func TestGroupCommitConcurrent(t *testing.T) {
 	client := etcdtest.Start(t).Client(t)
-	s, err := New(Config{Client: client, Prefix: fmt.Sprintf("/batch-%d", batchPrefixes.Add(1)), GroupCommit: true})
+	s, err := New(Config{Client: client, Prefix: fmt.Sprintf("/batch-%d", batchPrefixes.Add(1))})
 	require.NoError(t, err)
 	t.Cleanup(s.Close)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)

@@ -9,8 +9,10 @@
 // version, and a client may list on one replica and watch or resume on another. The value
 // stored in etcd is the object's JSON without resourceVersion; every replica inserts it at the
 // same place (cache.WatchCache.Stored), so all hold the same bytes. Each write is its own
-// transaction, so each has a version of its own; Config.GroupCommit (off by default, batch.go)
-// writes concurrent TTL creates in one transaction, and they then share one version.
+// transaction, so each has a version of its own, except concurrent creates that carry a TTL
+// (Events): group commit (batch.go; Config.SingleWrites turns it off) writes them in one
+// transaction, and they share its version, as the deletions of one expired lease do. A watch
+// resuming at a shared version gets every change of it again (cache.WatchOptions).
 //
 // How a write is made: one transaction guarded by the key's mod_revision (create: the key must
 // not exist), in the shapes kube-apiserver's etcd3 store issues (see write.go), so kine works

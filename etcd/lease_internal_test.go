@@ -14,7 +14,8 @@ import (
 // TestLeaseExpirySharesAVersion records a fact the storage contract has to live with in etcd
 // mode even without group commit: Events written within the lease reuse window share one
 // lease, and when it ends etcd deletes all of its keys in one revision, so the watch cache
-// receives their DELETED events at one version (in key order), not one version each.
+// receives their DELETED events at one version (in key order), not one version each; a watch
+// resuming at that version gets all of them again (the contract of a shared version).
 func TestLeaseExpirySharesAVersion(t *testing.T) {
 	client := etcdtest.Start(t).Client(t)
 	s, err := New(Config{Client: client, Prefix: fmt.Sprintf("/lease-%d", batchPrefixes.Add(1))})
@@ -53,6 +54,19 @@ func TestLeaseExpirySharesAVersion(t *testing.T) {
 		assert.Equal(t, cache.Deleted, ev.Type)
 		assert.Equal(t, fmt.Sprintf("ev-%d", i), ev.Object.Key().Name)
 		assert.Equal(t, got[0].ResourceVersion, ev.ResourceVersion, "one revision for the lease's keys")
+	}
+	// A watcher cut off after the first deletion resumes at its version and gets them all.
+	rw, err := s.Watch(ctx, cache.WatchOptions{Resources: []cache.GroupResource{{Resource: "events"}}, ResourceVersion: got[0].ResourceVersion})
+	require.NoError(t, err)
+	defer rw.Stop()
+	for i := range n {
+		select {
+		case ev := <-rw.Events():
+			assert.Equal(t, cache.Deleted, ev.Type)
+			assert.Equal(t, fmt.Sprintf("ev-%d", i), ev.Object.Key().Name)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the resumed watch got %d of %d deletions", i, n)
+		}
 	}
 	res, err := s.List(ctx, cache.GroupResource{Resource: "events"})
 	require.NoError(t, err)

@@ -40,11 +40,12 @@ type Config struct {
 	Identity string
 	// Logger receives the feed's troubles (a lost watch, a re-list). Nil means slog.Default().
 	Logger *slog.Logger
-	// GroupCommit writes concurrent creates that carry a TTL (Events) in one transaction
-	// (batch.go): fewer round trips for etcd, at the price of one revision, hence one
-	// resourceVersion, shared by the creates of a batch. False (the default): one
-	// transaction, one revision per write.
-	GroupCommit bool
+	// SingleWrites gives every write a transaction, hence a revision, of its own, creates
+	// that carry a TTL included. False (the default): group commit (batch.go), concurrent
+	// creates that carry a TTL (Events) are written in one transaction and share its revision,
+	// hence one resourceVersion; a watch resuming at such a version gets all of its changes
+	// again (cache.WatchOptions.ResourceVersion).
+	SingleWrites bool
 }
 
 // ErrUnavailable is (errors.Is) New's error when etcd did not answer within StartTimeout: a

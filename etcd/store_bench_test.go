@@ -26,7 +26,7 @@ func BenchmarkStoreCreateTTL(b *testing.B) {
 	client := e.Client(b)
 	for _, group := range []bool{false, true} {
 		b.Run("group="+strconv.FormatBool(group), func(b *testing.B) {
-			s, err := etcd.New(etcd.Config{Client: client, Prefix: fmt.Sprintf("/bench-%d", prefixes.Add(1)), GroupCommit: group})
+			s, err := etcd.New(etcd.Config{Client: client, Prefix: fmt.Sprintf("/bench-%d", prefixes.Add(1)), SingleWrites: !group})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -22,7 +22,7 @@ import (
 // GuaranteedUpdate decides again from it.
 
 // Create stores obj at key (see cache.Interface): one create transaction, shared with
-// concurrent creates that carry a TTL too when Config.GroupCommit is set (batch.go). It
+// concurrent creates that carry a TTL too unless Config.SingleWrites is set (batch.go). It
 // returns once this replica's cache holds the write.
 func (s *Store) Create(ctx context.Context, key cache.Key, obj map[string]any, opts cache.WriteOptions) (*cache.Object, error) {
 	if s.closed.Load() {
@@ -53,7 +53,7 @@ func (s *Store) Create(ctx context.Context, key cache.Key, obj map[string]any, o
 		rev int64
 		ok  bool
 	)
-	if s.cfg.GroupCommit && opts.TTL > 0 {
+	if !s.cfg.SingleWrites && opts.TTL > 0 {
 		rev, ok, err = s.batch.create(ctx, ekey, put, len(next.Raw()))
 	} else {
 		cctx, cancel := s.callCtx(ctx)

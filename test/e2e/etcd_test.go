@@ -325,7 +325,7 @@ func widgetBody(name string, n int) string {
 }
 
 // idEvent is one SSE frame: its id and event type.
-type idEvent struct{ id, typ string }
+type idEvent struct{ id, typ, name string }
 
 // idStream reads an SSE stream in the background.
 type idStream struct {
@@ -356,9 +356,14 @@ func openSSEFrom(t *testing.T, url, lastID string) *idStream {
 			case strings.HasPrefix(line, "id: "):
 				ev.id = strings.TrimPrefix(line, "id: ")
 			case strings.HasPrefix(line, "data: "):
-				var d struct{ Type string }
+				var d struct {
+					Type   string
+					Object struct {
+						Metadata struct{ Name string }
+					}
+				}
 				_ = json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &d)
-				ev.typ = d.Type
+				ev.typ, ev.name = d.Type, d.Object.Metadata.Name
 			case line == "" && ev.typ != "":
 				s.events <- ev
 				ev = idEvent{}

@@ -87,11 +87,14 @@ func TestDeploymentAdoptsReplicaSet(t *testing.T) {
 		}
 		before := rsNames()
 		require.Len(t, before, 1)
-		// Orphan it, as the collector does for --cascade=orphan, and make the Deployment again.
-		var rs appsv1.ReplicaSet
-		r.update(rsKey(before[0]), &rs, func() { rs.OwnerReferences = nil })
+		// Orphan it as the collector does for --cascade=orphan: the owner goes (this rig has no
+		// collector, so nothing is deleted with it), then its reference. Removing the reference
+		// while the owner lives would race the owner's own pass, which adopts it back.
 		_, _, err := r.client.Delete(ctx, deployKey("web"), cache.Preconditions{})
 		require.NoError(t, err)
+		synctest.Wait()
+		var rs appsv1.ReplicaSet
+		r.update(rsKey(before[0]), &rs, func() { rs.OwnerReferences = nil })
 		synctest.Wait()
 		r.create(deployKey("web"), &appsv1.Deployment{TypeMeta: d.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: d.Spec})
 		synctest.Wait()

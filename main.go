@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/opemu/opemu/internal/command"
+	_ "github.com/opemu/opemu/internal/memprofile" // heap-profile sampling off from the start
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

@@ -194,3 +194,27 @@ func TestHelpListsEverySetting(t *testing.T) {
 		assert.Contains(t, out.String(), "-"+s.flag)
 	}
 }
+
+// TestHeapProfileRate: heap-profile sampling is off unless /debug/pprof is served, where it is
+// the runtime's default; GODEBUG's memprofilerate wins either way.
+func TestHeapProfileRate(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		pprof bool
+		env   map[string]string
+		want  int
+	}{
+		{name: "default", want: 0},
+		{name: "pprof", pprof: true, want: 512 * 1024},
+		{name: "GODEBUG without it", pprof: true, env: map[string]string{"GODEBUG": "gctrace=1"}, want: 512 * 1024},
+		{name: "GODEBUG's rate", env: map[string]string{"GODEBUG": "gctrace=1,memprofilerate=1"}, want: 1},
+		{name: "GODEBUG's rate with pprof", pprof: true, env: map[string]string{"GODEBUG": "memprofilerate=0"}, want: 0},
+		{name: "GODEBUG's rate unreadable", env: map[string]string{"GODEBUG": "memprofilerate=x"}, want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, heapProfileRate(tt.pprof, envFrom(tt.env)))
+		})
+	}
+}

@@ -45,8 +45,8 @@ func AppendString(b []byte, s string) []byte { return jsonfast.AppendString(b, s
 // it its version.
 const RVPlaceholder = rvPlaceholder
 
-// EncodedCreator is a store that can take an object already encoded (Store does; package etcd
-// does not, and its writers fall back to Create).
+// EncodedCreator is a store that can take an object already encoded (Store and package etcd's
+// store do; a writer holding another falls back to Create).
 type EncodedCreator interface {
 	CreateEncoded(ctx context.Context, key Key, e Encoded, opts WriteOptions) (*Object, error)
 }
@@ -59,16 +59,45 @@ func (s *Store) CreateEncoded(_ context.Context, key Key, e Encoded, opts WriteO
 	if key.Name == "" || opts.DryRun {
 		return nil, invalid
 	}
-	key = Key{Group: intern(key.Group), Resource: intern(key.Resource), Namespace: intern(key.Namespace), Name: strings.Clone(key.Name)}
-	pre := &Object{key: key, raw: e.JSON, uid: e.UID, generation: e.Generation}
+	pre := encodedObject(key, e, e.JSON)
 	if e.VersionAt > 0 && e.VersionAt < len(e.JSON) {
 		pre.rvAt = uint32(e.VersionAt + 1)
 	}
-	if len(e.Fields) > 0 {
-		pairs(e.Fields).sort()
-		pre.meta, pre.ends = e.Fields, [3]uint32{0, 0, uint32(len(e.Fields))}
-	}
-	return s.commitNew(key, pre, false, func(uint64) (*Object, error) {
+	return s.commitNew(pre.key, pre, false, func(uint64) (*Object, error) {
 		return nil, invalid // no placeholder, or more than one
 	})
+}
+
+// encodedObject is e at key with raw for its encoding, indexed by its Fields, of version 0.
+func encodedObject(key Key, e Encoded, raw []byte) *Object {
+	key = Key{Group: intern(key.Group), Resource: intern(key.Resource), Namespace: intern(key.Namespace), Name: strings.Clone(key.Name)}
+	o := &Object{key: key, raw: raw, uid: e.UID, generation: e.Generation}
+	if len(e.Fields) > 0 {
+		pairs(e.Fields).sort()
+		o.meta, o.ends = e.Fields, [3]uint32{0, 0, uint32(len(e.Fields))}
+	}
+	return o
+}
+
+// EncodeEncoded is Encode for an object its writer encoded (see Encoded): the result has
+// version 0 and no metadata.resourceVersion (e's placeholder member is cut out of a copy of
+// e.JSON), so its Raw is the value to store, and AtVersion makes the object as held at the
+// version the source gives the write. ErrInvalid when e.JSON holds no placeholder member, or
+// more than one.
+func (c *WatchCache) EncodeEncoded(key Key, e Encoded) (*Object, error) {
+	at := e.VersionAt
+	if at <= 0 || !hasVersionFieldAt(e.JSON, at, rvPlaceholder) {
+		at = versionFieldAt(e.JSON, rvPlaceholder)
+	}
+	end := at + len(versionFieldPrefix) + len(rvPlaceholder) + 1
+	switch {
+	case at > 0 && e.JSON[at-1] == ',':
+		at-- // the member and the comma before it
+	case at >= 0 && end < len(e.JSON) && e.JSON[end] == ',':
+		end++ // the member and the comma after it
+	default:
+		return nil, &Error{Err: ErrInvalid, Key: key, Message: "cannot store this encoded object"}
+	}
+	raw := make([]byte, 0, len(e.JSON)-(end-at))
+	return encodedObject(key, e, append(append(raw, e.JSON[:at]...), e.JSON[end:]...)), nil
 }

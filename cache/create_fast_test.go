@@ -59,3 +59,43 @@ func TestCreateEncoded(t *testing.T) {
 	_, err = s.CreateEncoded(t.Context(), other, enc(good), cache.WriteOptions{DryRun: true})
 	assert.ErrorIs(t, err, cache.ErrInvalid, "no dry run")
 }
+
+// TestEncodeEncoded: a watch cache (package etcd's) takes an object its writer encoded as the
+// value to store, the placeholder member cut out with its comma, exactly what Encode makes of
+// the same object decoded; it refuses one whose version it cannot find.
+func TestEncodeEncoded(t *testing.T) {
+	c := cache.NewWatchCache(cache.Config{})
+	defer c.Close()
+	key := cache.Key{Resource: "events", Namespace: "ns", Name: "e1"}
+	ph := `"resourceVersion":"` + cache.RVPlaceholder + `"`
+	for _, tt := range []struct{ name, body string }{
+		{"member in the middle", `{"metadata":{"name":"e1",` + ph + `,"uid":"u1"},"reason":"Created"}`},
+		{"first member", `{"metadata":{` + ph + `,"name":"e1"},"reason":"Created"}`},
+		{"last member", `{"metadata":{"name":"e1",` + ph + `},"reason":"Created"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, at := range []int{0, strings.Index(tt.body, `"resourceVersion"`), 3} {
+				e := cache.Encoded{JSON: []byte(tt.body), VersionAt: at, UID: "u1", Generation: 1, Fields: []string{"reason", "Created"}}
+				o, err := c.EncodeEncoded(key, e)
+				if !assert.NoError(t, err, "versionAt %d", at) {
+					continue
+				}
+				var m map[string]any
+				assert.NoError(t, json.Unmarshal([]byte(tt.body), &m))
+				want, err := c.Encode(key, m)
+				assert.NoError(t, err)
+				assert.Equal(t, string(want.Raw()), string(o.Raw()), "versionAt %d", at)
+				assert.Equal(t, "Created", o.Field("reason"))
+				assert.Equal(t, "u1", o.UID())
+				at7, err := c.AtVersion(o, 7)
+				assert.NoError(t, err)
+				assert.Contains(t, string(at7.Raw()), `"resourceVersion":"7"`)
+				assert.True(t, json.Valid(at7.Raw()))
+			}
+		})
+	}
+	for _, body := range []string{`{"metadata":{"name":"e1"}}`, `{"metadata":{` + ph + `}}`, `{"a":{` + ph + `},"metadata":{` + ph + `,"name":"e1"}}`} {
+		_, err := c.EncodeEncoded(key, cache.Encoded{JSON: []byte(body)})
+		assert.ErrorIs(t, err, cache.ErrInvalid, body)
+	}
+}

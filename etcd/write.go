@@ -35,6 +35,29 @@ func (s *Store) Create(ctx context.Context, key cache.Key, obj map[string]any, o
 	if err != nil {
 		return nil, err
 	}
+	return s.create(ctx, key, next, opts)
+}
+
+var _ cache.EncodedCreator = (*Store)(nil)
+
+// CreateEncoded is Create for an object its writer encoded (cache.Encoded: the recorder's
+// Events), written as Create writes it. There is no dry run.
+func (s *Store) CreateEncoded(ctx context.Context, key cache.Key, e cache.Encoded, opts cache.WriteOptions) (*cache.Object, error) {
+	if s.closed.Load() {
+		return nil, &cache.Error{Err: cache.ErrClosed, Key: key}
+	}
+	if key.Name == "" || opts.DryRun {
+		return nil, &cache.Error{Err: cache.ErrInvalid, Key: key, Message: "cannot store this encoded object"}
+	}
+	next, err := s.c.EncodeEncoded(key, e)
+	if err != nil {
+		return nil, err
+	}
+	return s.create(ctx, key, next, opts)
+}
+
+// create writes next (encoded without its version) at key unless something is there.
+func (s *Store) create(ctx context.Context, key cache.Key, next *cache.Object, opts cache.WriteOptions) (*cache.Object, error) {
 	ekey := s.keys.of(key)
 	if opts.DryRun {
 		if _, err := s.read(ctx, key); err == nil {

@@ -147,7 +147,7 @@ func (s *Server) createObject(c *echo.Context) error {
 		return err
 	}
 	obj, warnings, err := s.decodeObject(t, mediaType(c.Request()), body, &o)
-	setWarnings(c, warnings)
+	s.setWarnings(c, warnings)
 	if err != nil {
 		return err
 	}
@@ -164,7 +164,7 @@ func (s *Server) updateObject(c *echo.Context) error {
 		return err
 	}
 	obj, warnings, err := s.decodeObject(t, mediaType(c.Request()), body, &o)
-	setWarnings(c, warnings)
+	s.setWarnings(c, warnings)
 	if err != nil {
 		return err
 	}
@@ -197,7 +197,7 @@ func (s *Server) patchObject(c *echo.Context) error {
 
 // answerWrite sends the stored object (or its Scale view) with the write's warnings.
 func (s *Server) answerWrite(c *echo.Context, t registry.Target, res registry.Result, out output, code int) error {
-	setWarnings(c, res.Warnings)
+	s.setWarnings(c, res.Warnings)
 	return s.answerObject(c, code, t, res.Object, out)
 }
 
@@ -210,7 +210,7 @@ func (s *Server) deleteObject(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	warnDelete(c, t, o)
+	s.warnDelete(c, t, o)
 	obj, removed, err := s.cfg.Registry.Delete(c.Request().Context(), t, pre, o)
 	if err != nil {
 		return err
@@ -243,7 +243,7 @@ func (s *Server) deleteCollection(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	warnDelete(c, t, o)
+	s.warnDelete(c, t, o)
 	objs, meta, err := s.cfg.Registry.DeleteCollection(c.Request().Context(), t, q, pre, o)
 	if err != nil {
 		return err
@@ -253,9 +253,9 @@ func (s *Server) deleteCollection(c *echo.Context) error {
 
 // warnDelete sends the kind's warning for a delete that names no propagation policy (a
 // batch/v1 Job's pods are orphaned by default).
-func warnDelete(c *echo.Context, t registry.Target, o registry.Options) {
+func (s *Server) warnDelete(c *echo.Context, t registry.Target, o registry.Options) {
 	if o.PropagationPolicy == "" && t.Kind.DeleteWarning != "" {
-		setWarnings(c, []string{t.Kind.DeleteWarning})
+		s.setWarnings(c, []string{t.Kind.DeleteWarning})
 	}
 }
 

@@ -36,7 +36,7 @@ func (s *Server) parseTarget(c *echo.Context) (registry.Target, error) {
 		return registry.Target{}, s.notServed(group)
 	}
 	if k.Warning != "" {
-		setWarnings(c, []string{k.Warning}) // a deprecated version: every request is told
+		s.setWarnings(c, []string{k.Warning}) // a deprecated version: every request is told
 	}
 	t := registry.Target{Kind: k, Sub: c.Param("sub")}
 	gr := k.GroupResource() // a view's objects are stored as another kind's

@@ -189,6 +189,8 @@ type Server struct {
 	impersonator http.Handler
 	// saVerified are the ServiceAccount tokens whose signature was checked (satoken.go).
 	saVerified verifiedTokens
+	// warningHeaders are the Warning headers sent so far, by text (warnings.go).
+	warningHeaders warningHeaders
 }
 
 // New validates cfg and builds the routes.

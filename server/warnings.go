@@ -3,6 +3,8 @@ package server
 import (
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -30,11 +32,41 @@ const (
 // warningsKey is where a request's warningRecorder is kept in its echo.Context.
 const warningsKey = "opemu.warnings"
 
+// warningHeaders keeps the Warning header of each text a server has sent, so the warnings every
+// write of a kind repeats (an Application without resource limits) are formatted once, not on
+// each request. It keeps at most maxWarningHeaders texts, the first ones, of at most
+// warningItemRunes bytes: the rest are formatted each time, so texts a client's requests vary
+// (unknown field names) cannot grow it much.
+// The zero value is ready; it is safe for concurrent use.
+type warningHeaders struct {
+	byText sync.Map // text -> its header value
+	kept   atomic.Int32
+}
+
+// maxWarningHeaders bounds a warningHeaders.
+const maxWarningHeaders = 256
+
+// of is the Warning header of text (code 299, no agent), as utilnet.NewWarningHeader makes it.
+func (h *warningHeaders) of(text string) (string, error) {
+	if v, ok := h.byText.Load(text); ok {
+		return v.(string), nil
+	}
+	header, err := utilnet.NewWarningHeader(299, "", text)
+	if err == nil && len(text) <= warningItemRunes && h.kept.Load() < maxWarningHeaders {
+		if _, loaded := h.byText.LoadOrStore(text, header); !loaded {
+			h.kept.Add(1)
+		}
+	}
+	return header, err
+}
+
 // warningRecorder is one request's warnings, written to its response's headers as they come.
 // Handlers of one request add them from its goroutine only.
 type warningRecorder struct {
-	header http.Header
-	// recorded are the messages sent, each once.
+	header  http.Header
+	headers *warningHeaders
+	// recorded are the messages sent, each once; nil until a second one comes (ordered holds
+	// the first).
 	recorded map[string]bool
 	// ordered are the messages in the order they came, to send again cut once truncating.
 	ordered []string
@@ -44,13 +76,13 @@ type warningRecorder struct {
 }
 
 // setWarnings records each message as a warning of the request, before its answer is written.
-func setWarnings(c *echo.Context, warnings []string) {
+func (s *Server) setWarnings(c *echo.Context, warnings []string) {
 	if len(warnings) == 0 {
 		return
 	}
 	r, _ := c.Get(warningsKey).(*warningRecorder)
 	if r == nil {
-		r = &warningRecorder{header: c.Response().Header(), recorded: map[string]bool{}}
+		r = &warningRecorder{header: c.Response().Header(), headers: &s.warningHeaders}
 		c.Set(warningsKey, r)
 	}
 	for _, w := range warnings {
@@ -60,16 +92,15 @@ func setWarnings(c *echo.Context, warnings []string) {
 
 // add records text as kube-apiserver's recorder's AddWarning does.
 func (r *warningRecorder) add(text string) {
-	if text == "" || (r.written >= warningsTotalRunes && r.truncating) || r.recorded[text] {
+	if text == "" || (r.written >= warningsTotalRunes && r.truncating) || r.seen(text) {
 		return
 	}
-	r.recorded[text] = true
 	r.ordered = append(r.ordered, text)
 	runes := utf8.RuneCountInString(text)
 	if r.truncating && runes > warningItemRunes {
 		text, runes = cutRunes(text), warningItemRunes
 	}
-	header, err := utilnet.NewWarningHeader(299, "", text)
+	header, err := r.headers.of(text)
 	if err != nil {
 		return
 	}
@@ -86,11 +117,30 @@ func (r *warningRecorder) add(text string) {
 		if runes > warningItemRunes {
 			text, runes = cutRunes(text), warningItemRunes
 		}
-		if header, err := utilnet.NewWarningHeader(299, "", text); err == nil {
+		if header, err := r.headers.of(text); err == nil {
 			r.written += runes
 			r.header.Add("Warning", header)
 		}
 	}
+}
+
+// seen reports whether text was recorded already, and remembers it if not (the caller then
+// appends it to ordered). The first text needs no map: it is ordered[0].
+func (r *warningRecorder) seen(text string) bool {
+	if len(r.ordered) == 0 {
+		return false
+	}
+	if r.recorded == nil {
+		if r.ordered[0] == text {
+			return true
+		}
+		r.recorded = map[string]bool{r.ordered[0]: true}
+	}
+	if r.recorded[text] {
+		return true
+	}
+	r.recorded[text] = true
+	return false
 }
 
 // cutRunes is text's first warningItemRunes characters.

@@ -62,7 +62,10 @@ func (p *parser) value(depth int) (any, bool) {
 	case c == '[':
 		return p.array(depth + 1)
 	case c == '"':
-		s, ok := p.str()
+		s, common, ok := p.str()
+		if common != nil {
+			return common, ok // boxed once, in the binary: no allocation
+		}
 		return s, ok
 	case c == '-' || c >= '0' && c <= '9':
 		return p.number()
@@ -101,7 +104,7 @@ func (p *parser) object(depth int) (any, bool) {
 		if p.i >= len(p.data) || p.data[p.i] != '"' {
 			return nil, false
 		}
-		k, ok := p.str()
+		k, _, ok := p.str()
 		if !ok {
 			return nil, false
 		}
@@ -192,32 +195,37 @@ func (p *parser) number() (any, bool) {
 
 // str reads a string. Plain ASCII and valid UTF-8 are taken as they are; escapes are decoded
 // as encoding/json decodes them; invalid UTF-8 and lone surrogates are left to encoding/json
-// (which replaces them with U+FFFD).
-func (p *parser) str() (string, bool) {
+// (which replaces them with U+FFFD). common is the string as an interface value too when it
+// is one of the common ones (commonString), nil otherwise.
+func (p *parser) str() (s string, common any, ok bool) {
 	p.i++ // "
 	start := p.i
 	for p.i < len(p.data) {
 		c := p.data[p.i]
 		switch {
 		case c == '"':
-			s := commonString(p.data[start:p.i])
+			b := p.data[start:p.i]
 			p.i++
-			return s, true
+			if common = commonString(b); common != nil {
+				return common.(string), common, true
+			}
+			return string(b), nil, true
 		case c == '\\':
-			return p.escapedStr(start)
+			s, ok := p.escapedStr(start)
+			return s, nil, ok
 		case c < 0x20:
-			return "", false
+			return "", nil, false
 		case c < utf8.RuneSelf:
 			p.i++
 		default:
 			r, size := utf8.DecodeRune(p.data[p.i:])
 			if r == utf8.RuneError && size == 1 {
-				return "", false
+				return "", nil, false
 			}
 			p.i += size
 		}
 	}
-	return "", false
+	return "", nil, false
 }
 
 // escapedStr finishes a string that holds escapes; p.i is at the first backslash and start
@@ -313,9 +321,12 @@ func (p *parser) hex4() (rune, bool) {
 	return r, true
 }
 
-// commonString returns b as a string, without allocating for the keys and values every
-// object repeats (a string made of each would be garbage at once in most maps).
-func commonString(b []byte) string {
+// commonString returns b as an interface value, without allocating, when it is one of the keys
+// and values objects repeat (their metadata, managedFields, Events, conditions): a string made
+// of each would be garbage at once in most maps, and boxing it in an interface a second
+// allocation. Each case boxes a constant, which the compiler keeps in the binary. Nil when b
+// is none of them.
+func commonString(b []byte) any {
 	switch string(b) { // compiled without converting b
 	case "apiVersion":
 		return "apiVersion"
@@ -335,6 +346,8 @@ func commonString(b []byte) string {
 		return "generation"
 	case "creationTimestamp":
 		return "creationTimestamp"
+	case "deletionTimestamp":
+		return "deletionTimestamp"
 	case "labels":
 		return "labels"
 	case "annotations":
@@ -353,14 +366,104 @@ func commonString(b []byte) string {
 		return "replicas"
 	case "image":
 		return "image"
+	case "strategy":
+		return "strategy"
 	case "conditions":
 		return "conditions"
 	case "type":
 		return "type"
 	case "v1":
 		return "v1"
+	case "manager":
+		return "manager"
+	case "operation":
+		return "operation"
+	case "Update":
+		return "Update"
+	case "Apply":
+		return "Apply"
+	case "time":
+		return "time"
+	case "fieldsType":
+		return "fieldsType"
+	case "FieldsV1":
+		return "FieldsV1"
+	case "fieldsV1":
+		return "fieldsV1"
+	case "subresource":
+		return "subresource"
+	case ".":
+		return "."
+	case "f:metadata":
+		return "f:metadata"
+	case "f:labels":
+		return "f:labels"
+	case "f:annotations":
+		return "f:annotations"
+	case "f:finalizers":
+		return "f:finalizers"
+	case "f:ownerReferences":
+		return "f:ownerReferences"
+	case "f:spec":
+		return "f:spec"
+	case "f:status":
+		return "f:status"
+	case "f:replicas":
+		return "f:replicas"
+	case "f:image":
+		return "f:image"
+	case "f:strategy":
+		return "f:strategy"
+	case "f:conditions":
+		return "f:conditions"
+	case "involvedObject":
+		return "involvedObject"
+	case "reason":
+		return "reason"
+	case "message":
+		return "message"
+	case "source":
+		return "source"
+	case "component":
+		return "component"
+	case "host":
+		return "host"
+	case "reportingComponent":
+		return "reportingComponent"
+	case "reportingInstance":
+		return "reportingInstance"
+	case "firstTimestamp":
+		return "firstTimestamp"
+	case "lastTimestamp":
+		return "lastTimestamp"
+	case "eventTime":
+		return "eventTime"
+	case "count":
+		return "count"
+	case "severity":
+		return "severity"
+	case "Normal":
+		return "Normal"
+	case "Warning":
+		return "Warning"
+	case "Info":
+		return "Info"
+	case "Event":
+		return "Event"
+	case "lastTransitionTime":
+		return "lastTransitionTime"
+	case "True":
+		return "True"
+	case "False":
+		return "False"
+	case "Unknown":
+		return "Unknown"
+	case "true":
+		return "true"
+	case "false":
+		return "false"
 	}
-	return string(b)
+	return nil
 }
 
 // Decode decodes data, one JSON value, as encoding/json's Decoder with UseNumber does: with

@@ -305,17 +305,14 @@ type fanClient struct {
 // (buffered: never blocks), then records frames until the stream ends or ctx is done.
 func (fc *fanClient) run(ctx context.Context, c *http.Client, u string, base time.Time, sem chan struct{}, connected chan<- error) {
 	defer fc.ended.Store(true)
-	select {
-	case sem <- struct{}{}:
-	case <-ctx.Done():
-		connected <- ctx.Err()
-		return
-	}
-	body, rd, err := openSSE(ctx, c, u, false)
-	<-sem
-	connected <- err
-	if err != nil {
-		fc.err = err
+	var (
+		body io.ReadCloser
+		rd   *sseReader
+	)
+	if !fc.connect(ctx, sem, connected, func() (err error) {
+		body, rd, err = openSSE(ctx, c, u, false)
+		return err
+	}) {
 		return
 	}
 	defer body.Close()
@@ -331,11 +328,33 @@ func (fc *fanClient) run(ctx context.Context, c *http.Client, u string, base tim
 			return
 		}
 		if f.HasID {
-			fc.ids = append(fc.ids, f.ID)
-			fc.at = append(fc.at, at)
-			fc.lastID.Store(f.ID)
+			fc.record(f.ID, at)
 		}
 	}
+}
+
+// connect opens a stream with open, at most cap(sem) at once, and reports the outcome on
+// connected (buffered: never blocks). It returns whether the stream is open; when open failed,
+// fc.err says why.
+func (fc *fanClient) connect(ctx context.Context, sem chan struct{}, connected chan<- error, open func() error) bool {
+	select {
+	case sem <- struct{}{}:
+	case <-ctx.Done():
+		connected <- ctx.Err()
+		return false
+	}
+	err := open()
+	<-sem
+	connected <- err
+	fc.err = err
+	return err == nil
+}
+
+// record notes a change with version id received at (since the run's base).
+func (fc *fanClient) record(id uint64, at time.Duration) {
+	fc.ids = append(fc.ids, id)
+	fc.at = append(fc.at, at)
+	fc.lastID.Store(id)
 }
 
 // dialStalled opens the stalled client: a raw connection that sends the watch request, reads

@@ -147,17 +147,11 @@ func (r *kubeRun) changes(ctx context.Context, ns string, objects int, base time
 // stream ends or ctx is done. An ERROR event ends it.
 func (fc *fanClient) watchJSON(ctx context.Context, c *http.Client, u string, base time.Time, sem chan struct{}, connected chan<- error) {
 	defer fc.ended.Store(true)
-	select {
-	case sem <- struct{}{}:
-	case <-ctx.Done():
-		connected <- ctx.Err()
-		return
-	}
-	body, err := openWatch(ctx, c, u)
-	<-sem
-	connected <- err
-	if err != nil {
-		fc.err = err
+	var body io.ReadCloser
+	if !fc.connect(ctx, sem, connected, func() (err error) {
+		body, err = openWatch(ctx, c, u)
+		return err
+	}) {
 		return
 	}
 	defer body.Close()
@@ -173,9 +167,7 @@ func (fc *fanClient) watchJSON(ctx context.Context, c *http.Client, u string, ba
 			return
 		}
 		if ev.HasRV {
-			fc.ids = append(fc.ids, ev.RV)
-			fc.at = append(fc.at, time.Since(base))
-			fc.lastID.Store(ev.RV)
+			fc.record(ev.RV, time.Since(base))
 		}
 	}
 }

@@ -455,7 +455,7 @@ func replayShared(initial []Event, rv uint64) []Event {
 			n++
 		}
 	}
-	if n == 0 || n > 1 {
+	if n != 1 {
 		return initial
 	}
 	return slices.DeleteFunc(initial, func(ev Event) bool { return ev.ResourceVersion == rv })

@@ -316,13 +316,18 @@ func (c *Controller) resync(ctx context.Context, q *queue) {
 			return
 		case <-t.C():
 			c.mu.Lock()
-			keys := slices.DeleteFunc(slices.Collect(maps.Keys(c.known)), func(k cache.Key) bool {
-				_, gaveUp := c.dropped[k]
-				return gaveUp
-			})
+			keys := slices.Collect(maps.Keys(c.known))
 			c.mu.Unlock()
 			for _, k := range keys {
-				if q.NumRequeues(k) == 0 {
+				// Requeues first, then dropped: a key given up on is marked dropped before its
+				// requeues are forgotten (work), so either check sees it.
+				if q.NumRequeues(k) != 0 {
+					continue
+				}
+				c.mu.Lock()
+				_, gaveUp := c.dropped[k]
+				c.mu.Unlock()
+				if !gaveUp {
 					c.enqueue(q, k)
 				}
 			}
@@ -388,12 +393,12 @@ func (c *Controller) process(ctx context.Context, q *queue, key cache.Key) Outco
 	default:
 		out.Result = "dropped"
 		c.cfg.Metrics.ReconcileError(c.cfg.Name)
-		q.Forget(key)
 		c.mu.Lock()
 		if obj, ok := c.known[key]; ok {
 			c.dropped[key] = obj
 		}
 		c.mu.Unlock()
+		q.Forget(key) // after it is marked dropped: see resync
 		c.cfg.Logger.Warn("dropping key after retries", "controller", c.cfg.Name, "key", key.String(), "retries", c.cfg.MaxRetries, "err", err)
 		if dr, ok := c.cfg.Reconciler.(Dropper); ok {
 			dr.Dropped(ctx, key, err)

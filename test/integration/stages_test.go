@@ -90,7 +90,10 @@ func TestKwokStageDelayOnManualClock(t *testing.T) {
 		require.NoError(t, err)
 		return at
 	}
-	start := advance("1h") // ahead of the real clock: a stamp of the real one cannot pass
+	// Ahead of the real clock, so a stamp of the real one cannot pass; less than the Node's 50 s
+	// grace, so the node lifecycle controller cannot judge the Node before the kubelet's beat at
+	// the new time (a jump of an hour could, and taint it until the next advance).
+	start := advance("30s")
 	k.Run("create", "deployment", "web", "--image=nginx", "--replicas=2")
 
 	// waiting is the pod controller's queue: the Pods due at a time.
